@@ -1,0 +1,120 @@
+# execd -- plain make.  `make` builds, `make run` starts the daemon,
+# `make test` runs everything CI runs, `make bench` measures.
+
+STD	= -std=c11 -D_GNU_SOURCE
+WARN	= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual \
+	  -Wstrict-prototypes -Wmissing-prototypes -Wmissing-declarations \
+	  -Wformat=2 -Wwrite-strings -Wundef -Wvla -Wno-unused-parameter
+HARDEN	= -fstack-protector-strong -fPIE -D_FORTIFY_SOURCE=2
+OPT	?= -O2 -g
+PKGS	= libmicrohttpd libzmq jansson libcrypto libseccomp uuid
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -MMD -MP
+LDFLAGS	+= -pie -Wl,-z,relro,-z,now
+LDLIBS	+= $(PKG_LIBS) -lm
+
+ifeq ($(WERROR),1)
+CFLAGS	+= -Werror
+endif
+
+# make SANITIZER=address|undefined builds into its own tree.
+ifdef SANITIZER
+CFLAGS	+= -fsanitize=$(SANITIZER) -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=all -O1
+LDFLAGS	+= -fsanitize=$(SANITIZER)
+B	?= build/$(SANITIZER)
+else
+B	?= build
+endif
+
+# The libraries know nothing of execd; execd links them.
+LIBS	= sse fs
+LIB_A	= $(foreach l,$(LIBS),$(B)/lib$(l).a)
+EXECD_SRC = $(wildcard execd/*.c)
+EXECD_OBJ = $(EXECD_SRC:%.c=$(B)/obj/%.o)
+CORE_OBJ = $(filter-out $(B)/obj/execd/main.o,$(EXECD_OBJ))
+UNIT_SRC = $(wildcard tests/unit/t_*.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FUZZ_T	= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
+FUZZ_BIN = $(FUZZ_T:%=build/fuzz/fuzz_%)
+
+.PHONY: all deps run check test test-one bench fuzz valgrind format lint clean
+all: $(B)/execd
+
+# Rebuild everything when the flags change (like Redis's .make-settings).
+$(B)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || \
+	    echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+FORCE:
+
+$(B)/obj/%.o: %.c $(B)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+define lib_rule
+$(B)/lib$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(wildcard $(1)/*.c))
+	@rm -f $$@
+	$(AR) rcs $$@ $$^
+endef
+$(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
+
+$(B)/execd: $(EXECD_OBJ) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $(EXECD_OBJ) $(LIB_A) $(LDLIBS)
+
+$(B)/tests/t_%: $(B)/obj/tests/unit/t_%.o $(CORE_OBJ) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(LIB_A) $(LDLIBS)
+
+$(B)/tests/replay_%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o \
+    $(CORE_OBJ) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Fuzzers proper need clang's libFuzzer: `make fuzz`, then run one, e.g.
+# build/fuzz/fuzz_sse_fmt tests/fuzz/corpus/sse_fmt
+fuzz: FORCE
+	$(MAKE) B=build/fuzz CC=clang OPT='-O1 -g' \
+	    CFLAGS='-fsanitize=fuzzer-no-link,address,undefined' \
+	    LDFLAGS='-fsanitize=address,undefined' $(FUZZ_BIN)
+build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(CORE_OBJ) $(LIB_A)
+	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+deps:
+	@sh scripts/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	exec $(B)/execd $(ARGS)
+
+# One build and one pass of every test, in the tree $(B).
+check: $(B)/execd $(UNIT_BIN) $(REPLAY_BIN)
+	@sh tests/run.sh $(B)
+
+# What CI runs: the suite plain, under ASan (with LeakSanitizer) and UBSan.
+test: deps
+	@sh tests/all.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/deps.sh bench
+	@sh bench/run.sh $(B)
+
+valgrind: $(B)/execd $(UNIT_BIN)
+	@VALGRIND=1 sh tests/run.sh $(B)
+
+format:
+	clang-format -i execd/*.[ch] sse/*.[ch] fs/*.[ch] tests/unit/*.c \
+	    tests/fuzz/*.c
+
+lint:
+	cppcheck --quiet --enable=warning,portability --error-exitcode=1 \
+	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) execd sse fs
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,327 @@
+#!/bin/sh
+# bench/run.sh BUILD_DIR -- the numbers of PRODUCT.md ("Numbers we hold
+# ourselves to"), each as a ratio against a baseline measured in the same run
+# on the same machine.  `make bench` runs it after building BUILD_DIR/execd.
+#
+# Prints one table row per measurement.  Exits non-zero only when something
+# could not be run; a missed target is reported as MISS and exits 0.
+#
+# Knobs (environment): BENCH_SECS (seconds per wrk round, default 4),
+# BENCH_ROUNDS (wrk rounds per server, alternating, best kept; default 2),
+# BENCH_CONNS (wrk connections, default 32), BENCH_STARTS (start-up runs,
+# default 20), NGINX (nginx binary), WRK (wrk binary).
+#
+# Adding a row: measure, then call
+#   row NAME VALUE BASELINE RATIO TARGET VERDICT
+# with VERDICT from verdict_ge / verdict_le (or "-" for information only).
+
+# shellcheck disable=SC2059 # ROWFMT is our own format string
+# shellcheck disable=SC2317 # cleanup runs from the EXIT trap
+set -u
+
+B=${1:-}
+if [ -z "$B" ]; then
+	echo "usage: sh bench/run.sh BUILD_DIR" >&2
+	exit 2
+fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+B=$(cd "$B" 2>/dev/null && pwd) || {
+	echo "bench: no build dir '$1'" >&2
+	exit 1
+}
+EXECD=$B/execd
+SECS=${BENCH_SECS:-4}
+ROUNDS=${BENCH_ROUNDS:-2}
+CONNS=${BENCH_CONNS:-32}
+STARTS=${BENCH_STARTS:-20}
+WRK=${WRK:-$(command -v wrk || echo wrk)}
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+PING_MIN_RATIO=0.5   # no ping-throughput target in PRODUCT.md: ours
+RSS_MAX_KIB=4096     # PRODUCT.md: idle RSS under 4 MiB
+START_MAX_MS=10      # PRODUCT.md: start to first /ping under 10 ms
+
+T=
+PIDS=
+MISSES=0
+ROWS=0
+
+fail() {
+	echo "bench: FAILED: $*" >&2
+	exit 1
+}
+
+note() {
+	echo "  note: $*"
+}
+
+# --- process handling ------------------------------------------------------
+
+# proc_state PID: the state letter from /proc/PID/stat, empty when gone.
+proc_state() {
+	sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1
+}
+
+# stop PID: SIGTERM, wait at most 5 s for it to exit, then SIGKILL; reap it.
+# Leaves its exit status in STOP_STATUS.
+stop() {
+	_p=$1
+	STOP_STATUS=
+	PIDS=$(echo " $PIDS " | sed "s/ $_p / /; s/^ *//; s/ *\$//")
+	if ! kill -TERM "$_p" 2>/dev/null; then
+		wait "$_p" 2>/dev/null
+		STOP_STATUS=$?
+		return 0
+	fi
+	_i=0
+	while [ $_i -lt 50 ]; do
+		case $(proc_state "$_p") in
+		'' | Z) break ;;
+		esac
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	if [ $_i -ge 50 ]; then
+		echo "bench: pid $_p ignored SIGTERM for 5 s, killing it" >&2
+		kill -KILL "$_p" 2>/dev/null
+	fi
+	wait "$_p" 2>/dev/null
+	STOP_STATUS=$?
+}
+
+cleanup() {
+	for _q in $PIDS; do
+		stop "$_q"
+	done
+	[ -n "$T" ] && rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# children_of PID: pids whose parent is PID.
+children_of() {
+	for _s in /proc/[0-9]*/stat; do
+		_pp=$(sed 's/^.*) //' "$_s" 2>/dev/null | cut -d' ' -f2)
+		if [ "$_pp" = "$1" ]; then
+			_c=${_s#/proc/}
+			echo "${_c%/stat}"
+		fi
+	done
+}
+
+# rss_kib PID: VmRSS in KiB.
+rss_kib() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+# --- arithmetic and the table ----------------------------------------------
+
+calc() {
+	awk "BEGIN { printf \"%s\", $1 }" </dev/null
+}
+
+# verdict_ge VALUE MIN / verdict_le VALUE MAX: ok or MISS.
+verdict_ge() {
+	awk -v v="$1" -v m="$2" 'BEGIN { print (v + 0 >= m + 0) ? "ok" : "MISS" }'
+}
+verdict_le() {
+	awk -v v="$1" -v m="$2" 'BEGIN { print (v + 0 <= m + 0) ? "ok" : "MISS" }'
+}
+
+ROWFMT='%-30s %-20s %-24s %-7s %-22s %s\n'
+
+row() {
+	printf "$ROWFMT" "$1" "$2" "$3" "$4" "$5" "$6"
+	ROWS=$((ROWS + 1))
+	[ "$6" = MISS ] && MISSES=$((MISSES + 1))
+	return 0
+}
+
+# --- servers ---------------------------------------------------------------
+
+# start_execd PORT LOG: starts execd in the background, sets EXECD_PID.
+start_execd() {
+	"$EXECD" --listen "127.0.0.1:$1" --log-level warn >/dev/null 2>"$2" &
+	EXECD_PID=$!
+	PIDS="$PIDS $EXECD_PID"
+	"$SP" wait "$1" /ping 5000 ||
+		fail "execd did not answer GET /ping on 127.0.0.1:$1 within 5 s" \
+			"(stderr: $(head -c 400 "$2"))"
+	head -n 1 "$2" | grep -q "listening on 127.0.0.1:$1" ||
+		note "execd's first stderr line does not say" \
+			"'listening on 127.0.0.1:$1'"
+}
+
+# nginx_conf DIR PORT: an nginx prefix DIR serving an empty file at /ping.
+nginx_conf() {
+	mkdir -p "$1/html" "$1/logs" || fail "mkdir $1"
+	: >"$1/html/ping"
+	_user=
+	[ "$(id -u)" = 0 ] && _user="user $(id -un) $(id -gn);"
+	_temps="    client_body_temp_path $1/client_body_temp;"
+	for _m in proxy fastcgi uwsgi scgi; do
+		case $NGINX_V in
+		*"--without-http_${_m}_module"*) ;;
+		*) _temps="$_temps
+    ${_m}_temp_path $1/${_m}_temp;" ;;
+		esac
+	done
+	awk -v prefix="$1" -v port="$2" -v user="$_user" -v temps="$_temps" '
+		{ gsub(/@PREFIX@/, prefix); gsub(/@PORT@/, port) }
+		/^@USER@$/ { print user; next }
+		/^@TEMPS@$/ { print temps; next }
+		{ print }' "$HERE/nginx.conf.in" >"$1/nginx.conf" ||
+		fail "cannot write $1/nginx.conf"
+	"$NGINX" -t -q -p "$1/" -c "$1/nginx.conf" -e "$1/error.log" \
+		-g 'daemon off;' 2>"$1/test.log" ||
+		fail "nginx rejects its config: $(cat "$1/test.log")"
+}
+
+# start_nginx DIR PORT: nginx in the foreground of a background job, sets
+# NGINX_PID (the master).
+start_nginx() {
+	"$NGINX" -p "$1/" -c "$1/nginx.conf" -e "$1/error.log" \
+		-g 'daemon off;' >/dev/null 2>"$1/stderr.log" &
+	NGINX_PID=$!
+	PIDS="$PIDS $NGINX_PID"
+	"$SP" wait "$2" /ping 5000 ||
+		fail "nginx did not serve /ping on 127.0.0.1:$2 within 5 s" \
+			"(stderr: $(head -c 400 "$1/stderr.log");" \
+			"error.log: $(head -c 400 "$1/error.log"))"
+}
+
+# wrk_rps PORT OUT: one wrk round; prints requests/s, notes errors.
+wrk_rps() {
+	timeout $((SECS + 20)) "$WRK" -t1 -c"$CONNS" -d"${SECS}s" \
+		"http://127.0.0.1:$1/ping" >"$2" 2>&1 ||
+		fail "wrk against port $1 failed: $(cat "$2")"
+	awk '/^Requests\/sec:/ { print $2 }' "$2"
+}
+
+# wrk_errors OUT: non-empty when wrk saw errors or non-2xx answers.
+wrk_errors() {
+	grep -E '^ *(Non-2xx|Socket errors)' "$1" | tr -s ' ' | tr '\n' ';'
+}
+
+# --- preflight -------------------------------------------------------------
+
+[ -x "$EXECD" ] || fail "no executable $EXECD (build it first)"
+command -v "$WRK" >/dev/null 2>&1 || fail "wrk not found (apt-get install wrk)"
+[ -x "$NGINX" ] || fail "nginx not found (apt-get install nginx-light)"
+command -v "${CC:-cc}" >/dev/null 2>&1 || fail "no C compiler"
+NGINX_V=$("$NGINX" -V 2>&1) || fail "$NGINX -V failed"
+NGINX_VERSION=$(echo "$NGINX_V" | sed -n 's/^nginx version: nginx\///p')
+
+mkdir -p "$B/bench" || fail "mkdir $B/bench"
+SP=$B/bench/startping
+"${CC:-cc}" -O2 -Wall -o "$SP" "$HERE/startping.c" ||
+	fail "cannot compile bench/startping.c"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/execd-bench.XXXXXX") || fail "mktemp -d"
+
+port() {
+	"$SP" port || fail "no free port"
+}
+P_EXECD=$(port) || exit 1
+P_NGINX=$(port) || exit 1
+P_EXECD_START=$(port) || exit 1
+P_NGINX_START=$(port) || exit 1
+nginx_conf "$T/nginx" "$P_NGINX"
+nginx_conf "$T/nginx-start" "$P_NGINX_START"
+
+echo "execd bench: $EXECD vs nginx $NGINX_VERSION, $(nproc 2>/dev/null || echo '?') CPUs, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "ratio = execd / baseline.  ping rps: wrk -t1 -c$CONNS, $ROUNDS x ${SECS} s per server alternating, best kept;"
+echo "PRODUCT.md sets no ping-throughput target, ok when the ratio is >= $PING_MIN_RATIO."
+echo
+printf "$ROWFMT" measurement execd baseline ratio target verdict
+printf "$ROWFMT" ----------- ----- -------- ----- ------ -------
+
+# --- 1, 2: idle RSS after 100 pings, then /ping throughput -----------------
+
+start_execd "$P_EXECD" "$T/execd.log"
+start_nginx "$T/nginx" "$P_NGINX"
+"$SP" get "$P_EXECD" /ping 100 || fail "100 GET /ping against execd"
+"$SP" get "$P_NGINX" /ping 100 || fail "100 GET /ping against nginx"
+sleep 0.2
+E_RSS=$(rss_kib "$EXECD_PID")
+NGINX_WORKER=$(children_of "$NGINX_PID" | head -n 1)
+[ -n "$NGINX_WORKER" ] || fail "cannot find nginx's worker process"
+N_RSS=$(rss_kib "$NGINX_WORKER")
+if [ -z "$E_RSS" ] || [ -z "$N_RSS" ]; then
+	fail "cannot read VmRSS"
+fi
+
+# Warm both up, then alternate rounds so that drift on a shared machine hits
+# both alike; keep each one's best.
+SAVED_SECS=$SECS
+SECS=1
+wrk_rps "$P_EXECD" "$T/wrk.out" >/dev/null
+wrk_rps "$P_NGINX" "$T/wrk.out" >/dev/null
+SECS=$SAVED_SECS
+E_RPS=0
+N_RPS=0
+E_ERR=
+i=0
+while [ $i -lt "$ROUNDS" ]; do
+	r=$(wrk_rps "$P_EXECD" "$T/wrk-execd.out") || exit 1
+	[ -n "$r" ] || fail "no Requests/sec from wrk: $(cat "$T/wrk-execd.out")"
+	E_ERR="$E_ERR$(wrk_errors "$T/wrk-execd.out")"
+	E_RPS=$(calc "($r > $E_RPS) ? $r : $E_RPS")
+	r=$(wrk_rps "$P_NGINX" "$T/wrk-nginx.out") || exit 1
+	[ -n "$r" ] || fail "no Requests/sec from wrk: $(cat "$T/wrk-nginx.out")"
+	e=$(wrk_errors "$T/wrk-nginx.out")
+	[ -z "$e" ] || fail "nginx baseline had errors under wrk: $e"
+	N_RPS=$(calc "($r > $N_RPS) ? $r : $N_RPS")
+	i=$((i + 1))
+done
+E_RSS_AFTER=$(rss_kib "$EXECD_PID")
+
+RATIO=$(calc "sprintf(\"%.2f\", $E_RPS / $N_RPS)")
+V=$(verdict_ge "$RATIO" "$PING_MIN_RATIO")
+[ -n "$E_ERR" ] && V=MISS
+row "GET /ping req/s (wrk)" "$(calc "sprintf(\"%.0f\", $E_RPS)")" \
+	"$(calc "sprintf(\"%.0f\", $N_RPS)") nginx" "$RATIO" \
+	"ratio >= $PING_MIN_RATIO" "$V"
+
+row "idle RSS after 100 pings" \
+	"$E_RSS KiB ($(calc "sprintf(\"%.2f\", $E_RSS / 1024)") MiB)" \
+	"$N_RSS KiB nginx worker" \
+	"$(calc "sprintf(\"%.2f\", $E_RSS / $N_RSS)")" \
+	"< 4 MiB" "$(verdict_le "$E_RSS" $((RSS_MAX_KIB - 1)))"
+
+stop "$EXECD_PID"
+E_EXIT=$STOP_STATUS
+stop "$NGINX_PID"
+
+# --- 3: start to first 200 on /ping -----------------------------------------
+
+E_START=$("$SP" start "$STARTS" "$P_EXECD_START" /ping -- \
+	"$EXECD" --listen "127.0.0.1:$P_EXECD_START" --log-level warn) ||
+	fail "execd start-up runs"
+N_START=$("$SP" start "$STARTS" "$P_NGINX_START" /ping -- \
+	"$NGINX" -p "$T/nginx-start/" -c "$T/nginx-start/nginx.conf" \
+	-e "$T/nginx-start/error.log" -g 'daemon off;') ||
+	fail "nginx start-up runs"
+# shellcheck disable=SC2086 # split "median min max bad" into words
+set -- $E_START
+E_MED=$1 E_MIN=$2 E_MAX=$3 E_BAD=$4
+# shellcheck disable=SC2086
+set -- $N_START
+N_MED=$1 N_BAD=$4
+E_MS=$(calc "sprintf(\"%.2f\", $E_MED / 1000)")
+row "start to first /ping (median)" "$E_MS ms" \
+	"$(calc "sprintf(\"%.2f\", $N_MED / 1000)") ms nginx" \
+	"$(calc "sprintf(\"%.2f\", $E_MED / $N_MED)")" "< $START_MAX_MS ms" \
+	"$(calc "($E_MED < $START_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
+
+# --- notes -----------------------------------------------------------------
+
+echo
+[ -n "$E_ERR" ] && note "execd had errors under wrk: $E_ERR"
+note "execd RSS after the wrk rounds: $E_RSS_AFTER KiB"
+note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1000)") ms," \
+	"max $(calc "sprintf(\"%.2f\", $E_MAX / 1000)") ms"
+[ "$E_EXIT" = 0 ] || note "execd exited with status $E_EXIT on SIGTERM (expected 0)"
+[ "$E_BAD" = 0 ] || note "execd exited non-zero on SIGTERM in $E_BAD of $STARTS start-up runs"
+[ "$N_BAD" = 0 ] || note "nginx exited non-zero on SIGTERM in $N_BAD of $STARTS start-up runs"
+echo "$((ROWS - MISSES)) of $ROWS targets met."
+exit 0

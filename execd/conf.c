@@ -1,0 +1,343 @@
+/*
+ * conf.c -- option table, parsing and usage text.
+ *
+ * Options are written --name VALUE, --name=VALUE, or with one dash as the
+ * upstream daemon's flag package accepts them.  Every option has an
+ * EXECD_* environment equivalent.  A few upstream options that concern a
+ * Jupyter Server we do not use are accepted and ignored, so existing
+ * entrypoints keep working.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "xmalloc.h"
+
+enum opt_id {
+	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
+	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_ROUTES,
+	O_HELP, O_VERSION, O_IGNORED
+};
+
+struct opt {
+	const char	*name;
+	enum opt_id	 id;
+	const char	*env;
+	const char	*arg;		/* NULL: takes no value */
+	const char	*def;		/* default, as text */
+	const char	*help;
+};
+
+static const struct opt opts[] = {
+	{ "listen", O_LISTEN, "EXECD_LISTEN", "ADDR:PORT", NULL,
+	    "address and port to listen on, e.g. 0.0.0.0:44772 or [::1]:44772;"
+	    " default: 0.0.0.0 with an access token, 127.0.0.1 without" },
+	{ "port", O_PORT, "EXECD_PORT", "PORT", "44772",
+	    "port to listen on (0: any free port) when --listen is not given" },
+	{ "access-token", O_TOKEN, "EXECD_ACCESS_TOKEN", "TOKEN", NULL,
+	    "require this value in the X-EXECD-ACCESS-TOKEN header of every "
+	    "request" },
+	{ "log-level", O_LOG_LEVEL, "EXECD_LOG_LEVEL", "LEVEL", "info",
+	    "error, warn, info or debug (or upstream's 0-7)" },
+	{ "max-body-size", O_MAX_BODY, "EXECD_MAX_BODY_SIZE", "BYTES", "16M",
+	    "largest JSON request body; larger ones get 413 (K, M, G suffixes)"
+	},
+	{ "connection-timeout", O_TIMEOUT, "EXECD_CONNECTION_TIMEOUT",
+	    "SECONDS", "120",
+	    "close a connection idle this long (0: never); an open stream "
+	    "waiting for output is not idle" },
+	{ "max-connections", O_MAX_CONNS, "EXECD_MAX_CONNECTIONS", "N", "4096",
+	    "connections served at once; more are refused" },
+	{ "max-connections-per-ip", O_MAX_CONNS_IP,
+	    "EXECD_MAX_CONNECTIONS_PER_IP", "N", "2048",
+	    "connections from one address at once (0: no limit)" },
+	{ "stream-buffer", O_STREAM_BUF, "EXECD_STREAM_BUFFER", "BYTES", "4M",
+	    "output a stream may queue for a slow client before it is ended" },
+	{ "grace-period", O_GRACE, "EXECD_GRACE_PERIOD", "MS", "2000",
+	    "on shutdown, wait this long after SIGTERM before SIGKILL" },
+	{ "routes", O_ROUTES, NULL, NULL, NULL,
+	    "print the served endpoints and exit" },
+	{ "help", O_HELP, NULL, NULL, NULL, "print this help and exit" },
+	{ "version", O_VERSION, NULL, NULL, NULL,
+	    "print the version and exit" },
+};
+
+/* Upstream options for its Jupyter Server client; accepted and ignored. */
+static const char *const ignored[] = {
+	"jupyter-host", "jupyter-token", "graceful-shutdown-timeout",
+	"jupyter-idle-poll-interval",
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define NIGNORED (sizeof(ignored) / sizeof(ignored[0]))
+
+static int	set(struct conf *, enum opt_id, const char *, char *, size_t);
+static int	parse_size(const char *, size_t *);
+static int	parse_uint(const char *, unsigned long, unsigned long *);
+static int	parse_listen(struct conf *, const char *, char *, size_t);
+
+/* Print text indented, wrapped before 80 columns. */
+static void
+wrap(FILE *f, const char *text)
+{
+	const char *p = text, *brk;
+	size_t n;
+
+	while (*p != '\0') {
+		n = strlen(p);
+		if (n > 68) {
+			for (brk = p + 68; brk > p && *brk != ' '; brk--)
+				;
+			n = brk > p ? (size_t)(brk - p) : 68;
+		}
+		fprintf(f, "      %.*s\n", (int)n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/* Print every option with its environment variable and default. */
+void
+conf_usage(FILE *f)
+{
+	char line[256];
+
+	fprintf(f, "usage: execd [options]\n\n"
+	    "The OpenSandbox execution daemon: code contexts on Jupyter "
+	    "kernels, shell\ncommands, files and metrics over HTTP.\n\n"
+	    "Options (one dash or two; --name VALUE or --name=VALUE):\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		fprintf(f, "  --%s%s%s\n", opts[i].name, opts[i].arg ? " " :
+		    "", opts[i].arg ? opts[i].arg : "");
+		wrap(f, opts[i].help);
+		if (opts[i].env != NULL || opts[i].def != NULL) {
+			snprintf(line, sizeof(line), "%s%s%s%s%s",
+			    opts[i].env ? "environment: " : "",
+			    opts[i].env ? opts[i].env : "",
+			    opts[i].env && opts[i].def ? "; " : "",
+			    opts[i].def ? "default: " : "",
+			    opts[i].def ? opts[i].def : "");
+			wrap(f, line);
+		}
+	}
+	fprintf(f, "\nAccepted and ignored, for upstream compatibility:\n ");
+	for (size_t i = 0; i < NIGNORED; i++)
+		fprintf(f, " --%s", ignored[i]);
+	fprintf(f, "\n");
+}
+
+/* "16M", "512K", "1G" or plain bytes. */
+static int
+parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno != 0 || s[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0' || v > (SIZE_MAX >> shift))
+		return -EINVAL;
+	*out = (size_t)v << shift;
+	return 0;
+}
+
+static int
+parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || s[0] == '-' || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ADDR:PORT, with IPv6 addresses in brackets. */
+static int
+parse_listen(struct conf *c, const char *s, char *err, size_t errlen)
+{
+	const char *colon, *host = s;
+	unsigned long port;
+	size_t n;
+
+	colon = strrchr(s, ':');
+	if (colon == NULL)
+		goto bad;
+	n = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (n < 2 || s[n - 1] != ']')
+			goto bad;
+		host = s + 1;
+		n -= 2;
+	} else if (memchr(s, ':', n) != NULL) {
+		goto bad;	/* a bare IPv6 address needs brackets */
+	}
+	if (n == 0 || n >= sizeof(c->addr) ||
+	    parse_uint(colon + 1, 65535, &port) < 0)
+		goto bad;
+	memcpy(c->addr, host, n);
+	c->addr[n] = '\0';
+	c->port = (uint16_t)port;
+	c->addr_given = true;
+	return 0;
+bad:
+	snprintf(err, errlen, "--listen wants ADDR:PORT (IPv6 as [ADDR]:PORT),"
+	    " not '%s'", s);
+	return -EINVAL;
+}
+
+static int
+set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
+{
+	unsigned long u;
+	const char *name = "?";
+
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].id == id)
+			name = opts[i].name;
+	switch (id) {
+	case O_LISTEN:
+		return parse_listen(c, v, err, errlen);
+	case O_PORT:
+		if (parse_uint(v, 65535, &u) < 0)
+			goto bad;
+		c->port = (uint16_t)u;
+		return 0;
+	case O_TOKEN:
+		free(c->token);
+		c->token = v[0] != '\0' ? xstrdup(v) : NULL;
+		return 0;
+	case O_LOG_LEVEL:
+		if (log_level_parse(v, &c->log_level) < 0)
+			goto bad;
+		return 0;
+	case O_MAX_BODY:
+		if (parse_size(v, &c->max_body) < 0 || c->max_body == 0)
+			goto bad;
+		return 0;
+	case O_STREAM_BUF:
+		if (parse_size(v, &c->stream_cap) < 0 || c->stream_cap < 4096)
+			goto bad;
+		return 0;
+	case O_TIMEOUT:
+		if (parse_uint(v, 86400, &u) < 0)
+			goto bad;
+		c->conn_timeout = (unsigned)u;
+		return 0;
+	case O_MAX_CONNS:
+		if (parse_uint(v, 1000000, &u) < 0 || u == 0)
+			goto bad;
+		c->max_conns = (unsigned)u;
+		return 0;
+	case O_MAX_CONNS_IP:
+		if (parse_uint(v, 1000000, &u) < 0)
+			goto bad;
+		c->max_conns_per_ip = (unsigned)u;
+		return 0;
+	case O_GRACE:
+		if (parse_uint(v, 3600000, &u) < 0)
+			goto bad;
+		c->grace_ms = (unsigned)u;
+		return 0;
+	default:
+		return 0;
+	}
+bad:
+	snprintf(err, errlen, "invalid value for --%s: '%s'", name, v);
+	return -EINVAL;
+}
+
+/* Defaults, then the environment, then argv. */
+int
+conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
+{
+	struct option lo[NOPTS + NIGNORED + 1];
+	const char *v;
+	size_t n = 0;
+	int ch, rc;
+
+	memset(c, 0, sizeof(*c));
+	c->log_level = LOG_L_INFO;
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (opts[i].def != NULL &&
+		    (rc = set(c, opts[i].id, opts[i].def, err, errlen)) < 0)
+			return rc;
+		if (opts[i].env != NULL && (v = getenv(opts[i].env)) != NULL &&
+		    (rc = set(c, opts[i].id, v, err, errlen)) < 0) {
+			snprintf(err, errlen, "invalid value in %s: '%s'",
+			    opts[i].env, v);
+			return rc;
+		}
+		lo[n++] = (struct option){ opts[i].name,
+		    opts[i].arg ? required_argument : no_argument, NULL,
+		    (int)opts[i].id };
+	}
+	for (size_t i = 0; i < NIGNORED; i++)
+		lo[n++] = (struct option){ ignored[i], required_argument, NULL,
+		    O_IGNORED };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+
+	opterr = 0;
+	optind = 1;
+	while ((ch = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case O_HELP:
+			conf_usage(stdout);
+			return 1;
+		case O_VERSION:
+			printf("execd %s\n", EXECD_VERSION);
+			return 1;
+		case O_ROUTES:
+			c->print_routes = true;
+			break;
+		case O_IGNORED:
+			break;
+		case '?':
+		case ':':
+			snprintf(err, errlen, "unknown option or missing "
+			    "value: %s (see --help)", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if ((rc = set(c, (enum opt_id)ch, optarg, err,
+			    errlen)) < 0)
+				return rc;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument: %s", argv[optind]);
+		return -EINVAL;
+	}
+	if (!c->addr_given)
+		snprintf(c->addr, sizeof(c->addr), "%s",
+		    c->token != NULL ? "0.0.0.0" : "127.0.0.1");
+	return 0;
+}
+
+/* Wipe the token from memory and free it. */
+void
+conf_reset(struct conf *c)
+{
+	if (c->token != NULL) {
+		explicit_bzero(c->token, strlen(c->token));
+		free(c->token);
+		c->token = NULL;
+	}
+}

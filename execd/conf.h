@@ -1,0 +1,46 @@
+/*
+ * conf.h -- execd's options: command line, environment, defaults.
+ *
+ * One table drives parsing, the environment fallbacks and --help, so an
+ * option cannot exist without being documented.  Precedence: command line,
+ * then environment, then default.  Main thread, before the loop starts.
+ */
+#ifndef EXECD_CONF_H
+#define EXECD_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+#define EXECD_VERSION	"0.1.0"
+#define EXECD_PORT	44772
+
+struct conf {
+	char		 addr[64];	/* numeric, no brackets */
+	uint16_t	 port;
+	bool		 addr_given;	/* --listen said where */
+	char		*token;		/* NULL: none; wiped at exit */
+	enum log_level	 log_level;
+	size_t		 max_body;
+	unsigned	 conn_timeout;
+	unsigned	 max_conns;
+	unsigned	 max_conns_per_ip;
+	size_t		 stream_cap;
+	unsigned	 grace_ms;
+	bool		 print_routes;
+};
+
+/*
+ * Fill c from argv and the environment.  Returns 0 to run, 1 when the
+ * request was informational and has been answered (--help, --version),
+ * or -EINVAL with a message in err.
+ */
+int	conf_parse(struct conf *, int argc, char **argv, char *err,
+	    size_t errlen);
+void	conf_usage(FILE *);
+void	conf_reset(struct conf *);	/* wipes and frees the token */
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * execd.h -- the daemon's shared state, handed to every route handler.
+ *
+ * One instance lives in main.c.  Route files reach it through
+ * http_req_app().  Loop thread only.
+ */
+#ifndef EXECD_EXECD_H
+#define EXECD_EXECD_H
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "metrics.h"
+
+struct loop;
+struct http_server;
+
+struct execd {
+	struct loop		*loop;
+	struct http_server	*http;
+	const struct conf	*conf;
+	bool			 stopping;
+	/* Last metrics sample, the base for the next CPU percentage. */
+	struct metrics_sample	 msample;
+	double			 mcpu_pct;
+};
+
+#endif

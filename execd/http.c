@@ -1,0 +1,872 @@
+/*
+ * http.c -- libmicrohttpd on our loop: listening, routing, access control,
+ * JSON bodies, replies, streams, and the one errno-to-status map.
+ *
+ * MHD runs in external-epoll mode with suspend/resume and no thread of its
+ * own: the loop polls MHD's epoll fd and calls MHD_run() after every poll.
+ * A request's life: the URI log callback allocates its context; the first
+ * access-handler call checks the token and finds the route (answering 401,
+ * 404, 405 or 413 at once); body calls collect a JSON body under a cap; the
+ * last call parses it and runs the handler, which replies before returning.
+ * The completion callback logs the request line with its status and frees
+ * the context.  This file knows no endpoint; the route_*.c files do.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "../sse/sse_fmt.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+#include "xmalloc.h"
+
+#define MAX_PARAMS	4
+#define URI_LOG_MAX	256
+#define TOKEN_HEADER	"X-EXECD-ACCESS-TOKEN"
+#define UNAUTHORIZED_BODY \
+	"{\"error\":\"Unauthorized: invalid or missing header " \
+	"X-EXECD-ACCESS-TOKEN\"}"
+#define JSON_TYPE	"application/json; charset=utf-8"
+
+struct live_stream {
+	struct sse_stream	*s;
+	http_stream_shutdown_cb	*shutdown;
+	sse_stream_gone_cb	*gone;
+	void			*arg;
+	struct http_server	*srv;
+	struct live_stream	*prev, *next;
+};
+
+struct http_server {
+	struct loop		*loop;
+	struct MHD_Daemon	*mhd;
+	int			 lfd;
+	int			 epfd;
+	uint16_t		 port;
+	struct http_conf	 conf;
+	unsigned char		 token_md[32];
+	bool			 has_token;
+	const struct http_route	*routes;
+	size_t			 nroutes;
+	void			*app;
+	struct live_stream	*streams;
+	size_t			 nstreams;
+	bool			 quiesced;
+};
+
+/* Why a request is refused before its handler runs. */
+enum reject {
+	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG
+};
+
+struct http_req {
+	struct http_server	*srv;
+	struct MHD_Connection	*conn;
+	char			 uri[URI_LOG_MAX];
+	const char		*method;
+	const char		*path;
+	const struct http_route	*route;
+	const char		*pnames[MAX_PARAMS];
+	char			*pvals[MAX_PARAMS];
+	size_t			 nparams;
+	struct sse_buf		 body;
+	json_t			*json;
+	bool			 started;
+	enum reject		 reject;
+	bool			 too_big;
+	bool			 replied;
+	unsigned		 status;
+	uint64_t		 t0;
+};
+
+static enum MHD_Result	 access_cb(void *, struct MHD_Connection *,
+			    const char *, const char *, const char *,
+			    const char *, size_t *, void **);
+static void		*uri_cb(void *, const char *, struct MHD_Connection *);
+static void		 completed_cb(void *, struct MHD_Connection *, void **,
+			    enum MHD_RequestTerminationCode);
+static void		 mhd_log(void *, const char *, va_list);
+static void		 mhd_ready(struct loop *, int, void *, int, void *);
+static long		 mhd_timeout(struct loop *, void *);
+static void		 mhd_run(struct loop *, void *);
+static int		 listen_on(const struct http_conf *, uint16_t *,
+			    char *, size_t);
+static bool		 token_ok(struct http_server *,
+			    struct MHD_Connection *);
+static int		 route_find(struct http_req *, bool *);
+static bool		 match(const char *, const char *, struct http_req *);
+static void		 queue(struct http_req *, unsigned,
+			    struct MHD_Response *);
+static void		 reply_raw(struct http_req *, unsigned, const char *,
+			    size_t, const char *);
+static void		 stream_gone(struct sse_stream *, void *);
+static int		 parse_body(struct http_req *);
+static enum reject	 check(struct http_req *);
+static bool		 has_body(struct MHD_Connection *);
+static void		 reject(struct http_req *);
+
+/* Bind, start MHD without threads and put its epoll fd on the loop. */
+int
+http_new(struct loop *loop, const struct http_conf *conf,
+    const struct http_route *routes, size_t nroutes, void *app,
+    struct http_server **out, char *err, size_t errlen)
+{
+	struct http_server *srv;
+	const union MHD_DaemonInfo *info;
+	unsigned int mdlen;
+	int rc;
+
+	srv = xcalloc(1, sizeof(*srv));
+	srv->loop = loop;
+	srv->conf = *conf;
+	srv->routes = routes;
+	srv->nroutes = nroutes;
+	srv->app = app;
+	srv->lfd = -1;
+	if (conf->token != NULL && conf->token[0] != '\0') {
+		/*
+		 * Keep only a digest: comparing digests with CRYPTO_memcmp
+		 * takes the same time whatever the token's length and
+		 * whatever the client sends.
+		 */
+		if (EVP_Digest(conf->token, strlen(conf->token),
+		    srv->token_md, &mdlen, EVP_sha256(), NULL) != 1) {
+			snprintf(err, errlen, "cannot hash the access token");
+			rc = -EINVAL;
+			goto fail;
+		}
+		srv->has_token = true;
+	}
+	srv->conf.token = NULL;		/* not kept past this point */
+	if ((rc = listen_on(conf, &srv->port, err, errlen)) < 0)
+		goto fail;
+	srv->lfd = rc;
+	srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+	    MHD_USE_ERROR_LOG | (strchr(conf->addr, ':') ? MHD_USE_IPv6 : 0),
+	    0, NULL, NULL, access_cb, srv,
+	    MHD_OPTION_LISTEN_SOCKET, srv->lfd,
+	    MHD_OPTION_CONNECTION_LIMIT, conf->max_conns,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->max_conns_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, conf->conn_timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+	    MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
+	    MHD_OPTION_END);
+	if (srv->mhd == NULL) {
+		snprintf(err, errlen, "cannot start the HTTP server");
+		rc = -EIO;
+		goto fail;
+	}
+	info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info == NULL) {
+		snprintf(err, errlen, "the HTTP server has no epoll fd");
+		rc = -EIO;
+		goto fail;
+	}
+	srv->epfd = info->epoll_fd;
+	loop_add_fd(loop, srv->epfd, LOOP_READ, mhd_ready, srv);
+	loop_on_timeout(loop, mhd_timeout, srv);
+	loop_on_after_poll(loop, mhd_run, srv);
+	*out = srv;
+	return 0;
+fail:
+	if (srv->mhd != NULL)
+		MHD_stop_daemon(srv->mhd);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	free(srv);
+	return rc;
+}
+
+/*
+ * A listening socket of our own, so that we choose the address family,
+ * learn the port when asked for any (0), and can close it to quiesce.
+ */
+static int
+listen_on(const struct http_conf *conf, uint16_t *port, char *err,
+    size_t errlen)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	int fd, on = 1, saved;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, conf->addr, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(conf->port);
+		len = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, conf->addr, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(conf->port);
+		len = sizeof(*sin6);
+	} else {
+		snprintf(err, errlen, "not a numeric address: %s", conf->addr);
+		return -EINVAL;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 1024) < 0)
+		goto fail;
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		goto fail;
+	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
+	    sin6->sin6_port);
+	return fd;
+fail:
+	saved = errno;
+	snprintf(err, errlen, "cannot listen on %s port %u: %s", conf->addr,
+	    conf->port, strerror(saved));
+	if (fd >= 0)
+		close(fd);
+	return -saved;
+}
+
+/* The port actually bound. */
+uint16_t
+http_port(const struct http_server *srv)
+{
+	return srv->port;
+}
+
+static void
+mhd_ready(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	/* Work happens in mhd_run, which follows every poll. */
+}
+
+static long
+mhd_timeout(struct loop *l, void *arg)
+{
+	struct http_server *srv = arg;
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (long)t;
+}
+
+static void
+mhd_run(struct loop *l, void *arg)
+{
+	struct http_server *srv = arg;
+
+	MHD_run(srv->mhd);
+}
+
+static void
+mhd_log(void *arg, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
+		msg[--n] = '\0';
+	log_debug("%s", msg);
+}
+
+/*
+ * First sight of a request: allocate its context, keeping the raw URI for
+ * the access log (capped; a query string is logged, a body never).
+ */
+static void *
+uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_req *req = xcalloc(1, sizeof(*req));
+
+	req->srv = cls;
+	req->conn = conn;
+	req->t0 = loop_now_ms();
+	snprintf(req->uri, sizeof(req->uri), "%s", uri);
+	sse_buf_init(&req->body);
+	return req;
+}
+
+/* Constant-time check of the access token header. */
+static bool
+token_ok(struct http_server *srv, struct MHD_Connection *conn)
+{
+	const char *v;
+	unsigned char md[32];
+	unsigned int mdlen;
+
+	if (!srv->has_token)
+		return true;
+	v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, TOKEN_HEADER);
+	if (v == NULL || v[0] == '\0')
+		return false;
+	if (EVP_Digest(v, strlen(v), md, &mdlen, EVP_sha256(), NULL) != 1)
+		return false;
+	return CRYPTO_memcmp(md, srv->token_md, sizeof(md)) == 0;
+}
+
+/*
+ * Match the path against a route pattern, filling path parameters.  A
+ * trailing slash on the request path is ignored.
+ */
+static bool
+match(const char *pat, const char *path, struct http_req *req)
+{
+	const char *p = pat, *s = path, *end;
+	size_t n;
+
+	req->nparams = 0;
+	while (*p != '\0') {
+		if (*p == '{') {
+			end = strchr(p, '}');
+			n = strcspn(s, "/");
+			if (end == NULL || n == 0 || req->nparams == MAX_PARAMS)
+				return false;
+			req->pnames[req->nparams] = p + 1;
+			req->pvals[req->nparams++] = xstrndup(s, n);
+			p = end + 1;
+			s += n;
+			continue;
+		}
+		if (*p++ != *s++)
+			return false;
+	}
+	return *s == '\0' || (s[0] == '/' && s[1] == '\0');
+}
+
+/* 0 with req->route set; -ENOENT no path matched; -EPERM wrong method. */
+static int
+route_find(struct http_req *req, bool *path_known)
+{
+	const struct http_route *r;
+
+	*path_known = false;
+	for (size_t i = 0; i < req->srv->nroutes; i++) {
+		r = &req->srv->routes[i];
+		for (size_t j = 0; j < req->nparams; j++)
+			free(req->pvals[j]);
+		req->nparams = 0;
+		if (!match(r->path, req->path, req))
+			continue;
+		*path_known = true;
+		if (strcmp(r->method, req->method) == 0) {
+			req->route = r;
+			return 0;
+		}
+	}
+	for (size_t j = 0; j < req->nparams; j++)
+		free(req->pvals[j]);
+	req->nparams = 0;
+	return *path_known ? -EPERM : -ENOENT;
+}
+
+static void
+allow_header(struct http_req *req, struct MHD_Response *resp)
+{
+	struct sse_buf b;
+	const struct http_route *r;
+	struct http_req tmp = { .srv = req->srv };
+
+	sse_buf_init(&b);
+	for (size_t i = 0; i < req->srv->nroutes; i++) {
+		r = &req->srv->routes[i];
+		if (match(r->path, req->path, &tmp))
+			sse_buf_addf(&b, "%s%s", b.len ? ", " : "", r->method);
+		for (size_t j = 0; j < tmp.nparams; j++)
+			free(tmp.pvals[j]);
+		tmp.nparams = 0;
+	}
+	if (b.len > 0)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, b.p);
+	sse_buf_reset(&b);
+}
+
+/* Decide, from the headers alone, whether the request is refused. */
+static enum reject
+check(struct http_req *req)
+{
+	const char *cl;
+	bool known;
+	int rc;
+
+	if (!token_ok(req->srv, req->conn))
+		return REJ_TOKEN;
+	if ((rc = route_find(req, &known)) < 0)
+		return rc == -ENOENT ? REJ_NO_ROUTE : REJ_METHOD;
+	cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if ((req->route->flags & HTTP_R_BODY) && cl != NULL &&
+	    strtoull(cl, NULL, 10) > req->srv->conf.max_body)
+		return REJ_TOO_BIG;
+	return REJ_NONE;
+}
+
+/* Whether the request announces a body. */
+static bool
+has_body(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
+		return true;
+	return cl != NULL && strtoull(cl, NULL, 10) > 0;
+}
+
+/* Answer a refused request. */
+static void
+reject(struct http_req *req)
+{
+	switch (req->reject) {
+	case REJ_TOKEN:
+		reply_raw(req, MHD_HTTP_UNAUTHORIZED, UNAUTHORIZED_BODY,
+		    strlen(UNAUTHORIZED_BODY), JSON_TYPE);
+		break;
+	case REJ_NO_ROUTE:
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, HTTP_E_NOT_FOUND,
+		    "no such endpoint: %s", req->path);
+		break;
+	case REJ_METHOD:
+		http_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED,
+		    HTTP_E_METHOD, "method %s is not allowed on %s",
+		    req->method, req->path);
+		break;
+	case REJ_TOO_BIG:
+		http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
+		    HTTP_E_TOO_LARGE, "request body is larger than %zu bytes",
+		    req->srv->conf.max_body);
+		break;
+	case REJ_NONE:
+		fatalx("nothing to reject");
+	}
+}
+
+/* The one access handler; see the file comment for the call sequence. */
+static enum MHD_Result
+access_cb(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *data,
+    size_t *data_size, void **con_cls)
+{
+	struct http_req *req = *con_cls;
+
+	if (req == NULL)	/* cannot happen: uri_cb always runs first */
+		fatalx("request without context");
+	if (req->replied) {
+		*data_size = 0;	/* answered early: discard the body */
+		return MHD_YES;
+	}
+	if (!req->started) {
+		req->started = true;
+		req->method = method;
+		req->path = url;
+		req->reject = check(req);
+		/*
+		 * Refuse at once when a body is coming, so it need not be
+		 * read (MHD then closes the connection); without a body,
+		 * answer on the last call and keep the connection alive.
+		 */
+		if (req->reject != REJ_NONE && has_body(conn))
+			reject(req);
+		return MHD_YES;
+	}
+	if (*data_size > 0) {
+		/* Bodies of routes that take none are read and dropped. */
+		if (req->route != NULL && (req->route->flags & HTTP_R_BODY) &&
+		    !req->too_big) {
+			if (req->body.len + *data_size >
+			    req->srv->conf.max_body) {
+				req->too_big = true;
+				sse_buf_reset(&req->body);
+			} else {
+				sse_buf_add(&req->body, data, *data_size);
+			}
+		}
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (req->too_big)
+		req->reject = REJ_TOO_BIG;
+	if (req->reject != REJ_NONE) {
+		reject(req);
+		return MHD_YES;
+	}
+	if ((req->route->flags & HTTP_R_BODY) && parse_body(req) < 0)
+		return MHD_YES;
+	req->route->fn(req);
+	if (!req->replied)	/* a handler bug, not a client's */
+		fatalx("%s %s: handler did not reply", method, url);
+	return MHD_YES;
+}
+
+/* Parse the collected body as JSON; on failure reply 400 and return -1. */
+static int
+parse_body(struct http_req *req)
+{
+	json_error_t e;
+
+	if (req->body.len == 0) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY,
+		    "error parsing request, MAYBE invalid body format. "
+		    "empty body, a JSON value was expected");
+		return -1;
+	}
+	req->json = json_loadb(req->body.p, req->body.len,
+	    JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &e);
+	if (req->json == NULL) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY,
+		    "error parsing request, MAYBE invalid body format. "
+		    "line %d, column %d: %s", e.line, e.column, e.text);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode how)
+{
+	struct http_req *req = *con_cls;
+
+	if (req == NULL)
+		return;
+	if (req->method != NULL)
+		log_info("%s %s %u %llums%s", req->method, req->uri,
+		    req->status, (unsigned long long)(loop_now_ms() -
+		    req->t0), how == MHD_REQUEST_TERMINATED_COMPLETED_OK ?
+		    "" : " (not completed)");
+	for (size_t j = 0; j < req->nparams; j++)
+		free(req->pvals[j]);
+	sse_buf_reset(&req->body);
+	json_decref(req->json);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void
+queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
+{
+	if (req->replied)
+		fatalx("second reply to %s %s", req->method, req->uri);
+	req->replied = true;
+	req->status = status;
+	if (MHD_queue_response(req->conn, status, resp) != MHD_YES)
+		log_warnx("cannot queue the response to %s %s", req->method,
+		    req->uri);
+	MHD_destroy_response(resp);
+}
+
+static void
+reply_raw(struct http_req *req, unsigned status, const char *body, size_t n,
+    const char *type)
+{
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_buffer(n, (void *)(uintptr_t)body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL)
+		fatalx("cannot make a response");
+	if (type != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		    type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		allow_header(req, resp);
+	queue(req, status, resp);
+}
+
+/* 200, no body. */
+void
+http_reply_empty(struct http_req *req)
+{
+	reply_raw(req, MHD_HTTP_OK, "", 0, NULL);
+}
+
+/* A JSON reply; v is consumed. */
+void
+http_reply_json(struct http_req *req, unsigned status, json_t *v)
+{
+	struct sse_buf b;
+
+	sse_buf_init(&b);
+	if (sse_fmt_json(&b, v) < 0)
+		fatalx("unencodable JSON reply");
+	json_decref(v);
+	reply_raw(req, status, b.p, b.len, JSON_TYPE);
+	sse_buf_reset(&b);
+}
+
+static void
+verror(struct http_req *req, unsigned status, const char *code,
+    const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	http_reply_json(req, status, json_pack("{s:s, s:s}", "code", code,
+	    "message", msg));
+}
+
+/* An error reply in the one shape every client parses. */
+void
+http_reply_error(struct http_req *req, unsigned status, const char *code,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(req, status, code, fmt, ap);
+	va_end(ap);
+}
+
+/* The only errno-to-status map in execd. */
+void
+http_reply_errno(struct http_req *req, int neg, const char *fmt, ...)
+{
+	unsigned status;
+	const char *code;
+	va_list ap;
+
+	switch (-neg) {
+	case ENOENT:
+	case ENOTDIR:
+		status = MHD_HTTP_NOT_FOUND;
+		code = HTTP_E_FILE_NOT_FOUND;
+		break;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		status = MHD_HTTP_FORBIDDEN;
+		code = HTTP_E_FORBIDDEN;
+		break;
+	case EEXIST:
+		status = MHD_HTTP_CONFLICT;
+		code = HTTP_E_EXISTS;
+		break;
+	case EINVAL:
+	case ENAMETOOLONG:
+	case ELOOP:
+		status = MHD_HTTP_BAD_REQUEST;
+		code = HTTP_E_BODY;
+		break;
+	case EFBIG:
+		status = MHD_HTTP_CONTENT_TOO_LARGE;
+		code = HTTP_E_TOO_LARGE;
+		break;
+	case ETIMEDOUT:
+		status = MHD_HTTP_GATEWAY_TIMEOUT;
+		code = HTTP_E_TIMEOUT;
+		break;
+	default:
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		code = HTTP_E_RUNTIME;
+		break;
+	}
+	va_start(ap, fmt);
+	verror(req, status, code, fmt, ap);
+	va_end(ap);
+}
+
+/* Open a 200 event stream on the request. */
+struct sse_stream *
+http_reply_stream(struct http_req *req, http_stream_shutdown_cb *shutdown,
+    sse_stream_gone_cb *gone, void *arg)
+{
+	struct http_server *srv = req->srv;
+	struct live_stream *ls = xcalloc(1, sizeof(*ls));
+	struct MHD_Response *resp;
+
+	ls->s = sse_stream_new(req->conn, srv->conf.stream_cap, stream_gone,
+	    ls);
+	if (ls->s == NULL) {
+		free(ls);
+		http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		    HTTP_E_RUNTIME, "cannot open a stream");
+		return NULL;
+	}
+	ls->shutdown = shutdown;
+	ls->gone = gone;
+	ls->arg = arg;
+	ls->srv = srv;
+	ls->next = srv->streams;
+	if (srv->streams != NULL)
+		srv->streams->prev = ls;
+	srv->streams = ls;
+	srv->nstreams++;
+	resp = sse_stream_response(ls->s);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+	    "no-cache");
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	queue(req, MHD_HTTP_OK, resp);
+	if (srv->quiesced)	/* shutting down: end it at once */
+		shutdown(ls->s, arg);
+	return ls->s;
+}
+
+static void
+stream_gone(struct sse_stream *s, void *arg)
+{
+	struct live_stream *ls = arg;
+	struct http_server *srv = ls->srv;
+
+	if (ls->prev != NULL)
+		ls->prev->next = ls->next;
+	else
+		srv->streams = ls->next;
+	if (ls->next != NULL)
+		ls->next->prev = ls->prev;
+	srv->nstreams--;
+	if (ls->gone != NULL)
+		ls->gone(s, ls->arg);
+	free(ls);
+}
+
+/* Stop accepting, then let every stream's owner end it. */
+void
+http_shutdown(struct http_server *srv)
+{
+	struct live_stream *ls, *next;
+	int fd;
+
+	if (srv->quiesced)
+		return;
+	srv->quiesced = true;
+	fd = MHD_quiesce_daemon(srv->mhd);
+	if (fd >= 0)
+		close(fd);
+	srv->lfd = -1;
+	for (ls = srv->streams; ls != NULL; ls = next) {
+		next = ls->next;
+		if (!sse_stream_ended(ls->s))
+			ls->shutdown(ls->s, ls->arg);
+	}
+}
+
+/* Streams still open. */
+size_t
+http_streams(const struct http_server *srv)
+{
+	return srv->nstreams;
+}
+
+/* Stop MHD (closing every connection) and free the server. */
+void
+http_free(struct http_server *srv)
+{
+	if (srv == NULL)
+		return;
+	loop_del(srv->loop, srv->epfd, NULL);
+	MHD_stop_daemon(srv->mhd);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	free(srv);
+}
+
+const char *
+http_req_method(const struct http_req *req)
+{
+	return req->method;
+}
+
+const char *
+http_req_path(const struct http_req *req)
+{
+	return req->path;
+}
+
+/* The value of path parameter name, or NULL. */
+const char *
+http_req_param(const struct http_req *req, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < req->nparams; i++)
+		if (strncmp(req->pnames[i], name, n) == 0 &&
+		    req->pnames[i][n] == '}')
+			return req->pvals[i];
+	return NULL;
+}
+
+/* The first value of a query key, or NULL. */
+const char *
+http_req_query(const struct http_req *req, const char *key)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND,
+	    key);
+}
+
+struct query_iter {
+	const char	 *key;
+	const char	**vals;
+	size_t		  n, max;
+};
+
+static enum MHD_Result
+query_each(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	struct query_iter *it = cls;
+
+	if (strcmp(k, it->key) == 0) {
+		if (it->n < it->max)
+			it->vals[it->n] = v != NULL ? v : "";
+		it->n++;
+	}
+	return MHD_YES;
+}
+
+/* Every value of a repeated query key; returns how many there are. */
+size_t
+http_req_query_all(const struct http_req *req, const char *key,
+    const char **vals, size_t max)
+{
+	struct query_iter it = { key, vals, 0, max };
+
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND,
+	    query_each, &it);
+	return it.n;
+}
+
+/* A request header (name matched without regard to case), or NULL. */
+const char *
+http_req_header(const struct http_req *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+json_t *
+http_req_json(const struct http_req *req)
+{
+	return req->json;
+}
+
+void *
+http_req_app(const struct http_req *req)
+{
+	return req->srv->app;
+}
+
+struct loop *
+http_req_loop(const struct http_req *req)
+{
+	return req->srv->loop;
+}

@@ -1,0 +1,120 @@
+/*
+ * http.h -- the HTTP server: libmicrohttpd in external-epoll mode on the
+ * loop, a route table, request context, replies and the error model.
+ *
+ * Every handler runs on the loop thread and replies exactly once before it
+ * returns, with one of the http_reply_* calls or by opening a stream.  This
+ * module is the only place that maps errno values to HTTP statuses and that
+ * writes error bodies, so every non-2xx answer has the same JSON shape,
+ * {"code":"...","message":"..."}.
+ */
+#ifndef EXECD_HTTP_H
+#define EXECD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../sse/sse_stream.h"
+
+struct loop;
+struct http_server;
+struct http_req;
+
+/* Error codes on the wire (upstream's, plus ours for HTTP-level errors). */
+#define HTTP_E_BODY		"INVALID_REQUEST_BODY"
+#define HTTP_E_QUERY		"MISSING_QUERY"
+#define HTTP_E_RUNTIME		"RUNTIME_ERROR"
+#define HTTP_E_FILE_NOT_FOUND	"FILE_NOT_FOUND"
+#define HTTP_E_CONTEXT_NOT_FOUND "CONTEXT_NOT_FOUND"
+#define HTTP_E_NOT_FOUND	"NOT_FOUND"
+#define HTTP_E_METHOD		"METHOD_NOT_ALLOWED"
+#define HTTP_E_TOO_LARGE	"REQUEST_TOO_LARGE"
+#define HTTP_E_FORBIDDEN	"PERMISSION_DENIED"
+#define HTTP_E_EXISTS		"ALREADY_EXISTS"
+#define HTTP_E_TIMEOUT		"TIMEOUT"
+#define HTTP_E_UNAVAILABLE	"UNAVAILABLE"
+
+struct http_conf {
+	const char	*addr;		/* numeric IPv4 or IPv6 address */
+	uint16_t	 port;		/* 0: any free port */
+	const char	*token;		/* NULL: no access control */
+	size_t		 max_body;	/* cap on a JSON request body */
+	unsigned	 conn_timeout;	/* idle seconds; 0: none */
+	unsigned	 max_conns;
+	unsigned	 max_conns_per_ip;	/* 0: no limit */
+	size_t		 stream_cap;	/* bytes a stream may queue */
+};
+
+/* Handlers reply exactly once, before returning. */
+typedef void http_handler(struct http_req *);
+
+#define HTTP_R_BODY	0x01	/* the handler takes a JSON body */
+
+struct http_route {
+	const char	*method;
+	const char	*path;	/* "/a/{name}/b": {name} is one segment */
+	unsigned	 flags;
+	http_handler	*fn;
+	const char	*summary;	/* one line, for --routes */
+};
+
+/*
+ * Bind and listen, then watch the daemon on the loop.  routes must outlive
+ * the server.  0 or -errno with a message in err; *out set on success.
+ */
+int	 http_new(struct loop *, const struct http_conf *,
+	    const struct http_route *, size_t nroutes, void *app,
+	    struct http_server **out, char *err, size_t errlen);
+uint16_t http_port(const struct http_server *);	/* the bound port */
+
+/* Stop accepting and end every open stream with its final event. */
+void	 http_shutdown(struct http_server *);
+/* Open streams that have not yet gone. */
+size_t	 http_streams(const struct http_server *);
+void	 http_free(struct http_server *);	/* NULL ok */
+
+/* Request accessors; strings are borrowed for the handler's duration. */
+const char	*http_req_method(const struct http_req *);
+const char	*http_req_path(const struct http_req *);
+const char	*http_req_param(const struct http_req *, const char *);
+const char	*http_req_query(const struct http_req *, const char *);
+/* Every value of a repeated query key, in order; returns the count. */
+size_t		 http_req_query_all(const struct http_req *, const char *,
+		    const char **vals, size_t max);
+const char	*http_req_header(const struct http_req *, const char *);
+json_t		*http_req_json(const struct http_req *);	/* borrowed */
+void		*http_req_app(const struct http_req *);
+struct loop	*http_req_loop(const struct http_req *);
+
+/* 200 with an empty body and Content-Length: 0. */
+void	http_reply_empty(struct http_req *);
+/* status with v as JSON (takes ownership of v). */
+void	http_reply_json(struct http_req *, unsigned status, json_t *v);
+/* status with {"code":code,"message":...}. */
+void	http_reply_error(struct http_req *, unsigned status, const char *code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/*
+ * An error from a -errno value: ENOENT 404 FILE_NOT_FOUND, EACCES and
+ * EPERM 403, EEXIST 409, EINVAL 400, EFBIG 413, ETIMEDOUT 504, else 500.
+ */
+void	http_reply_errno(struct http_req *, int neg_errno, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Called when the server shuts down while the stream is open; the owner
+ * pushes its final event with sse_stream_finish().
+ */
+typedef void http_stream_shutdown_cb(struct sse_stream *, void *arg);
+
+/*
+ * Answer 200 with a streamed body (text/event-stream, no-cache, no proxy
+ * buffering).  gone fires once when the stream dies (see sse_stream.h).
+ * NULL only if the response could not be made; the request then got 500.
+ */
+struct sse_stream *http_reply_stream(struct http_req *,
+	    http_stream_shutdown_cb *, sse_stream_gone_cb *, void *arg);
+
+#endif

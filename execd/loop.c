@@ -1,0 +1,377 @@
+/*
+ * loop.c -- the event loop: fd and ZeroMQ watches, a timer heap, hooks.
+ *
+ * One iteration: before-poll hooks (deferred frees), zmq_poll with the
+ * shortest wait any timer or timeout hook allows, dispatch of ready
+ * watches, due timers, then the after-poll hooks (libmicrohttpd's run
+ * step, which must run every time because resumed connections only take
+ * effect inside it).  Nothing here knows about HTTP, kernels or jobs.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#include "log.h"
+#include "loop.h"
+#include "xmalloc.h"
+
+#define MAX_HOOKS 8
+
+struct watch {
+	int		 fd;
+	void		*zsock;
+	int		 events;
+	loop_fd_cb	*cb;
+	void		*arg;
+	bool		 dead;
+};
+
+struct timer {
+	uint64_t	 when;
+	uint64_t	 id;
+	loop_timer_cb	*cb;
+	void		*arg;
+};
+
+struct hook {
+	void		*cb;
+	void		*arg;
+};
+
+struct loop {
+	struct watch	*w;
+	size_t		 nw, capw;
+	bool		 compact;
+	zmq_pollitem_t	*items;
+	size_t		 capitems;
+	struct timer	*t;
+	size_t		 nt, capt;
+	uint64_t	 next_id;
+	struct hook	 before[MAX_HOOKS], after[MAX_HOOKS], tmo[MAX_HOOKS];
+	size_t		 nbefore, nafter, ntmo;
+	bool		 stop;
+};
+
+static int	 add_watch(struct loop *, int, void *, int, loop_fd_cb *,
+		    void *);
+static void	 compact_watches(struct loop *);
+static void	 heap_up(struct loop *, size_t);
+static void	 heap_down(struct loop *, size_t);
+static void	 heap_remove(struct loop *, size_t);
+static void	 run_timers(struct loop *);
+static long	 poll_timeout(struct loop *);
+static void	 add_hook(struct hook *, size_t *, void *, void *);
+
+/* A new loop with nothing to watch. */
+struct loop *
+loop_new(void)
+{
+	struct loop *l = xcalloc(1, sizeof(*l));
+
+	l->next_id = 1;
+	return l;
+}
+
+/* Free the loop's own memory; the watched fds and sockets are the owners'. */
+void
+loop_free(struct loop *l)
+{
+	if (l == NULL)
+		return;
+	free(l->w);
+	free(l->items);
+	free(l->t);
+	free(l);
+}
+
+/* Watch a plain fd. */
+int
+loop_add_fd(struct loop *l, int fd, int events, loop_fd_cb *cb, void *arg)
+{
+	if (fd < 0)
+		return -EBADF;
+	return add_watch(l, fd, NULL, events, cb, arg);
+}
+
+/* Watch a ZeroMQ socket. */
+int
+loop_add_zsock(struct loop *l, void *zsock, int events, loop_fd_cb *cb,
+    void *arg)
+{
+	if (zsock == NULL)
+		return -EINVAL;
+	return add_watch(l, -1, zsock, events, cb, arg);
+}
+
+static int
+add_watch(struct loop *l, int fd, void *zsock, int events, loop_fd_cb *cb,
+    void *arg)
+{
+	struct watch *w;
+
+	for (size_t i = 0; i < l->nw; i++) {
+		w = &l->w[i];
+		if (!w->dead && w->fd == fd && w->zsock == zsock) {
+			w->events = events;
+			w->cb = cb;
+			w->arg = arg;
+			return 0;
+		}
+	}
+	if (l->nw == l->capw) {
+		l->capw = l->capw ? l->capw * 2 : 16;
+		l->w = xrealloc(l->w, l->capw * sizeof(*l->w));
+	}
+	l->w[l->nw++] = (struct watch){ fd, zsock, events, cb, arg, false };
+	return 0;
+}
+
+/* Stop watching; safe from any callback.  The slot is reused later. */
+void
+loop_del(struct loop *l, int fd, void *zsock)
+{
+	for (size_t i = 0; i < l->nw; i++) {
+		if (!l->w[i].dead && l->w[i].fd == fd &&
+		    l->w[i].zsock == zsock) {
+			l->w[i].dead = true;
+			l->compact = true;
+			return;
+		}
+	}
+}
+
+static void
+compact_watches(struct loop *l)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < l->nw; i++)
+		if (!l->w[i].dead)
+			l->w[j++] = l->w[i];
+	l->nw = j;
+	l->compact = false;
+}
+
+/* Schedule cb in ms milliseconds. */
+uint64_t
+loop_timer_add(struct loop *l, uint64_t ms, loop_timer_cb *cb, void *arg)
+{
+	uint64_t id;
+
+	if (l->nt == l->capt) {
+		l->capt = l->capt ? l->capt * 2 : 16;
+		l->t = xrealloc(l->t, l->capt * sizeof(*l->t));
+	}
+	id = l->next_id++;
+
+	l->t[l->nt] = (struct timer){ loop_now_ms() + ms, id, cb, arg };
+	heap_up(l, l->nt++);
+	return id;
+}
+
+/* Cancel a pending timer; a fired or unknown id is ignored. */
+void
+loop_timer_cancel(struct loop *l, uint64_t id)
+{
+	for (size_t i = 0; i < l->nt; i++) {
+		if (l->t[i].id == id) {
+			heap_remove(l, i);
+			return;
+		}
+	}
+}
+
+static bool
+earlier(const struct timer *a, const struct timer *b)
+{
+	return a->when < b->when || (a->when == b->when && a->id < b->id);
+}
+
+static void
+heap_up(struct loop *l, size_t i)
+{
+	struct timer tmp;
+
+	while (i > 0 && earlier(&l->t[i], &l->t[(i - 1) / 2])) {
+		tmp = l->t[i];
+		l->t[i] = l->t[(i - 1) / 2];
+		l->t[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+}
+
+static void
+heap_down(struct loop *l, size_t i)
+{
+	struct timer tmp;
+	size_t c;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= l->nt)
+			return;
+		if (c + 1 < l->nt && earlier(&l->t[c + 1], &l->t[c]))
+			c++;
+		if (!earlier(&l->t[c], &l->t[i]))
+			return;
+		tmp = l->t[i];
+		l->t[i] = l->t[c];
+		l->t[c] = tmp;
+		i = c;
+	}
+}
+
+static void
+heap_remove(struct loop *l, size_t i)
+{
+	l->t[i] = l->t[--l->nt];
+	if (i < l->nt) {
+		heap_up(l, i);
+		heap_down(l, i);
+	}
+}
+
+static void
+run_timers(struct loop *l)
+{
+	uint64_t now = loop_now_ms();
+	struct timer t;
+
+	/* Pop before calling: the callback may add or cancel timers. */
+	while (l->nt > 0 && l->t[0].when <= now && !l->stop) {
+		t = l->t[0];
+		heap_remove(l, 0);
+		t.cb(l, t.id, t.arg);
+	}
+}
+
+static void
+add_hook(struct hook *h, size_t *n, void *cb, void *arg)
+{
+	if (*n == MAX_HOOKS)
+		fatalx("too many loop hooks");
+	h[(*n)++] = (struct hook){ cb, arg };
+}
+
+/* Run cb at the start of every iteration. */
+void
+loop_on_before_poll(struct loop *l, loop_hook_cb *cb, void *arg)
+{
+	add_hook(l->before, &l->nbefore, (void *)cb, arg);
+}
+
+/* Let cb shorten every poll's wait. */
+void
+loop_on_timeout(struct loop *l, loop_timeout_cb *cb, void *arg)
+{
+	add_hook(l->tmo, &l->ntmo, (void *)cb, arg);
+}
+
+/* Run cb after every poll, whether or not anything was ready. */
+void
+loop_on_after_poll(struct loop *l, loop_hook_cb *cb, void *arg)
+{
+	add_hook(l->after, &l->nafter, (void *)cb, arg);
+}
+
+static long
+poll_timeout(struct loop *l)
+{
+	long tmo = -1, t;
+	uint64_t now;
+
+	if (l->nt > 0) {
+		now = loop_now_ms();
+		tmo = l->t[0].when > now ? (long)(l->t[0].when - now) : 0;
+	}
+	for (size_t i = 0; i < l->ntmo; i++) {
+		t = ((loop_timeout_cb *)l->tmo[i].cb)(l, l->tmo[i].arg);
+		if (t >= 0 && (tmo < 0 || t < tmo))
+			tmo = t;
+	}
+	return tmo;
+}
+
+/* The loop proper; returns when loop_stop() was called. */
+int
+loop_run(struct loop *l)
+{
+	struct watch *w;
+	size_t n;
+	int r, rev;
+
+	l->stop = false;
+	while (!l->stop) {
+		for (size_t i = 0; i < l->nbefore; i++)
+			((loop_hook_cb *)l->before[i].cb)(l,
+			    l->before[i].arg);
+		if (l->stop)
+			break;
+		if (l->compact)
+			compact_watches(l);
+		n = l->nw;
+		if (n > l->capitems) {
+			l->capitems = l->capw;
+			l->items = xrealloc(l->items,
+			    l->capitems * sizeof(*l->items));
+		}
+		for (size_t i = 0; i < n; i++) {
+			w = &l->w[i];
+			l->items[i] = (zmq_pollitem_t){ .socket = w->zsock,
+			    .fd = w->fd < 0 ? 0 : w->fd,
+			    .events = (short)(((w->events & LOOP_READ) ?
+			    ZMQ_POLLIN : 0) | ((w->events & LOOP_WRITE) ?
+			    ZMQ_POLLOUT : 0)) };
+		}
+		r = zmq_poll(l->items, (int)n, poll_timeout(l));
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		for (size_t i = 0; r > 0 && i < n && !l->stop; i++) {
+			rev = ((l->items[i].revents & ZMQ_POLLIN) ?
+			    LOOP_READ : 0) | ((l->items[i].revents &
+			    (ZMQ_POLLOUT | ZMQ_POLLERR)) ? LOOP_WRITE : 0);
+			if ((l->items[i].revents & ZMQ_POLLERR) &&
+			    (l->w[i].events & LOOP_READ))
+				rev |= LOOP_READ;
+			w = &l->w[i];
+			if (rev == 0 || w->dead)
+				continue;
+			w->cb(l, w->fd, w->zsock, rev, w->arg);
+		}
+		run_timers(l);
+		for (size_t i = 0; i < l->nafter && !l->stop; i++)
+			((loop_hook_cb *)l->after[i].cb)(l, l->after[i].arg);
+	}
+	return 0;
+}
+
+/* Make loop_run() return after the current callback. */
+void
+loop_stop(struct loop *l)
+{
+	l->stop = true;
+}
+
+/* Monotonic milliseconds, for timers and durations. */
+uint64_t
+loop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Wall-clock Unix milliseconds, for timestamps on the wire. */
+int64_t
+loop_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

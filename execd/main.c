@@ -1,0 +1,225 @@
+/*
+ * main.c -- start-up, the loop, and an orderly shutdown.
+ *
+ * Start-up: options, logging, signals into a signalfd, subreaper, the HTTP
+ * server, then the loop.  Shutdown on SIGTERM or SIGINT (Taler's order):
+ * stop accepting and end every open stream with a final event; SIGTERM to
+ * every child, SIGKILL after the grace period; keep looping until streams
+ * are flushed and children reaped (or a deadline passes); stop MHD; exit 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "conf.h"
+#include "execd.h"
+#include "http.h"
+#include "log.h"
+#include "loop.h"
+#include "route.h"
+
+/* After the grace period, how long to wait for the last flushes. */
+#define FINAL_WAIT_MS	2000
+
+static struct execd	 app;
+static int		 sigfd = -1;
+
+static void	on_signal(struct loop *, int, void *, int, void *);
+static void	begin_shutdown(void);
+static void	kill_late(struct loop *, uint64_t, void *);
+static void	give_up(struct loop *, uint64_t, void *);
+static void	check_done(struct loop *, void *);
+static void	raise_fd_limit(void);
+static int	setup_signals(void);
+static void	print_routes(void);
+
+int
+main(int argc, char **argv)
+{
+	struct conf conf;
+	struct http_conf hc;
+	char err[256];
+	int rc;
+
+	if ((rc = conf_parse(&conf, argc, argv, err, sizeof(err))) != 0) {
+		if (rc > 0)
+			return 0;
+		fprintf(stderr, "execd: %s\n", err);
+		return 2;
+	}
+	if (conf.print_routes) {
+		print_routes();
+		return 0;
+	}
+	log_init(conf.log_level);
+	app.conf = &conf;
+	raise_fd_limit();
+	if (setup_signals() < 0)
+		fatal("signals");
+	/* Orphans of our children come to us, and we reap them. */
+	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		log_warn("cannot become a child subreaper");
+	if (metrics_read(&metrics_src_system, &app.msample, err,
+	    sizeof(err)) < 0)
+		log_warnx("metrics: %s", err);
+
+	app.loop = loop_new();
+	hc = (struct http_conf){ .addr = conf.addr, .port = conf.port,
+	    .token = conf.token, .max_body = conf.max_body,
+	    .conn_timeout = conf.conn_timeout, .max_conns = conf.max_conns,
+	    .max_conns_per_ip = conf.max_conns_per_ip,
+	    .stream_cap = conf.stream_cap };
+	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
+	    &app.http, err, sizeof(err))) < 0)
+		fatalx("%s", err);
+	conf_reset(&conf);	/* http keeps a digest of the token only */
+	if (hc.token != NULL)
+		log_info("execd %s listening on %s%s%s:%u, access token "
+		    "required", EXECD_VERSION, strchr(conf.addr, ':') ? "[" :
+		    "", conf.addr, strchr(conf.addr, ':') ? "]" : "",
+		    http_port(app.http));
+	else if (!conf.addr_given)
+		log_info("execd %s listening on %s:%u, loopback only: no "
+		    "access token (set one, or --listen to choose)",
+		    EXECD_VERSION, conf.addr, http_port(app.http));
+	else
+		log_info("execd %s listening on %s%s%s:%u WITHOUT an access "
+		    "token: anyone who reaches it can run code", EXECD_VERSION,
+		    strchr(conf.addr, ':') ? "[" : "", conf.addr,
+		    strchr(conf.addr, ':') ? "]" : "", http_port(app.http));
+
+	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
+	loop_on_before_poll(app.loop, check_done, NULL);
+	if ((rc = loop_run(app.loop)) < 0)
+		fatalx("event loop: %s", strerror(-rc));
+
+	http_free(app.http);
+	loop_free(app.loop);
+	close(sigfd);
+	log_info("stopped");
+	return 0;
+}
+
+/* Print METHOD PATH lines, the served routes, for people and tests. */
+static void
+print_routes(void)
+{
+	for (size_t i = 0; i < route_count; i++)
+		printf("%-7s %-24s %s\n", route_table[i].method,
+		    route_table[i].path, route_table[i].summary);
+}
+
+/* Many streams need many fds: take the hard limit. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn("cannot raise the open file limit");
+	}
+}
+
+/*
+ * Block the signals we handle and read them from a signalfd on the loop.
+ * SIGPIPE is ignored: a client that goes away is seen as a write error.
+ */
+static int
+setup_signals(void)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return sigfd < 0 ? -errno : 0;
+}
+
+static void
+on_signal(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			child_reap();
+			break;
+		case SIGTERM:
+		case SIGINT:
+			if (app.stopping) {
+				log_info("second signal: killing children "
+				    "now");
+				child_signal_all(SIGKILL);
+				loop_stop(l);
+			} else {
+				log_info("signal %d: shutting down",
+				    (int)si.ssi_signo);
+				begin_shutdown();
+			}
+			break;
+		case SIGHUP:
+			log_info("SIGHUP ignored");
+			break;
+		}
+	}
+}
+
+static void
+begin_shutdown(void)
+{
+	int n;
+
+	app.stopping = true;
+	http_shutdown(app.http);
+	n = child_signal_all(SIGTERM);
+	if (n > 0)
+		log_info("sent SIGTERM to %d children", n);
+	loop_timer_add(app.loop, app.conf->grace_ms, kill_late, NULL);
+	loop_timer_add(app.loop, app.conf->grace_ms + FINAL_WAIT_MS, give_up,
+	    NULL);
+}
+
+static void
+kill_late(struct loop *l, uint64_t id, void *arg)
+{
+	int n = child_signal_all(SIGKILL);
+
+	if (n > 0)
+		log_info("sent SIGKILL to %d children after the grace period",
+		    n);
+}
+
+static void
+give_up(struct loop *l, uint64_t id, void *arg)
+{
+	log_warnx("shutdown deadline passed: %zu streams still open",
+	    http_streams(app.http));
+	loop_stop(l);
+}
+
+/* Once shutting down, stop as soon as nothing is left to wait for. */
+static void
+check_done(struct loop *l, void *arg)
+{
+	if (!app.stopping)
+		return;
+	child_reap();
+	if (http_streams(app.http) == 0 && !child_any())
+		loop_stop(l);
+}

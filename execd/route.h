@@ -1,0 +1,25 @@
+/*
+ * route.h -- the route table and every endpoint handler, grouped by file.
+ *
+ * Handlers follow http.h's contract: loop thread, reply exactly once
+ * before returning.
+ */
+#ifndef EXECD_ROUTE_H
+#define EXECD_ROUTE_H
+
+#include <stddef.h>
+
+#include "http.h"
+
+extern const struct http_route	route_table[];
+extern const size_t		route_count;
+
+/* route_sys.c: health and metrics. */
+void	route_ping(struct http_req *);
+void	route_metrics(struct http_req *);
+void	route_metrics_watch(struct http_req *);
+
+/* route_fs.c: files and directories. */
+void	route_dirs_make(struct http_req *);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Install the Debian packages execd needs, when some are missing.
+#   sh scripts/deps.sh          build and test dependencies
+#   sh scripts/deps.sh bench    also what `make bench` compares against
+# As root it runs apt-get itself; otherwise it prints the exact command.
+set -eu
+
+pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
+libjansson-dev libssl-dev libseccomp-dev uuid-dev clang curl
+python3"
+case "${1:-}" in
+bench) pkgs="wrk nginx-light" ;;
+esac
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+	    grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "execd needs these Debian packages:$missing" >&2
+	echo "run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >&2

@@ -1,0 +1,350 @@
+/*
+ * sse_fmt.c -- event and JSON encoding, byte-compatible with upstream.
+ *
+ * This file turns values into bytes and nothing else: it neither reads
+ * input nor knows about connections.  jansson parses for us, but we write
+ * JSON ourselves because clients were built against another encoder's
+ * exact output (sorted keys, HTML-safe escapes, U+FFFD for invalid UTF-8,
+ * shortest floats) and because kernel output need not be valid UTF-8.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sse_fmt.h"
+
+static void	 grow(struct sse_buf *, size_t);
+static size_t	 utf8_len(const unsigned char *, size_t);
+static int	 cmp_keys(const void *, const void *);
+
+static void
+grow(struct sse_buf *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 256;
+
+	if (b->len + need + 1 <= b->cap)
+		return;
+	while (cap < b->len + need + 1)
+		cap *= 2;
+	b->p = realloc(b->p, cap);
+	if (b->p == NULL)
+		abort();	/* OOM is fatal (see STYLE 2.6) */
+	b->cap = cap;
+}
+
+/* An empty buffer that owns no memory yet. */
+void
+sse_buf_init(struct sse_buf *b)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* Free the buffer's memory; it may be used again. */
+void
+sse_buf_reset(struct sse_buf *b)
+{
+	free(b->p);
+	sse_buf_init(b);
+}
+
+/* Append n bytes. */
+void
+sse_buf_add(struct sse_buf *b, const void *p, size_t n)
+{
+	grow(b, n);
+	if (n > 0)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* Append a C string. */
+void
+sse_buf_adds(struct sse_buf *b, const char *s)
+{
+	sse_buf_add(b, s, strlen(s));
+}
+
+/* Append printf-formatted text. */
+void
+sse_buf_addf(struct sse_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	grow(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Drop the first n bytes (all of them if n is larger). */
+void
+sse_buf_consume(struct sse_buf *b, size_t n)
+{
+	if (n >= b->len) {
+		b->len = 0;
+	} else {
+		memmove(b->p, b->p + n, b->len - n);
+		b->len -= n;
+	}
+	if (b->p != NULL)
+		b->p[b->len] = '\0';
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s, or 0 if the bytes there are not
+ * one (overlong forms, surrogates and values past U+10FFFF included).
+ */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/* Quote and escape s[0..n) the way upstream's JSON encoder does. */
+void
+sse_fmt_string(struct sse_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, run = 0, k;
+	char esc[7];
+
+	grow(b, n + 2);
+	sse_buf_add(b, "\"", 1);
+	while (i < n) {
+		unsigned c = u[i];
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c != '<' &&
+		    c != '>' && c != '&' && c < 0x80) {
+			i++;
+			run++;
+			continue;
+		}
+		sse_buf_add(b, s + i - run, run);
+		run = 0;
+		if (c >= 0x80) {
+			k = utf8_len(u + i, n - i);
+			if (k == 0) {
+				sse_buf_add(b, "\\ufffd", 6);
+				i++;
+			} else if (k == 3 && c == 0xe2 && u[i + 1] == 0x80 &&
+			    (u[i + 2] == 0xa8 || u[i + 2] == 0xa9)) {
+				sse_buf_adds(b, u[i + 2] == 0xa8 ? "\\u2028" :
+				    "\\u2029");
+				i += 3;
+			} else {
+				sse_buf_add(b, s + i, k);
+				i += k;
+			}
+			continue;
+		}
+		switch (c) {
+		case '"':
+			sse_buf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			sse_buf_add(b, "\\\\", 2);
+			break;
+		case '\n':
+			sse_buf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			sse_buf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			sse_buf_add(b, "\\t", 2);
+			break;
+		case '\b':
+			sse_buf_add(b, "\\b", 2);
+			break;
+		case '\f':
+			sse_buf_add(b, "\\f", 2);
+			break;
+		default:
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			sse_buf_add(b, esc, 6);
+			break;
+		}
+		i++;
+	}
+	sse_buf_add(b, s + i - run, run);
+	sse_buf_add(b, "\"", 1);
+}
+
+/*
+ * Shortest decimal that reads back as d: plain notation between 1e-6 and
+ * 1e21, exponent notation outside ("1e-07" style is written "1e-7").
+ */
+void
+sse_fmt_double(struct sse_buf *b, double d)
+{
+	char tmp[40], *e;
+	int prec, exp10, dec;
+	double a = fabs(d);
+
+	if (!isfinite(d)) {
+		sse_buf_adds(b, "null");	/* no JSON for it */
+		return;
+	}
+	if (d == 0) {
+		sse_buf_adds(b, signbit(d) ? "-0" : "0");
+		return;
+	}
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
+		if (strtod(tmp, NULL) == d)
+			break;
+	}
+	e = strchr(tmp, 'e');
+	exp10 = atoi(e + 1);
+	if (a >= 1e-6 && a < 1e21) {
+		dec = prec - 1 - exp10;
+		snprintf(tmp, sizeof(tmp), "%.*f", dec > 0 ? dec : 0, d);
+		sse_buf_adds(b, tmp);
+		return;
+	}
+	/* Exponent form: mantissa digits, then e-7 / e+21 without padding. */
+	*e = '\0';
+	sse_buf_adds(b, tmp);
+	sse_buf_addf(b, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+}
+
+static int
+cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Compact JSON with object keys in byte order, recursively. */
+int
+sse_fmt_json(struct sse_buf *b, const json_t *v)
+{
+	const char **keys, *k;
+	size_t n, i;
+	json_t *x;
+	int rc = 0;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = json_object_size(v);
+		keys = malloc((n ? n : 1) * sizeof(*keys));
+		if (keys == NULL)
+			abort();
+		i = 0;
+		/* jansson's iteration does not change the object. */
+		json_object_foreach((json_t *)(uintptr_t)v, k, x)
+			keys[i++] = k;
+		qsort(keys, n, sizeof(*keys), cmp_keys);
+		sse_buf_add(b, "{", 1);
+		for (i = 0; i < n && rc == 0; i++) {
+			if (i > 0)
+				sse_buf_add(b, ",", 1);
+			sse_fmt_string(b, keys[i], strlen(keys[i]));
+			sse_buf_add(b, ":", 1);
+			rc = sse_fmt_json(b, json_object_get(v, keys[i]));
+		}
+		free(keys);
+		sse_buf_add(b, "}", 1);
+		return rc;
+	case JSON_ARRAY:
+		sse_buf_add(b, "[", 1);
+		for (i = 0; i < json_array_size(v) && rc == 0; i++) {
+			if (i > 0)
+				sse_buf_add(b, ",", 1);
+			rc = sse_fmt_json(b, json_array_get(v, i));
+		}
+		sse_buf_add(b, "]", 1);
+		return rc;
+	case JSON_STRING:
+		sse_fmt_string(b, json_string_value(v), json_string_length(v));
+		return 0;
+	case JSON_INTEGER:
+		sse_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return 0;
+	case JSON_REAL:
+		sse_fmt_double(b, json_real_value(v));
+		return 0;
+	case JSON_TRUE:
+		sse_buf_adds(b, "true");
+		return 0;
+	case JSON_FALSE:
+		sse_buf_adds(b, "false");
+		return 0;
+	case JSON_NULL:
+		sse_buf_adds(b, "null");
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* One event line plus its blank-line terminator. */
+void
+sse_fmt_event(struct sse_buf *b, const struct sse_event *ev)
+{
+	sse_buf_adds(b, "{\"type\":");
+	sse_fmt_string(b, ev->type, strlen(ev->type));
+	if (ev->text != NULL && (ev->text_len > 0 || ev->text[0] != '\0')) {
+		sse_buf_adds(b, ",\"text\":");
+		sse_fmt_string(b, ev->text, ev->text_len ? ev->text_len :
+		    strlen(ev->text));
+	}
+	if (ev->execution_count != 0)
+		sse_buf_addf(b, ",\"execution_count\":%lld",
+		    ev->execution_count);
+	if (ev->execution_time != 0)
+		sse_buf_addf(b, ",\"execution_time\":%lld",
+		    ev->execution_time);
+	sse_buf_addf(b, ",\"timestamp\":%lld", (long long)ev->timestamp);
+	if (ev->results != NULL) {
+		sse_buf_adds(b, ",\"results\":");
+		sse_fmt_json(b, ev->results);
+	}
+	if (ev->error != NULL) {
+		sse_buf_adds(b, ",\"error\":");
+		sse_fmt_json(b, ev->error);
+	}
+	if (ev->seq != 0)
+		sse_buf_addf(b, ",\"seq\":%llu", (unsigned long long)ev->seq);
+	sse_buf_add(b, "}\n\n", 3);
+}
