@@ -108,9 +108,18 @@ children_of() {
 	done
 }
 
-# rss_kib PID: VmRSS in KiB.
+# rss_kib PID [FIELD]: VmRSS (or another field of /proc/PID/status) in KiB.
 rss_kib() {
-	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null
+	awk -v f="${2:-VmRSS}:" '$1 == f { print $2 }' "/proc/$1/status" \
+		2>/dev/null
+}
+
+# mem_split PID: "anon A KiB, file-backed F KiB, Pss P KiB" for a note.
+mem_split() {
+	_pss=$(awk '$1 == "Pss:" { print $2 }' "/proc/$1/smaps_rollup" \
+		2>/dev/null)
+	echo "anon $(rss_kib "$1" RssAnon) KiB, file-backed" \
+		"$(rss_kib "$1" RssFile) KiB${_pss:+, Pss $_pss KiB}"
 }
 
 # --- arithmetic and the table ----------------------------------------------
@@ -228,7 +237,7 @@ P_NGINX_START=$(port) || exit 1
 nginx_conf "$T/nginx" "$P_NGINX"
 nginx_conf "$T/nginx-start" "$P_NGINX_START"
 
-echo "execd bench: $EXECD vs nginx $NGINX_VERSION, $(nproc 2>/dev/null || echo '?') CPUs, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "execd bench: $1/execd vs nginx $NGINX_VERSION, $(nproc 2>/dev/null || echo '?') CPUs, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "ratio = execd / baseline.  ping rps: wrk -t1 -c$CONNS, $ROUNDS x ${SECS} s per server alternating, best kept;"
 echo "PRODUCT.md sets no ping-throughput target, ok when the ratio is >= $PING_MIN_RATIO."
 echo
@@ -246,6 +255,8 @@ E_RSS=$(rss_kib "$EXECD_PID")
 NGINX_WORKER=$(children_of "$NGINX_PID" | head -n 1)
 [ -n "$NGINX_WORKER" ] || fail "cannot find nginx's worker process"
 N_RSS=$(rss_kib "$NGINX_WORKER")
+E_SPLIT=$(mem_split "$EXECD_PID")
+N_SPLIT=$(mem_split "$NGINX_WORKER")
 if [ -z "$E_RSS" ] || [ -z "$N_RSS" ]; then
 	fail "cannot read VmRSS"
 fi
@@ -317,6 +328,7 @@ row "start to first /ping (median)" "$E_MS ms" \
 
 echo
 [ -n "$E_ERR" ] && note "execd had errors under wrk: $E_ERR"
+note "idle RSS of execd: $E_SPLIT; of the nginx worker: $N_SPLIT"
 note "execd RSS after the wrk rounds: $E_RSS_AFTER KiB"
 note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1000)") ms," \
 	"max $(calc "sprintf(\"%.2f\", $E_MAX / 1000)") ms"

@@ -96,6 +96,7 @@ static enum MHD_Result	 access_cb(void *, struct MHD_Connection *,
 			    const char *, const char *, const char *,
 			    const char *, size_t *, void **);
 static void		*uri_cb(void *, const char *, struct MHD_Connection *);
+static enum MHD_Result	 accept_cb(void *, const struct sockaddr *, socklen_t);
 static void		 completed_cb(void *, struct MHD_Connection *, void **,
 			    enum MHD_RequestTerminationCode);
 static void		 mhd_log(void *, const char *, va_list);
@@ -156,9 +157,9 @@ http_new(struct loop *loop, const struct http_conf *conf,
 	srv->lfd = rc;
 	srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 	    MHD_USE_ERROR_LOG | (strchr(conf->addr, ':') ? MHD_USE_IPv6 : 0),
-	    0, NULL, NULL, access_cb, srv,
+	    0, accept_cb, srv, access_cb, srv,
 	    MHD_OPTION_LISTEN_SOCKET, srv->lfd,
-	    MHD_OPTION_CONNECTION_LIMIT, conf->max_conns,
+	    MHD_OPTION_CONNECTION_LIMIT, conf->max_conns + 64,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, conf->max_conns_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, conf->conn_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
@@ -242,6 +243,28 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	return -saved;
+}
+
+/*
+ * The total connection limit is ours, not MHD's: at its own limit MHD
+ * leaves new connections in the backlog, and in epoll mode it may not
+ * look at the listening socket again until yet another client arrives.
+ * Refusing here closes the connection at once instead.
+ */
+static enum MHD_Result
+accept_cb(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct http_server *srv = cls;
+	const union MHD_DaemonInfo *info;
+
+	info = MHD_get_daemon_info(srv->mhd,
+	    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	if (info != NULL && info->num_connections >= srv->conf.max_conns) {
+		log_debug("connection refused: %u connections open",
+		    info->num_connections);
+		return MHD_NO;
+	}
+	return MHD_YES;
 }
 
 /* The port actually bound. */

@@ -16,7 +16,9 @@
 #include "log.h"
 
 static enum log_level cur_level = LOG_L_INFO;
-static const char *const names[] = { "error", "warn", "info", "debug" };
+static const char *const names[] = {
+	"notice", "error", "warn", "info", "debug"
+};
 
 static void	emit(enum log_level, const char *, int, const char *, va_list);
 
@@ -37,7 +39,8 @@ log_level_parse(const char *s, enum log_level *out)
 	char *end;
 	long n;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = LOG_L_ERROR; i < sizeof(names) / sizeof(names[0]);
+	    i++) {
 		if (strcasecmp(s, names[i]) == 0) {
 			*out = (enum log_level)i;
 			return 0;

@@ -10,7 +10,10 @@
 
 #include <stdarg.h>
 
-enum log_level { LOG_L_ERROR, LOG_L_WARN, LOG_L_INFO, LOG_L_DEBUG };
+/* NOTICE lines (start and stop) are printed at every level. */
+enum log_level {
+	LOG_L_NOTICE, LOG_L_ERROR, LOG_L_WARN, LOG_L_INFO, LOG_L_DEBUG
+};
 
 void	log_init(enum log_level);
 int	log_level_parse(const char *, enum log_level *);	/* 0 or -EINVAL */
@@ -22,6 +25,7 @@ __attribute__((noreturn)) void fatal_msg(const char *func, int with_errno,
 
 #define log_debug(...)	do { if (log_enabled(LOG_L_DEBUG)) \
 	log_msg(LOG_L_DEBUG, __func__, 0, __VA_ARGS__); } while (0)
+#define log_notice(...)	log_msg(LOG_L_NOTICE, __func__, 0, __VA_ARGS__)
 #define log_info(...)	log_msg(LOG_L_INFO, __func__, 0, __VA_ARGS__)
 #define log_warnx(...)	log_msg(LOG_L_WARN, __func__, 0, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_L_WARN, __func__, 1, __VA_ARGS__)

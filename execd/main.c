@@ -7,7 +7,9 @@
  * every child, SIGKILL after the grace period; keep looping until streams
  * are flushed and children reaped (or a deadline passes); stop MHD; exit 0.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@ static void	check_done(struct loop *, void *);
 static void	raise_fd_limit(void);
 static int	setup_signals(void);
 static void	print_routes(void);
+static void	announce(const struct conf *, unsigned);
 
 int
 main(int argc, char **argv)
@@ -79,21 +82,8 @@ main(int argc, char **argv)
 	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
+	announce(&conf, http_port(app.http));
 	conf_reset(&conf);	/* http keeps a digest of the token only */
-	if (hc.token != NULL)
-		log_info("execd %s listening on %s%s%s:%u, access token "
-		    "required", EXECD_VERSION, strchr(conf.addr, ':') ? "[" :
-		    "", conf.addr, strchr(conf.addr, ':') ? "]" : "",
-		    http_port(app.http));
-	else if (!conf.addr_given)
-		log_info("execd %s listening on %s:%u, loopback only: no "
-		    "access token (set one, or --listen to choose)",
-		    EXECD_VERSION, conf.addr, http_port(app.http));
-	else
-		log_info("execd %s listening on %s%s%s:%u WITHOUT an access "
-		    "token: anyone who reaches it can run code", EXECD_VERSION,
-		    strchr(conf.addr, ':') ? "[" : "", conf.addr,
-		    strchr(conf.addr, ':') ? "]" : "", http_port(app.http));
 
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);
@@ -103,8 +93,38 @@ main(int argc, char **argv)
 	http_free(app.http);
 	loop_free(app.loop);
 	close(sigfd);
-	log_info("stopped");
+	log_notice("stopped");
 	return 0;
+}
+
+/*
+ * The first log line: where execd listens and who may talk to it.  It is
+ * printed whatever the log level.
+ */
+static void
+announce(const struct conf *c, unsigned port)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	bool v6 = strchr(c->addr, ':') != NULL, loopback;
+	const char *how;
+
+	if (v6)
+		loopback = inet_pton(AF_INET6, c->addr, &a6) == 1 &&
+		    IN6_IS_ADDR_LOOPBACK(&a6);
+	else
+		loopback = inet_pton(AF_INET, c->addr, &a4) == 1 &&
+		    (ntohl(a4.s_addr) >> 24) == 127;
+	if (c->token != NULL)
+		how = "access token required";
+	else if (loopback)
+		how = "loopback only: no access token (set one, or --listen "
+		    "to choose)";
+	else
+		how = "WITHOUT an access token: anyone who reaches it can "
+		    "run code";
+	log_notice("execd %s listening on %s%s%s:%u, %s", EXECD_VERSION,
+	    v6 ? "[" : "", c->addr, v6 ? "]" : "", port, how);
 }
 
 /* Print METHOD PATH lines, the served routes, for people and tests. */

@@ -7,7 +7,7 @@ set -eu
 
 pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
 libjansson-dev libssl-dev libseccomp-dev uuid-dev clang curl
-python3"
+python3 python3-yaml"
 case "${1:-}" in
 bench) pkgs="wrk nginx-light" ;;
 esac

@@ -1,0 +1,37 @@
+#!/bin/sh
+# What `make test` and CI run: the whole suite three times, plain, under
+# AddressSanitizer (with LeakSanitizer) and under UndefinedBehaviorSanitizer,
+# each in its own build tree.  The last line is "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+passed=0
+failed=0
+jobs=$(nproc 2>/dev/null || echo 2)
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=24
+
+for san in "" address undefined; do
+	echo "=== make check${san:+ SANITIZER=$san}"
+	if ! make -s -j"$jobs" WERROR=1 ${san:+SANITIZER=$san} \
+	    check >"$log" 2>&1; then
+		:
+	fi
+	cat "$log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "FAIL build or runner${san:+ ($san)}: no summary line"
+		failed=$((failed + 1))
+		continue
+	fi
+	p=${line%% passed*}
+	f=${line#*, }
+	f=${f%% failed*}
+	passed=$((passed + p))
+	failed=$((failed + f))
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

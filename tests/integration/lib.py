@@ -1,0 +1,192 @@
+"""Helpers for integration tests: start a real execd, talk HTTP to it.
+
+Every daemon listens on 127.0.0.1 at a port the kernel picks; its stderr
+goes to a file that the runner prints when a test fails.  Daemons still
+running when a test ends are killed by their pid.
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+EXECD = os.environ.get("EXECD_BIN", "build/execd")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+_live = []
+
+
+class Execd:
+    """One daemon process.  Use start() or the with-statement."""
+
+    def __init__(self, *args, env=None, argv0=None, wrapper=None):
+        self.args = list(args)
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith("EXECD_") and k != "EXECD_BIN":
+                del self.env[k]
+        self.env.update(env or {})
+        self.wrapper = wrapper
+        self.proc = None
+        self.port = None
+        self.host = None
+        fd, self.log_path = tempfile.mkstemp(prefix="execd-log-")
+        os.close(fd)
+
+    def start(self, timeout=10):
+        cmd = [EXECD] + self.args
+        if not any(a.startswith("--listen") or a.startswith("--port")
+                   for a in self.args) and "EXECD_LISTEN" not in self.env:
+            cmd += ["--listen", "127.0.0.1:0"]
+        if self.wrapper:
+            cmd = ["/bin/sh", "-c", self.wrapper + ' "$@"', "sh"] + cmd
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log,
+                                     env=self.env)
+        _live.append(self)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(r"listening on (?:\[([0-9a-f:]+)\]|([0-9.]+)):"
+                          r"(\d+)", self.read_log())
+            if m:
+                self.host = m.group(1) or m.group(2)
+                self.port = int(m.group(3))
+                if self.host in ("0.0.0.0", "::"):
+                    self.host = "127.0.0.1"
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError("execd exited with %s at start:\n%s"
+                                     % (self.proc.returncode,
+                                        self.read_log()))
+            time.sleep(0.01)
+        raise AssertionError("execd did not start:\n" + self.read_log())
+
+    def __enter__(self):
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, etype, *exc):
+        if self.proc and self.proc.poll() is None:
+            rc = self.stop()
+            if etype is None:
+                assert rc == 0, "execd exited with %s:\n%s" % (
+                    rc, self.read_log()[-3000:])
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def conn(self, timeout=10):
+        return http.client.HTTPConnection(self.host, self.port,
+                                          timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, conn=None,
+                timeout=10):
+        """One request; returns (status, headers dict lower-cased, body)."""
+        c = conn or self.conn(timeout)
+        hdrs = dict(headers or {})
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+            hdrs.setdefault("Content-Type", "application/json")
+        c.request(method, path, body=body, headers=hdrs)
+        r = c.getresponse()
+        data = r.read()
+        h = {k.lower(): v for k, v in r.getheaders()}
+        if conn is None:
+            c.close()
+        return r.status, h, data
+
+    def get_json(self, path, **kw):
+        st, h, data = self.request("GET", path, **kw)
+        return st, json.loads(data) if data else None
+
+    def raw(self, data, timeout=5, read_until_close=True):
+        """Send raw bytes on a new connection, return all bytes read."""
+        s = socket.create_connection((self.host, self.port), timeout)
+        s.sendall(data)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+                if not read_until_close and b"\r\n\r\n" in out:
+                    break
+        except socket.timeout:
+            pass
+        s.close()
+        return out
+
+    def send(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        """Signal the daemon, wait, and return its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("execd did not stop within %ss" % timeout)
+        self.log.close()
+        if self in _live:
+            _live.remove(self)
+        return rc
+
+    def fds(self):
+        return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+
+
+def kill_all():
+    """Kill every daemon a test left running; used by the runner."""
+    for d in list(_live):
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        _live.remove(d)
+
+
+def expect_error(status, body, want_status, want_code=None):
+    """A non-2xx answer must carry {"code","message"}."""
+    assert status == want_status, "status %d, want %d: %r" % (
+        status, want_status, body)
+    obj = json.loads(body)
+    assert isinstance(obj.get("code"), str) and obj["code"], obj
+    assert isinstance(obj.get("message"), str) and obj["message"], obj
+    if want_code:
+        assert obj["code"] == want_code, obj
+    return obj
+
+
+def children_of(pid):
+    """(pid, state) of every process whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append((int(d), rest[0]))
+    return out
+
+
+def wait_for(pred, timeout=10, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()

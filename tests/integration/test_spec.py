@@ -1,0 +1,45 @@
+"""specs/execd-api.yaml describes exactly the routes execd serves."""
+import re
+import subprocess
+
+import yaml
+
+from lib import EXECD, ROOT, Execd
+
+METHODS = ("get", "post", "put", "delete", "patch", "head", "options")
+
+
+def spec_routes():
+    """(METHOD, path) pairs of the spec's paths."""
+    with open(ROOT + "/specs/execd-api.yaml") as f:
+        spec = yaml.safe_load(f)
+    assert spec["openapi"].startswith("3."), spec["openapi"]
+    return {(m.upper(), path) for path, ops in spec["paths"].items()
+            for m in ops if m in METHODS}
+
+
+def served_routes():
+    out = subprocess.run([EXECD, "--routes"], capture_output=True,
+                         text=True, timeout=10, check=True).stdout
+    return {tuple(line.split()[:2]) for line in out.splitlines() if line}
+
+
+def test_spec_and_route_table_agree():
+    spec, served = spec_routes(), served_routes()
+    assert served, "execd --routes printed nothing"
+    assert spec - served == set(), "in the spec, not served: %s" % (
+        spec - served)
+    assert served - spec == set(), "served, not in the spec: %s" % (
+        served - spec)
+
+
+def test_every_served_route_answers_with_its_method():
+    # A route printed by --routes is really routed (never 404 or 405).
+    with Execd() as d:
+        for method, path in sorted(served_routes()):
+            if path.endswith("/watch"):
+                continue  # a stream; covered in test_metrics
+            path = re.sub(r"\{[^}]+\}", "x", path)
+            st, _, _ = d.request(method, path, body="{}" if method in (
+                "POST", "PUT") else None)
+            assert st not in (404, 405), (method, path, st)

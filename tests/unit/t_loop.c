@@ -1,0 +1,997 @@
+/*
+ * t_loop.c -- unit tests for loop.c.
+ *
+ * Each test builds a loop, arms it with pipes, eventfds, a ZeroMQ pair or
+ * timers of a few milliseconds, runs it until a callback stops it and
+ * checks what was called, in which order and with which arguments.  Every
+ * loop also gets a watchdog timer, so a bug ends a test instead of hanging
+ * it.  Times are only checked as lower bounds and generous upper bounds:
+ * the tests must hold on a slow, loaded machine.  Covered: timers (order
+ * by due time then insertion, cancel, timers added and cancelled from
+ * callbacks, a randomised heap run), fd watches (read, write, hang-up,
+ * level triggering, replace, delete from a callback, many watches), a
+ * ZeroMQ socket, the hooks and their order, and loop_stop().
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "../t.h"
+#include "../../execd/loop.h"
+
+#define WATCHDOG_MS	10000	/* far beyond any test's own timers */
+#define SLOW_MS		5000	/* "fired promptly", on a loaded machine */
+#define MAXREC		512
+
+/* What the callbacks saw. */
+struct rec {
+	int		 n;		/* entries in ids */
+	uint64_t	 ids[MAXREC];
+	char		 trace[64];	/* one letter per hook or callback */
+	size_t		 ntrace;
+	int		 count, count2;
+	int		 stop_at;	/* stop the loop when count reaches it */
+	int		 last_rev;
+	int		 last_fd;
+	void		*last_zsock;
+	uint64_t	 when;		/* loop_now_ms() at the callback */
+	struct loop	*other;
+	uint64_t	 cancel_id;
+	int		 fd, fd2;
+};
+
+static int	 watchdog_fired;
+
+static void	 watchdog(struct loop *, uint64_t, void *);
+static void	 arm(struct loop *);
+static void	 put(struct rec *, char);
+static int	 efd_new(int);
+static void	 efd_read(int);
+static uint64_t	 rnd(uint64_t *);
+static void	 add_same_ms(struct loop *, const uint64_t *, size_t,
+		    uint64_t *, struct rec *);
+
+/* A test ran too long: note it and stop the loop. */
+static void
+watchdog(struct loop *l, uint64_t id, void *arg)
+{
+	watchdog_fired = 1;
+	loop_stop(l);
+}
+
+/* Give l a watchdog and clear the flag. */
+static void
+arm(struct loop *l)
+{
+	watchdog_fired = 0;
+	loop_timer_add(l, WATCHDOG_MS, watchdog, NULL);
+}
+
+/* Append one letter to the trace. */
+static void
+put(struct rec *r, char c)
+{
+	if (r->ntrace < sizeof(r->trace) - 1)
+		r->trace[r->ntrace++] = c;
+	r->trace[r->ntrace] = '\0';
+}
+
+/* A non-blocking eventfd holding v (readable when v > 0). */
+static int
+efd_new(int v)
+{
+	int fd = eventfd((unsigned)v, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (fd < 0) {
+		perror("eventfd");
+		exit(1);
+	}
+	return fd;
+}
+
+/* Empty an eventfd. */
+static void
+efd_read(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		T_OK(!"eventfd read");
+}
+
+/* A fixed-seed xorshift generator, so failures reproduce. */
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Timer callback: record the id; stop when count reaches stop_at. */
+static void
+on_timer(struct loop *l, uint64_t id, void *arg)
+{
+	struct rec *r = arg;
+
+	if (r->n < MAXREC)
+		r->ids[r->n++] = id;
+	r->when = loop_now_ms();
+	put(r, 'X');
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+}
+
+/* Timer callback: just stop. */
+static void
+on_timer_stop(struct loop *l, uint64_t id, void *arg)
+{
+	struct rec *r = arg;
+
+	if (r != NULL)
+		r->count2++;
+	loop_stop(l);
+}
+
+/* Fd callback: record, read the eventfd or pipe, maybe stop. */
+static void
+on_fd(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+	char buf[64];
+
+	r->last_rev = rev;
+	r->last_fd = fd;
+	r->last_zsock = zsock;
+	if (rev & LOOP_READ)
+		(void)!read(fd, buf, sizeof(buf));
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+}
+
+/* Fd callback that reads nothing: level triggering calls it again. */
+static void
+on_fd_noread(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+
+	r->last_rev = rev;
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+}
+
+/* A loop can be made and freed; freeing NULL is fine. */
+static void
+test_new_free(void)
+{
+	struct loop *l = loop_new();
+
+	T_OK(l != NULL);
+	loop_free(l);
+	loop_free(NULL);
+	/* Freed with watches and timers still pending. */
+	l = loop_new();
+	loop_timer_add(l, 1000, on_timer_stop, NULL);
+	T_EQ_INT(loop_add_fd(l, 0, LOOP_READ, on_fd, NULL), 0);
+	loop_free(l);
+}
+
+/* The monotonic clock never goes back; the wall clock is near time(). */
+static void
+test_clocks(void)
+{
+	uint64_t prev = loop_now_ms(), now;
+	int64_t wall = loop_wall_ms(), t = (int64_t)time(NULL) * 1000;
+	int back = 0;
+
+	for (int i = 0; i < 10000; i++) {
+		now = loop_now_ms();
+		back += now < prev;
+		prev = now;
+	}
+	T_EQ_INT(back, 0);
+	T_OK(wall > INT64_C(1600000000000));
+	T_OK(wall > t - SLOW_MS && wall < t + SLOW_MS);
+}
+
+/* A timer fires once, not early, with its id and argument. */
+static void
+test_timer_fires(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	uint64_t id, t0;
+
+	arm(l);
+	t0 = loop_now_ms();
+	id = loop_timer_add(l, 20, on_timer, &r);
+	T_OK(id != 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(r.ids[0], id);
+	T_OK(r.when >= t0 + 20);
+	T_OK(r.when < t0 + SLOW_MS);
+	loop_free(l);
+}
+
+/*
+ * Add timers with the given delays while the clock stays on one
+ * millisecond, so their due times are exactly base + delay; retry when a
+ * tick came in between.  Returns the ids in ids[].
+ */
+static void
+add_same_ms(struct loop *l, const uint64_t *ms, size_t n, uint64_t *ids,
+    struct rec *r)
+{
+	uint64_t t0, t1;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		t0 = loop_now_ms();
+		for (size_t i = 0; i < n; i++)
+			ids[i] = loop_timer_add(l, ms[i], on_timer, r);
+		t1 = loop_now_ms();
+		if (t0 == t1)
+			return;
+		for (size_t i = 0; i < n; i++)
+			loop_timer_cancel(l, ids[i]);
+	}
+	T_OK(!"clock ticked during every try");
+}
+
+/* Timers fire by due time, then in the order they were added. */
+static void
+test_timer_order(void)
+{
+	static const uint64_t ms[] = { 30, 10, 20, 0, 10, 0, 30 };
+	static const size_t want[] = { 3, 5, 1, 4, 2, 0, 6 };
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 7 };
+	uint64_t ids[7];
+
+	arm(l);
+	add_same_ms(l, ms, 7, ids, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.n, 7);
+	for (int i = 0; i < 7 && i < r.n; i++)
+		T_EQ_INT(r.ids[i], ids[want[i]]);
+	for (size_t i = 0; i < 7; i++)
+		for (size_t j = i + 1; j < 7; j++)
+			T_OK(ids[i] != ids[j]);
+	loop_free(l);
+}
+
+/* Many timers, a third of them cancelled: the heap keeps its order. */
+static void
+test_timer_heap_random(void)
+{
+	enum { N = 300 };
+	struct loop *l = loop_new();
+	static struct rec r;
+	static uint64_t ms[N], ids[N];
+	static int gone[N];
+	uint64_t seed = 0x2545f4914f6cdd1dULL;
+	int live = 0, k = 0, bad = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (int i = 0; i < N; i++)
+		ms[i] = rnd(&seed) % 16;
+	arm(l);
+	add_same_ms(l, ms, N, ids, &r);
+	for (int i = 0; i < N; i++) {
+		gone[i] = rnd(&seed) % 3 == 0;
+		if (gone[i])
+			loop_timer_cancel(l, ids[i]);
+		else
+			live++;
+	}
+	r.stop_at = live;
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.n, live);
+	/* Expected: live timers sorted by delay, ties by insertion. */
+	for (uint64_t d = 0; d < 16; d++) {
+		for (int i = 0; i < N; i++) {
+			if (gone[i] || ms[i] != d)
+				continue;
+			if (k >= r.n || r.ids[k] != ids[i])
+				bad++;
+			k++;
+		}
+	}
+	T_EQ_INT(bad, 0);
+	loop_free(l);
+}
+
+/* Cancel: pending, twice, unknown, fired; nothing else is disturbed. */
+static void
+test_timer_cancel(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 2 };
+	uint64_t a, b, c;
+
+	arm(l);
+	a = loop_timer_add(l, 1, on_timer, &r);
+	b = loop_timer_add(l, 2, on_timer, &r);
+	c = loop_timer_add(l, 3, on_timer, &r);
+	loop_timer_cancel(l, b);
+	loop_timer_cancel(l, b);
+	loop_timer_cancel(l, 0);
+	loop_timer_cancel(l, 123456789);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.n, 2);
+	T_EQ_INT(r.ids[0], a);
+	T_EQ_INT(r.ids[1], c);
+	loop_timer_cancel(l, a);	/* fired already: ignored */
+	r.stop_at = 3;
+	loop_timer_add(l, 0, on_timer, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(r.n, 3);
+	loop_free(l);
+}
+
+/* Timer callback: cancel r->cancel_id, then count. */
+static void
+on_timer_cancel(struct loop *l, uint64_t id, void *arg)
+{
+	struct rec *r = arg;
+
+	loop_timer_cancel(l, r->cancel_id);
+	loop_timer_cancel(l, id);	/* itself: already gone */
+	put(r, 'C');
+}
+
+/* A callback cancels a timer that is due in the same iteration. */
+static void
+test_timer_cancel_from_cb(void)
+{
+	static const uint64_t ms[] = { 0, 0, 0 };
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	uint64_t ids[3];
+
+	arm(l);
+	/* ids[0] cancels ids[1]; ids[2] stops the loop. */
+	add_same_ms(l, ms, 3, ids, &r);
+	loop_timer_cancel(l, ids[0]);
+	loop_timer_cancel(l, ids[1]);
+	loop_timer_cancel(l, ids[2]);
+	ids[0] = loop_timer_add(l, 0, on_timer_cancel, &r);
+	ids[1] = loop_timer_add(l, 0, on_timer, &r);
+	r.cancel_id = ids[1];
+	ids[2] = loop_timer_add(l, 1, on_timer, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_STR(r.trace, "CX");
+	T_EQ_INT(r.n, 1);
+	T_EQ_INT(r.ids[0], ids[2]);
+	loop_free(l);
+}
+
+/* Timer callback: re-arm itself count times, alternately 0 and 1 ms. */
+static void
+on_timer_chain(struct loop *l, uint64_t id, void *arg)
+{
+	struct rec *r = arg;
+
+	if (r->n < MAXREC)
+		r->ids[r->n++] = id;
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+	else
+		loop_timer_add(l, (uint64_t)r->count % 2, on_timer_chain, r);
+}
+
+/* Timers added from timer callbacks fire, each with a fresh id. */
+static void
+test_timer_from_cb(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 50 };
+	int dup = 0;
+
+	arm(l);
+	loop_timer_add(l, 0, on_timer_chain, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 50);
+	for (int i = 1; i < r.n; i++)
+		dup += r.ids[i] <= r.ids[i - 1];
+	T_EQ_INT(dup, 0);
+	loop_free(l);
+}
+
+/* A readable fd: data there before the run, then data written later. */
+static void
+test_fd_read(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	int p[2];
+
+	T_EQ_INT(pipe(p), 0);
+	arm(l);
+	T_EQ_INT(write(p[1], "x", 1), 1);
+	T_EQ_INT(loop_add_fd(l, p[0], LOOP_READ, on_fd, &r), 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(r.last_rev, LOOP_READ);
+	T_EQ_INT(r.last_fd, p[0]);
+	T_OK(r.last_zsock == NULL);
+	loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Timer callback: write one byte to r->fd. */
+static void
+on_timer_write(struct loop *l, uint64_t id, void *arg)
+{
+	struct rec *r = arg;
+
+	T_EQ_INT(write(r->fd, "y", 1), 1);
+	put(r, 'W');
+}
+
+/* Fd callback for test_fd_wakeup: note it and stop. */
+static void
+on_fd_trace(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+	char c;
+
+	(void)!read(fd, &c, 1);
+	put(r, 'R');
+	loop_stop(l);
+}
+
+/* The poll wakes up for data that arrives while it waits. */
+static void
+test_fd_wakeup(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 };
+	int p[2];
+
+	T_EQ_INT(pipe(p), 0);
+	r.fd = p[1];
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, p[0], LOOP_READ, on_fd_trace, &r), 0);
+	loop_timer_add(l, 5, on_timer_write, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_STR(r.trace, "WR");
+	loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A writable fd reports LOOP_WRITE only. */
+static void
+test_fd_write(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	int p[2];
+
+	T_EQ_INT(pipe(p), 0);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, p[1], LOOP_WRITE, on_fd_noread, &r), 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(r.last_rev, LOOP_WRITE);
+	loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* The writer is gone: a read watch is told to read (and reads EOF). */
+static void
+test_fd_hangup(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	int p[2];
+	char c;
+
+	T_EQ_INT(pipe(p), 0);
+	close(p[1]);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, p[0], LOOP_READ, on_fd_noread, &r), 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_OK(r.last_rev & LOOP_READ);
+	T_EQ_INT(read(p[0], &c, 1), 0);
+	loop_free(l);
+	close(p[0]);
+}
+
+/* Level-triggered: an fd left readable is reported again and again. */
+static void
+test_fd_level(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 5 };
+	int fd = efd_new(1);
+
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd_noread, &r), 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 5);
+	T_EQ_INT(r.last_rev, LOOP_READ);
+	loop_free(l);
+	close(fd);
+}
+
+/* Fd callback: count, then delete its own watch. */
+static void
+on_fd_del_self(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+
+	r->count++;
+	loop_del(l, fd, NULL);
+}
+
+/* A watch deleted from its own callback is not called again. */
+static void
+test_del_self(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 };
+	int fd = efd_new(1);
+
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd_del_self, &r), 0);
+	loop_timer_add(l, 30, on_timer_stop, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);	/* still readable, but no longer watched */
+	T_EQ_INT(r.count2, 1);
+	loop_free(l);
+	close(fd);
+}
+
+/* Fd callback: count, read, and delete the watch on r->fd2. */
+static void
+on_fd_del_other(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+
+	if (fd == r->fd) {
+		r->count++;
+		efd_read(fd);
+		loop_del(l, r->fd2, NULL);
+	} else {
+		r->count2++;
+		efd_read(fd);
+	}
+}
+
+/* A watch deleted by another's callback in the same round is skipped. */
+static void
+test_del_other(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 }, s = { 0 };
+
+	r.fd = efd_new(1);
+	r.fd2 = efd_new(1);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, r.fd, LOOP_READ, on_fd_del_other, &r), 0);
+	T_EQ_INT(loop_add_fd(l, r.fd2, LOOP_READ, on_fd_del_other, &r), 0);
+	loop_timer_add(l, 30, on_timer_stop, &s);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(r.count2, 0);
+	T_EQ_INT(s.count2, 1);
+	loop_free(l);
+	close(r.fd);
+	close(r.fd2);
+}
+
+/* Fd callback: put 'A' and stop. */
+static void
+on_fd_a(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	put(arg, 'A');
+	loop_stop(l);
+}
+
+/* Fd callback: put 'B' and stop. */
+static void
+on_fd_b(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	put(arg, 'B');
+	loop_stop(l);
+}
+
+/* Adding a watch for a watched fd replaces its callback and events. */
+static void
+test_replace(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 }, s = { .stop_at = 1 };
+	int p[2];
+
+	T_EQ_INT(pipe(p), 0);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, p[0], LOOP_READ, on_fd_a, &r), 0);
+	T_EQ_INT(loop_add_fd(l, p[0], LOOP_READ, on_fd_b, &r), 0);
+	T_EQ_INT(write(p[1], "z", 1), 1);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_STR(r.trace, "B");
+	/* Events replaced too: read watch on the write end becomes write. */
+	T_EQ_INT(loop_add_fd(l, p[1], LOOP_READ, on_fd_noread, &s), 0);
+	T_EQ_INT(loop_add_fd(l, p[1], LOOP_WRITE, on_fd_noread, &s), 0);
+	loop_del(l, p[0], NULL);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(s.count, 1);
+	T_EQ_INT(s.last_rev, LOOP_WRITE);
+	loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Fd callback: delete own watch and watch the same fd with on_fd_b. */
+static void
+on_fd_readd(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	put(arg, 'a');
+	loop_del(l, fd, NULL);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd_b, arg), 0);
+}
+
+/* Delete and re-add within one callback: the new watch takes over. */
+static void
+test_readd_in_cb(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 };
+	int fd = efd_new(1);
+
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd_readd, &r), 0);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_STR(r.trace, "aB");
+	loop_free(l);
+	close(fd);
+}
+
+/* Fd callback: read, delete own watch, stop after r->stop_at. */
+static void
+on_fd_once(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+
+	efd_read(fd);
+	loop_del(l, fd, NULL);
+	if (r->n < MAXREC)
+		r->ids[r->n++] = (uint64_t)fd;
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+}
+
+/* More watches than the initial arrays hold; each called exactly once. */
+static void
+test_many_watches(void)
+{
+	enum { N = 100 };
+	struct loop *l = loop_new();
+	static struct rec r;
+	int fds[N], seen[N], bad = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.stop_at = N;
+	arm(l);
+	for (int i = 0; i < N; i++) {
+		/* Half readable now; the rest become readable below. */
+		fds[i] = efd_new(i % 2);
+		T_EQ_INT(loop_add_fd(l, fds[i], LOOP_READ, on_fd_once, &r),
+		    0);
+	}
+	for (int i = 0; i < N; i += 2) {
+		uint64_t one = 1;
+
+		T_EQ_INT(write(fds[i], &one, sizeof(one)), sizeof(one));
+	}
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, N);
+	memset(seen, 0, sizeof(seen));
+	for (int k = 0; k < r.n; k++)
+		for (int i = 0; i < N; i++)
+			if ((uint64_t)fds[i] == r.ids[k])
+				seen[i]++;
+	for (int i = 0; i < N; i++)
+		bad += seen[i] != 1;
+	T_EQ_INT(bad, 0);
+	loop_free(l);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+}
+
+/* Bad arguments are refused; deleting what is not watched is a no-op. */
+static void
+test_add_errors(void)
+{
+	struct loop *l = loop_new();
+	int dummy;
+
+	T_EQ_INT(loop_add_fd(l, -1, LOOP_READ, on_fd, NULL), -EBADF);
+	T_EQ_INT(loop_add_zsock(l, NULL, LOOP_READ, on_fd, NULL), -EINVAL);
+	loop_del(l, 12345, NULL);
+	loop_del(l, -1, &dummy);
+	loop_free(l);
+}
+
+/* A ZeroMQ socket is watched like an fd, reported with fd -1. */
+static void
+test_zsock(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	void *ctx = zmq_ctx_new(), *a, *b;
+	char buf[8] = "";
+
+	a = zmq_socket(ctx, ZMQ_PAIR);
+	b = zmq_socket(ctx, ZMQ_PAIR);
+	T_OK(a != NULL && b != NULL);
+	T_EQ_INT(zmq_bind(b, "inproc://t_loop"), 0);
+	T_EQ_INT(zmq_connect(a, "inproc://t_loop"), 0);
+	arm(l);
+	T_EQ_INT(loop_add_zsock(l, b, LOOP_READ, on_fd_noread, &r), 0);
+	loop_timer_add(l, 5, on_timer_stop, NULL);
+	/* Nothing to read yet: the 5 ms timer ends the first run. */
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(r.count, 0);
+	T_EQ_INT(zmq_send(a, "hi", 2, 0), 2);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(r.last_rev, LOOP_READ);
+	T_EQ_INT(zmq_recv(b, buf, sizeof(buf), ZMQ_DONTWAIT), 2);
+	T_EQ_STR(buf, "hi");
+	loop_del(l, -1, b);
+	loop_free(l);
+	zmq_close(a);
+	zmq_close(b);
+	zmq_ctx_term(ctx);
+}
+
+/* Hooks: trace 'b'efore, 't'imeout, 'a'fter; stop on the second after. */
+static void
+hook_before(struct loop *l, void *arg)
+{
+	put(arg, 'b');
+}
+
+static long
+hook_timeout(struct loop *l, void *arg)
+{
+	put(arg, 't');
+	return 0;
+}
+
+static void
+hook_after(struct loop *l, void *arg)
+{
+	struct rec *r = arg;
+
+	put(r, 'a');
+	if (++r->count2 == 2)
+		loop_stop(l);
+}
+
+/* Per iteration: before, timeout, poll, callbacks, timers, after. */
+static void
+test_hooks_order(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = -1 };
+	int fd = efd_new(1);
+
+	loop_on_before_poll(l, hook_before, &r);
+	loop_on_timeout(l, hook_timeout, &r);
+	loop_on_after_poll(l, hook_after, &r);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd_del_self, &r), 0);
+	loop_timer_add(l, 0, on_timer, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	/* on_fd_del_self counts without a letter; the timer puts 'X'. */
+	T_EQ_STR(r.trace, "btXabta");
+	T_EQ_INT(r.count, 2);
+	loop_free(l);
+	close(fd);
+}
+
+/* Timeout hook: a long wait; timers still fire at their time. */
+static long
+hook_timeout_long(struct loop *l, void *arg)
+{
+	struct rec *r = arg;
+
+	r->count2++;
+	return r->count2 % 2 ? 60000 : -1;
+}
+
+/* The shortest wait wins: a hook's long limit does not delay timers. */
+static void
+test_timeout_hook_min(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 3 };
+	uint64_t t0 = loop_now_ms();
+
+	loop_on_timeout(l, hook_timeout_long, &r);
+	arm(l);
+	loop_timer_add(l, 2, on_timer, &r);
+	loop_timer_add(l, 4, on_timer, &r);
+	loop_timer_add(l, 6, on_timer, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(r.count, 3);
+	T_OK(loop_now_ms() - t0 < SLOW_MS);
+	loop_free(l);
+}
+
+/* Timeout hook with a short wait: after hook counts the wake-ups. */
+static long
+hook_timeout_short(struct loop *l, void *arg)
+{
+	return 1;
+}
+
+static void
+hook_after_count(struct loop *l, void *arg)
+{
+	struct rec *r = arg;
+
+	if (++r->count == r->stop_at)
+		loop_stop(l);
+}
+
+/* A hook's wait alone keeps the loop turning, with nothing watched. */
+static void
+test_timeout_hook_wakes(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 5 };
+	uint64_t t0 = loop_now_ms();
+
+	loop_on_timeout(l, hook_timeout_short, &r);
+	loop_on_after_poll(l, hook_after_count, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(r.count, 5);
+	T_OK(loop_now_ms() - t0 < SLOW_MS);
+	loop_free(l);
+}
+
+/* Before hook that stops the loop at once. */
+static void
+hook_before_stop(struct loop *l, void *arg)
+{
+	struct rec *r = arg;
+
+	r->count2++;
+	loop_stop(l);
+}
+
+/* Stopped from a before hook: no poll, no callbacks, no after hooks. */
+static void
+test_stop_in_before_hook(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { 0 };
+	int fd = efd_new(1);
+
+	loop_on_before_poll(l, hook_before_stop, &r);
+	loop_on_after_poll(l, hook_after_count, &r);
+	T_EQ_INT(loop_add_fd(l, fd, LOOP_READ, on_fd, &r), 0);
+	loop_timer_add(l, 0, on_timer, &r);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(r.count2, 1);
+	T_EQ_INT(r.count, 0);
+	T_EQ_INT(r.n, 0);
+	T_EQ_INT(loop_run(l), 0);	/* and again */
+	T_EQ_INT(r.count2, 2);
+	T_EQ_INT(r.count, 0);
+	loop_free(l);
+	close(fd);
+}
+
+/* Fd callback: read; the first fd's callback stops the loop. */
+static void
+on_fd_first_stops(struct loop *l, int fd, void *zsock, int rev, void *arg)
+{
+	struct rec *r = arg;
+
+	efd_read(fd);
+	if (fd == r->fd) {
+		put(r, '1');
+		loop_stop(l);
+	} else {
+		put(r, '2');
+	}
+}
+
+/* Stopped in a callback: the rest waits for the next loop_run(). */
+static void
+test_stop_skips_rest(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 }, h = { .stop_at = -1 };
+
+	r.fd = efd_new(1);
+	r.fd2 = efd_new(1);
+	arm(l);
+	T_EQ_INT(loop_add_fd(l, r.fd, LOOP_READ, on_fd_first_stops, &r), 0);
+	T_EQ_INT(loop_add_fd(l, r.fd2, LOOP_READ, on_fd_first_stops, &r),
+	    0);
+	loop_timer_add(l, 0, on_timer, &r);
+	loop_on_after_poll(l, hook_after_count, &h);
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_STR(r.trace, "1");
+	T_EQ_INT(h.count, 0);
+	/* The second run delivers what the first one left. */
+	T_EQ_INT(loop_run(l), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_STR(r.trace, "12X");
+	T_EQ_INT(h.count, 0);	/* the timer stopped before the after hook */
+	loop_free(l);
+	close(r.fd);
+	close(r.fd2);
+}
+
+static const struct t_case cases[] = {
+	{ "new and free", test_new_free },
+	{ "clocks", test_clocks },
+	{ "timer fires", test_timer_fires },
+	{ "timer order", test_timer_order },
+	{ "timer heap random", test_timer_heap_random },
+	{ "timer cancel", test_timer_cancel },
+	{ "timer cancel from callback", test_timer_cancel_from_cb },
+	{ "timer from callback", test_timer_from_cb },
+	{ "fd read", test_fd_read },
+	{ "fd wakeup", test_fd_wakeup },
+	{ "fd write", test_fd_write },
+	{ "fd hangup", test_fd_hangup },
+	{ "fd level triggered", test_fd_level },
+	{ "delete self", test_del_self },
+	{ "delete other", test_del_other },
+	{ "replace watch", test_replace },
+	{ "re-add in callback", test_readd_in_cb },
+	{ "many watches", test_many_watches },
+	{ "add errors", test_add_errors },
+	{ "zmq socket", test_zsock },
+	{ "hooks order", test_hooks_order },
+	{ "timeout hook min", test_timeout_hook_min },
+	{ "timeout hook wakes", test_timeout_hook_wakes },
+	{ "stop in before hook", test_stop_in_before_hook },
+	{ "stop skips rest", test_stop_skips_rest },
+};
+
+int
+main(void)
+{
+	return T_RUN(cases);
+}
