@@ -19,8 +19,15 @@ ifeq ($(WERROR),1)
 CFLAGS	+= -Werror
 endif
 
-# make SANITIZER=address|undefined builds into its own tree.
-ifdef SANITIZER
+# make SANITIZER=address|undefined builds into its own tree; so does
+# FUZZ=1 (clang, libFuzzer instrumentation), which `make fuzz` uses.
+ifdef FUZZ
+CC	= clang
+CFLAGS	+= -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=all
+LDFLAGS	+= -fsanitize=address,undefined
+B	?= build/fuzz
+else ifdef SANITIZER
 CFLAGS	+= -fsanitize=$(SANITIZER) -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=all -O1
 LDFLAGS	+= -fsanitize=$(SANITIZER)
@@ -39,7 +46,6 @@ UNIT_SRC = $(wildcard tests/unit/t_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_T	= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
-FUZZ_BIN = $(FUZZ_T:%=build/fuzz/fuzz_%)
 
 .PHONY: all deps run check test test-one bench fuzz valgrind format lint clean
 all: $(B)/execd
@@ -75,13 +81,11 @@ $(B)/tests/replay_%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o \
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fuzzers proper need clang's libFuzzer: `make fuzz`, then run one, e.g.
-# build/fuzz/fuzz_sse_fmt tests/fuzz/corpus/sse_fmt
-fuzz: FORCE
-	$(MAKE) B=build/fuzz CC=clang OPT='-O1 -g' \
-	    CFLAGS='-fsanitize=fuzzer-no-link,address,undefined' \
-	    LDFLAGS='-fsanitize=address,undefined' $(FUZZ_BIN)
+# build/fuzz/fuzz_body -max_total_time=60 tests/fuzz/corpus/body
+fuzz:
+	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_T:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(CORE_OBJ) $(LIB_A)
-	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 deps:
 	@sh scripts/deps.sh

@@ -8,8 +8,9 @@
  * entrypoints keep working.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <ctype.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
 	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_ROUTES,
-	O_HELP, O_VERSION, O_IGNORED
+	O_HELP, O_VERSION
 };
 
 struct opt {
@@ -125,10 +126,12 @@ conf_usage(FILE *f)
 			wrap(f, line);
 		}
 	}
-	fprintf(f, "\nAccepted and ignored, for upstream compatibility:\n ");
+	line[0] = '\0';
 	for (size_t i = 0; i < NIGNORED; i++)
-		fprintf(f, " --%s", ignored[i]);
-	fprintf(f, "\n");
+		snprintf(line + strlen(line), sizeof(line) - strlen(line),
+		    "%s--%s", i ? " " : "", ignored[i]);
+	fprintf(f, "\nAccepted and ignored, for upstream compatibility:\n");
+	wrap(f, line);
 }
 
 /* "16M", "512K", "1G" or plain bytes. */
@@ -139,9 +142,11 @@ parse_size(const char *s, size_t *out)
 	unsigned long long v;
 	unsigned shift = 0;
 
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (end == s || errno != 0 || s[0] == '-')
+	if (errno != 0)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K': shift = 10; end++; break;
@@ -162,9 +167,11 @@ parse_uint(const char *s, unsigned long max, unsigned long *out)
 	char *end;
 	unsigned long v;
 
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (end == s || *end != '\0' || errno != 0 || s[0] == '-' || v > max)
+	if (*end != '\0' || errno != 0 || v > max)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -265,65 +272,97 @@ bad:
 	return -EINVAL;
 }
 
-/* Defaults, then the environment, then argv. */
+/* The option named exactly name (no abbreviations), or NULL. */
+static const struct opt *
+find(const char *name, size_t n)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strlen(opts[i].name) == n &&
+		    strncmp(opts[i].name, name, n) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+static bool
+is_ignored(const char *name, size_t n)
+{
+	for (size_t i = 0; i < NIGNORED; i++)
+		if (strlen(ignored[i]) == n && strncmp(ignored[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Defaults, then the environment, then argv, each over the one before.
+ * argv options are "-name", "--name", with "=VALUE" or the next argument
+ * as the value; names must be spelled in full.
+ */
 int
 conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 {
-	struct option lo[NOPTS + NIGNORED + 1];
-	const char *v;
-	size_t n = 0;
-	int ch, rc;
+	const struct opt *o;
+	const char *a, *name, *eq, *v;
+	size_t n;
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->log_level = LOG_L_INFO;
-	for (size_t i = 0; i < NOPTS; i++) {
+	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].def != NULL &&
 		    (rc = set(c, opts[i].id, opts[i].def, err, errlen)) < 0)
 			return rc;
+	for (size_t i = 0; i < NOPTS; i++) {
 		if (opts[i].env != NULL && (v = getenv(opts[i].env)) != NULL &&
-		    (rc = set(c, opts[i].id, v, err, errlen)) < 0) {
+		    set(c, opts[i].id, v, err, errlen) < 0) {
 			snprintf(err, errlen, "invalid value in %s: '%s'",
 			    opts[i].env, v);
-			return rc;
-		}
-		lo[n++] = (struct option){ opts[i].name,
-		    opts[i].arg ? required_argument : no_argument, NULL,
-		    (int)opts[i].id };
-	}
-	for (size_t i = 0; i < NIGNORED; i++)
-		lo[n++] = (struct option){ ignored[i], required_argument, NULL,
-		    O_IGNORED };
-	lo[n] = (struct option){ NULL, 0, NULL, 0 };
-
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
-		switch (ch) {
-		case O_HELP:
-			conf_usage(stdout);
-			return 1;
-		case O_VERSION:
-			printf("execd %s\n", EXECD_VERSION);
-			return 1;
-		case O_ROUTES:
-			c->print_routes = true;
-			break;
-		case O_IGNORED:
-			break;
-		case '?':
-		case ':':
-			snprintf(err, errlen, "unknown option or missing "
-			    "value: %s (see --help)", argv[optind - 1]);
 			return -EINVAL;
-		default:
-			if ((rc = set(c, (enum opt_id)ch, optarg, err,
-			    errlen)) < 0)
-				return rc;
 		}
 	}
-	if (optind < argc) {
-		snprintf(err, errlen, "unexpected argument: %s", argv[optind]);
-		return -EINVAL;
+	for (int i = 1; i < argc; i++) {
+		a = argv[i];
+		if (a[0] != '-' || a[1] == '\0') {
+			snprintf(err, errlen, "unexpected argument: %s", a);
+			return -EINVAL;
+		}
+		name = a + (a[1] == '-' ? 2 : 1);
+		eq = strchr(name, '=');
+		n = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		o = find(name, n);
+		if (o == NULL && !is_ignored(name, n)) {
+			snprintf(err, errlen, "unknown option: %s (see --help)",
+			    a);
+			return -EINVAL;
+		}
+		if (o != NULL && o->arg == NULL) {
+			if (eq != NULL) {
+				snprintf(err, errlen, "--%s takes no value",
+				    o->name);
+				return -EINVAL;
+			}
+			switch (o->id) {
+			case O_HELP:
+				conf_usage(stdout);
+				return 1;
+			case O_VERSION:
+				printf("execd %s\n", EXECD_VERSION);
+				return 1;
+			default:	/* O_ROUTES */
+				c->print_routes = true;
+				continue;
+			}
+		}
+		if (eq != NULL) {
+			v = eq + 1;
+		} else if (i + 1 < argc) {
+			v = argv[++i];
+		} else {
+			snprintf(err, errlen, "%s needs a value (see --help)",
+			    a);
+			return -EINVAL;
+		}
+		if (o != NULL && (rc = set(c, o->id, v, err, errlen)) < 0)
+			return rc;
 	}
 	if (!c->addr_given)
 		snprintf(c->addr, sizeof(c->addr), "%s",

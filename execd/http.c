@@ -99,7 +99,8 @@ static void		*uri_cb(void *, const char *, struct MHD_Connection *);
 static enum MHD_Result	 accept_cb(void *, const struct sockaddr *, socklen_t);
 static void		 completed_cb(void *, struct MHD_Connection *, void **,
 			    enum MHD_RequestTerminationCode);
-static void		 mhd_log(void *, const char *, va_list);
+static void		 mhd_log(void *, const char *, va_list)
+			    __attribute__((format(printf, 2, 0)));
 static void		 mhd_ready(struct loop *, int, void *, int, void *);
 static long		 mhd_timeout(struct loop *, void *);
 static void		 mhd_run(struct loop *, void *);
@@ -636,6 +637,9 @@ http_reply_json(struct http_req *req, unsigned status, json_t *v)
 	reply_raw(req, status, b.p, b.len, JSON_TYPE);
 	sse_buf_reset(&b);
 }
+
+static void verror(struct http_req *, unsigned, const char *, const char *,
+    va_list) __attribute__((format(printf, 4, 0)));
 
 static void
 verror(struct http_req *req, unsigned status, const char *code,

@@ -20,7 +20,8 @@ static const char *const names[] = {
 	"notice", "error", "warn", "info", "debug"
 };
 
-static void	emit(enum log_level, const char *, int, const char *, va_list);
+static void	emit(enum log_level, const char *, int, const char *, va_list)
+		    __attribute__((format(printf, 4, 0)));
 
 /* Set the most verbose level that is printed. */
 void

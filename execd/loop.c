@@ -238,11 +238,16 @@ heap_remove(struct loop *l, size_t i)
 static void
 run_timers(struct loop *l)
 {
-	uint64_t now = loop_now_ms();
+	uint64_t now = loop_now_ms(), first_new = l->next_id;
 	struct timer t;
 
-	/* Pop before calling: the callback may add or cancel timers. */
-	while (l->nt > 0 && l->t[0].when <= now && !l->stop) {
+	/*
+	 * Pop before calling: the callback may add or cancel timers.  Timers
+	 * added meanwhile wait for the next iteration, so one that re-arms
+	 * itself with 0 ms cannot starve the poll.
+	 */
+	while (l->nt > 0 && l->t[0].when <= now && l->t[0].id < first_new &&
+	    !l->stop) {
 		t = l->t[0];
 		heap_remove(l, 0);
 		t.cb(l, t.id, t.arg);
@@ -331,13 +336,13 @@ loop_run(struct loop *l)
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		for (size_t i = 0; r > 0 && i < n && !l->stop; i++) {
+			w = &l->w[i];
 			rev = ((l->items[i].revents & ZMQ_POLLIN) ?
 			    LOOP_READ : 0) | ((l->items[i].revents &
-			    (ZMQ_POLLOUT | ZMQ_POLLERR)) ? LOOP_WRITE : 0);
-			if ((l->items[i].revents & ZMQ_POLLERR) &&
-			    (l->w[i].events & LOOP_READ))
-				rev |= LOOP_READ;
-			w = &l->w[i];
+			    ZMQ_POLLOUT) ? LOOP_WRITE : 0);
+			/* An error wakes whatever the watch waits for. */
+			if (l->items[i].revents & ZMQ_POLLERR)
+				rev |= w->events;
 			if (rev == 0 || w->dead)
 				continue;
 			w->cb(l, w->fd, w->zsock, rev, w->arg);

@@ -40,9 +40,12 @@ parse_id(const char *s, unsigned long *out)
 {
 	char *end;
 
+	if (*s < '0' || *s > '9')
+		return 0;
 	errno = 0;
 	*out = strtoul(s, &end, 10);
-	return *s != '\0' && *end == '\0' && errno == 0 && s[0] != '-';
+	/* (uid_t)-1 means "unchanged" to chown(2): never a real id here. */
+	return *end == '\0' && errno == 0 && *out < (uid_t)-1;
 }
 
 /* Names (or numbers) to ids; see fs_ops.h. */

@@ -46,8 +46,10 @@ fs_path_resolve(const char *in, size_t len, const char *home, char *out,
 		return -EINVAL;
 	if (home == NULL && (home = default_home()) == NULL)
 		return -ENOENT;
+	if (home[0] != '/')
+		return -ENOENT;
 	hl = strlen(home);
-	if (hl + len >= outlen)
+	if (hl + len - 1 >= outlen)
 		return -ENAMETOOLONG;
 	memcpy(out, home, hl);
 	memcpy(out + hl, in + 1, len - 1);

@@ -213,14 +213,17 @@ sse_fmt_string(struct sse_buf *b, const char *s, size_t n)
 }
 
 /*
- * Shortest decimal that reads back as d: plain notation between 1e-6 and
- * 1e21, exponent notation outside ("1e-07" style is written "1e-7").
+ * Shortest decimal that reads back as d, as upstream writes floats: plain
+ * notation between 1e-6 and 1e21, exponent notation outside ("1e-07" is
+ * written "1e-7").  The digits always come from the shortest %e form, so a
+ * large whole number is padded with zeros rather than written exactly
+ * (2^60 is 1152921504606847000).
  */
 void
 sse_fmt_double(struct sse_buf *b, double d)
 {
-	char tmp[40], *e;
-	int prec, exp10, dec;
+	char tmp[40], digits[24], *e;
+	int prec, exp10, nd = 0;
 	double a = fabs(d);
 
 	if (!isfinite(d)) {
@@ -232,22 +235,42 @@ sse_fmt_double(struct sse_buf *b, double d)
 		return;
 	}
 	for (prec = 1; prec <= 17; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
-		if (strtod(tmp, NULL) == d)
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, a);
+		if (strtod(tmp, NULL) == a)
 			break;
 	}
 	e = strchr(tmp, 'e');
 	exp10 = atoi(e + 1);
-	if (a >= 1e-6 && a < 1e21) {
-		dec = prec - 1 - exp10;
-		snprintf(tmp, sizeof(tmp), "%.*f", dec > 0 ? dec : 0, d);
-		sse_buf_adds(b, tmp);
-		return;
+	for (const char *p = tmp; p < e; p++)
+		if (*p >= '0' && *p <= '9')
+			digits[nd++] = *p;
+	if (d < 0)
+		sse_buf_add(b, "-", 1);
+	if (a < 1e-6 || a >= 1e21) {
+		/* 1. Exponent form: d[.ddd]e-7 / e+21, no zero padding. */
+		sse_buf_add(b, digits, 1);
+		if (nd > 1) {
+			sse_buf_add(b, ".", 1);
+			sse_buf_add(b, digits + 1, (size_t)nd - 1);
+		}
+		sse_buf_addf(b, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+	} else if (exp10 >= nd - 1) {
+		/* 2. A whole number: the digits, then zeros. */
+		sse_buf_add(b, digits, (size_t)nd);
+		for (int i = nd - 1; i < exp10; i++)
+			sse_buf_add(b, "0", 1);
+	} else if (exp10 >= 0) {
+		/* 3. Digits on both sides of the point. */
+		sse_buf_add(b, digits, (size_t)exp10 + 1);
+		sse_buf_add(b, ".", 1);
+		sse_buf_add(b, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+	} else {
+		/* 4. Below one: 0.000ddd. */
+		sse_buf_add(b, "0.", 2);
+		for (int i = -1; i > exp10; i--)
+			sse_buf_add(b, "0", 1);
+		sse_buf_add(b, digits, (size_t)nd);
 	}
-	/* Exponent form: mantissa digits, then e-7 / e+21 without padding. */
-	*e = '\0';
-	sse_buf_adds(b, tmp);
-	sse_buf_addf(b, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
 }
 
 static int

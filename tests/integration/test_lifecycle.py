@@ -129,3 +129,20 @@ def test_per_address_connection_limit():
 def test_total_connection_limit():
     with Execd("--max-connections", "3") as d:
         assert_refused_past(d, 3)
+
+
+def test_no_new_connections_once_shutting_down():
+    d = Execd("--grace-period", "1500",
+              wrapper="(trap '' TERM; exec sleep 300) & exec").start()
+    wait_for(lambda: children_of(d.proc.pid))
+    time.sleep(0.2)
+    d.send(signal.SIGTERM)
+    time.sleep(0.3)   # execd now waits for its stubborn child
+    assert d.proc.poll() is None
+    try:
+        socket.create_connection((d.host, d.port), 2).close()
+        refused = False
+    except ConnectionRefusedError:
+        refused = True
+    assert refused
+    assert d.stop() == 0

@@ -296,8 +296,9 @@ test_string_invalid_utf8(void)
 		SV("\xe0\x9f\xbf", "\"\\ufffd\\ufffd\\ufffd\""),
 		SV("\xf0\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""),
 		SV("\xf0\x8f\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""),
-		SV("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""),	/* D800 */
-		SV("\xed\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\""),	/* DFFF */
+		/* Surrogates D800 and DFFF. */
+		SV("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""),
+		SV("\xed\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\""),
 		SV("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""),
 		SV("\xf5\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""),
 		SV("\xf8\x88\x80\x80\x80",
@@ -361,8 +362,9 @@ static void
 test_double_large_integral(void)
 {
 	static const struct dbl_vec v[] = {
-		{ 1152921504606846976.0, "1152921504606847000" },	/* 2^60 */
-		{ 9223372036854775808.0, "9223372036854776000" },	/* 2^63 */
+		/* 2^60, 2^63 */
+		{ 1152921504606846976.0, "1152921504606847000" },
+		{ 9223372036854775808.0, "9223372036854776000" },
 		{ 1.2345678901234567e20, "123456789012345670000" },
 		{ 9.999999999999999e20, "999999999999999900000" },
 		{ -1152921504606846976.0, "-1152921504606847000" },
