@@ -81,7 +81,8 @@ $(B)/tests/replay_%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o \
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fuzzers proper need clang's libFuzzer: `make fuzz`, then run one, e.g.
-# build/fuzz/fuzz_body -max_total_time=60 tests/fuzz/corpus/body
+# mkdir -p build/fuzz/new && build/fuzz/fuzz_body -max_total_time=60 \
+#     build/fuzz/new tests/fuzz/corpus/body   (new inputs go to the first dir)
 fuzz:
 	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_T:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(CORE_OBJ) $(LIB_A)

@@ -16,7 +16,7 @@
 typedef void child_exit_cb(pid_t, int status, void *arg);
 
 /* Track pid (leading process group pgid, or 0 for none). 0 or -errno. */
-int	child_add(pid_t pid, pid_t pgid, child_exit_cb *, void *arg);
+int	child_add(pid_t pid, pid_t pgid, child_exit_cb *cb, void *arg);
 /* Forget pid without waiting for it (its exit is then reaped silently). */
 void	child_forget(pid_t pid);
 /* Reap everything that has exited; call after SIGCHLD. */

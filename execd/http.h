@@ -114,7 +114,8 @@ typedef void http_stream_shutdown_cb(struct sse_stream *, void *arg);
  * buffering).  gone fires once when the stream dies (see sse_stream.h).
  * NULL only if the response could not be made; the request then got 500.
  */
-struct sse_stream *http_reply_stream(struct http_req *,
-	    http_stream_shutdown_cb *, sse_stream_gone_cb *, void *arg);
+struct sse_stream *http_reply_stream(struct http_req *req,
+	    http_stream_shutdown_cb *shutdown, sse_stream_gone_cb *gone,
+	    void *arg);
 
 #endif

@@ -153,17 +153,31 @@ raise_fd_limit(void)
  * Block the signals we handle and read them from a signalfd on the loop.
  * SIGPIPE is ignored: a client that goes away is seen as a write error.
  */
+static void
+never_called(int sig)
+{
+}
+
 static int
 setup_signals(void)
 {
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A handler, though the signals stay blocked and arrive through the
+	 * signalfd: as PID 1 (of a container) a signal whose action is the
+	 * default would be dropped before it is queued.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = never_called;
 	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		sigaddset(&set, sigs[i]);
+		sigaction(sigs[i], &sa, NULL);
+	}
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);

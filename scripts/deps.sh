@@ -6,8 +6,8 @@
 set -eu
 
 pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev uuid-dev clang curl
-python3 python3-yaml"
+libjansson-dev libssl-dev libseccomp-dev uuid-dev clang cppcheck curl
+python3 python3-yaml util-linux"
 case "${1:-}" in
 bench) pkgs="wrk nginx-light" ;;
 esac

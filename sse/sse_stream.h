@@ -30,8 +30,8 @@ typedef void sse_stream_gone_cb(struct sse_stream *, void *arg);
  * makes is chunked; the caller adds headers with sse_stream_response() and
  * queues it.  NULL with errno set if MHD could not make a response.
  */
-struct sse_stream	*sse_stream_new(struct MHD_Connection *, size_t cap,
-			    sse_stream_gone_cb *, void *arg);
+struct sse_stream	*sse_stream_new(struct MHD_Connection *conn,
+			    size_t cap, sse_stream_gone_cb *gone, void *arg);
 /* The response to queue (borrowed; queue it once). */
 struct MHD_Response	*sse_stream_response(struct sse_stream *);
 

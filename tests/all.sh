@@ -33,5 +33,13 @@ for san in "" address undefined; do
 	passed=$((passed + p))
 	failed=$((failed + f))
 done
+echo "=== make lint"
+if make -s lint; then
+	echo "PASS lint"
+	passed=$((passed + 1))
+else
+	echo "FAIL lint"
+	failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

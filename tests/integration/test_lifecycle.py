@@ -146,3 +146,23 @@ def test_no_new_connections_once_shutting_down():
         refused = True
     assert refused
     assert d.stop() == 0
+
+
+def test_as_pid_1_reaps_orphans_and_stops_on_sigterm():
+    # execd as PID 1 of a new PID namespace, as in a container.
+    d = Execd(wrapper="exec unshare --pid --fork --kill-child sh -c "
+              "'(sleep 0.4; sleep 1 & exit 0) & exec \"$0\" \"$@\"'")
+    d.start()
+    execd = wait_for(lambda: [p for p, st in children_of(d.proc.pid)
+                              if comm(p) == "execd"])
+    assert execd, children_of(d.proc.pid)
+    pid = execd[0]
+    assert wait_for(lambda: [p for p, st in children_of(pid)
+                             if comm(p) == "sleep" and not children_of(p)],
+                    timeout=5), children_of(pid)
+    assert wait_for(lambda: not children_of(pid), timeout=10), \
+        children_of(pid)
+    assert d.request("GET", "/ping")[0] == 200
+    os.kill(pid, signal.SIGTERM)
+    assert d.proc.wait(10) == 0
+    assert "stopped" in d.read_log()
