@@ -69,10 +69,6 @@ main(int argc, char **argv)
 	/* Orphans of our children come to us, and we reap them. */
 	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_warn("cannot become a child subreaper");
-	if (metrics_read(&metrics_src_system, &app.msample, err,
-	    sizeof(err)) < 0)
-		log_warnx("metrics: %s", err);
-
 	app.loop = loop_new();
 	hc = (struct http_conf){ .addr = conf.addr, .port = conf.port,
 	    .token = conf.token, .max_body = conf.max_body,
@@ -84,6 +80,10 @@ main(int argc, char **argv)
 		fatalx("%s", err);
 	announce(&conf, http_port(app.http));
 	conf_reset(&conf);	/* http keeps a digest of the token only */
+	/* The base sample for the first CPU percentage of GET /metrics. */
+	if (metrics_read(&metrics_src_system, &app.msample, err,
+	    sizeof(err)) < 0)
+		log_warnx("metrics: %s", err);
 
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);

@@ -7,8 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-passed=0
-failed=0
+. tests/summary.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=23
@@ -16,22 +15,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=24
 
 for san in "" address undefined; do
 	echo "=== make check${san:+ SANITIZER=$san}"
-	if ! make -s -j"$jobs" WERROR=1 ${san:+SANITIZER=$san} \
-	    check >"$log" 2>&1; then
-		:
-	fi
+	make -s -j"$jobs" WERROR=1 ${san:+SANITIZER=$san} check >"$log" 2>&1
 	cat "$log"
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	if [ -z "$line" ]; then
-		echo "FAIL build or runner${san:+ ($san)}: no summary line"
-		failed=$((failed + 1))
-		continue
-	fi
-	p=${line%% passed*}
-	f=${line#*, }
-	f=${f%% failed*}
-	passed=$((passed + p))
-	failed=$((failed + f))
+	count "$log" || echo "FAIL build or runner${san:+ ($san)}: no summary line"
 done
 echo "=== make lint"
 if make -s lint; then

@@ -7,22 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-passed=0
-failed=0
-
-# count FILE: add the file's closing "N passed, N failed" to the totals.
-count() {
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-	if [ -z "$line" ]; then
-		failed=$((failed + 1))	# crashed before its summary
-		return
-	fi
-	p=${line%% passed*}
-	f=${line#*, }
-	f=${f%% failed*}
-	passed=$((passed + p))
-	failed=$((failed + f))
-}
+. tests/summary.sh
 
 # run NAME CMD...: run one suite, show its lines, add to the totals.
 run() {
