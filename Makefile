@@ -37,7 +37,7 @@ B	?= build
 endif
 
 # The libraries know nothing of execd; execd links them.
-LIBS	= sse fs
+LIBS	= sse fs kernelproto
 LIB_A	= $(foreach l,$(LIBS),$(B)/lib$(l).a)
 EXECD_SRC = $(wildcard execd/*.c)
 EXECD_OBJ = $(EXECD_SRC:%.c=$(B)/obj/%.o)

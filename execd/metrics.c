@@ -55,6 +55,8 @@ struct cg {
 	uint64_t	 limit;		/* bytes, smallest */
 	int		 have_used;
 	uint64_t	 used;		/* bytes, inactive file excluded */
+	int		 have_oom;
+	uint64_t	 oom_kills;	/* processes the OOM killer ended */
 };
 
 /* One "key value" pair to find in a file such as memory.stat. */
@@ -556,10 +558,16 @@ v2_read(const char *root, const char *path, struct cg *c)
 	char rel[PATH_MAX], p[PATH_MAX];
 	struct kv usage[] = { { "usage_usec", 0, 0 } };
 	struct kv inact[] = { { "inactive_file", 0, 0 } };
+	struct kv oom[] = { { "oom_kill", 0, 0 } };
 	char buf[64];
 	uint64_t v;
 
 	pick_rel(root, path, rel, sizeof(rel));
+	if (join(p, sizeof(p), root, rel, "memory.events") == 0 &&
+	    kv_scan(p, oom, 1) == 0 && oom[0].found) {
+		c->have_oom = 1;
+		c->oom_kills = oom[0].val;
+	}
 	if (join(p, sizeof(p), root, rel, "cpu.stat") == 0 &&
 	    kv_scan(p, usage, 1) == 0 && usage[0].found) {
 		c->have_usage = 1;
@@ -647,12 +655,18 @@ v1_memory(const char *root, const char *list, const char *path,
 {
 	char mnt[PATH_MAX], rel[PATH_MAX], p[PATH_MAX];
 	struct kv inact[] = { { "total_inactive_file", 0, 0 } };
+	struct kv oom[] = { { "oom_kill", 0, 0 } };
 	uint64_t v;
 
 	if (c->have_used || c->have_limit ||
 	    v1_mount(root, "memory", list, mnt, sizeof(mnt)) < 0)
 		return;
 	pick_rel(mnt, path, rel, sizeof(rel));
+	if (join(p, sizeof(p), mnt, rel, "memory.oom_control") == 0 &&
+	    kv_scan(p, oom, 1) == 0 && oom[0].found) {
+		c->have_oom = 1;
+		c->oom_kills = oom[0].val;
+	}
 
 	if (join(p, sizeof(p), mnt, rel, "memory.usage_in_bytes") == 0 &&
 	    read_u64(p, &v) == 0) {
@@ -812,4 +826,17 @@ metrics_cpu_pct(const struct metrics_sample *prev,
 	pct = 100.0 * (double)(cur->cpu_usec - prev->cpu_usec) /
 	    ((double)(cur->wall_usec - prev->wall_usec) * cpus);
 	return pct > 100 ? 100 : pct;
+}
+
+/* The cgroup's count of OOM kills; see metrics.h. */
+int
+metrics_oom_kills(const struct metrics_src *src, uint64_t *out)
+{
+	struct cg c;
+
+	cg_read(src, &c);
+	if (!c.have_oom)
+		return -ENOENT;
+	*out = c.oom_kills;
+	return 0;
 }

@@ -75,4 +75,11 @@ int	metrics_read(const struct metrics_src *, struct metrics_sample *out,
 double	metrics_cpu_pct(const struct metrics_sample *prev,
 	    const struct metrics_sample *cur);
 
+/*
+ * How many processes the kernel's OOM killer has ended in the sandbox's
+ * memory cgroup (v2 memory.events oom_kill, v1 memory.oom_control
+ * oom_kill).  0, or -ENOENT when the cgroup does not count them.
+ */
+int	metrics_oom_kills(const struct metrics_src *, uint64_t *out);
+
 #endif

@@ -19,6 +19,12 @@ for san in "" address undefined; do
 	cat "$log"
 	count "$log" || echo "FAIL build or runner${san:+ ($san)}: no summary line"
 done
+# The fake kernel tests our kernel code; check it against jupyter_client
+# once (it does not depend on the build).
+echo "=== fake kernel self-test"
+/usr/bin/python3 tests/fakekernel/selftest.py >"$log" 2>&1
+cat "$log"
+count "$log" || echo "FAIL fake kernel self-test: no summary line"
 echo "=== make lint"
 if make -s lint; then
 	echo "PASS lint"

@@ -526,7 +526,46 @@ test_system(void)
 	T_OK(pct >= 0 && pct <= 100);
 }
 
+/* OOM kill counts: v2 memory.events, v1 memory.oom_control, or none. */
+static void
+test_oom_kills(void)
+{
+	char *d = fx_new();
+	char *proc = xasprintf("%s/proc", d), *cg = xasprintf("%s/cgroup", d);
+	struct metrics_src src = { proc, cg };
+	uint64_t n = 77;
+
+	fx_host(d);
+	fx_put(d, "proc/self/cgroup", "0::/box\n");
+	fx_put(d, "cgroup/cgroup.controllers", "memory\n");
+	T_EQ_INT(metrics_oom_kills(&src, &n), -ENOENT);
+	T_EQ_INT(n, 77);
+	fx_put(d, "cgroup/box/memory.events",
+	    "low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 0\n");
+	T_EQ_INT(metrics_oom_kills(&src, &n), 0);
+	T_EQ_INT(n, 2);
+	fx_free(d);
+
+	d = fx_new();
+	free(proc);
+	free(cg);
+	proc = xasprintf("%s/proc", d);
+	cg = xasprintf("%s/cgroup", d);
+	src = (struct metrics_src){ proc, cg };
+	fx_host(d);
+	fx_put(d, "proc/self/cgroup", "4:memory:/x\n");
+	fx_put(d, "cgroup/memory/x/memory.usage_in_bytes", "1048576\n");
+	fx_put(d, "cgroup/memory/x/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
+	T_EQ_INT(metrics_oom_kills(&src, &n), 0);
+	T_EQ_INT(n, 5);
+	fx_free(d);
+	free(proc);
+	free(cg);
+}
+
 static const struct t_case cases[] = {
+	{ "oom kills", test_oom_kills },
 	{ "v2 nested limits", test_v2_nested },
 	{ "v2 unlimited", test_v2_unlimited },
 	{ "v2 small quota", test_v2_small_quota },

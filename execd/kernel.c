@@ -1,0 +1,883 @@
+/*
+ * kernel.c -- kernel processes on the loop (jupyter_client's KernelManager
+ * and the routing half of its client, in one place).
+ *
+ * Life of a kernel: write a connection file (0600) with a fresh key, spawn
+ * the kernelspec's argv in its own process group, connect the channels,
+ * send kernel_info_request until a reply has come on shell and something
+ * has come on iopub (so the subscription is known to be live), then READY.
+ * The heartbeat and the reaper both watch for death.  Executions are kept
+ * in a pending list keyed by msg_id; iopub messages are routed by
+ * parent_header.msg_id, and messages from other clients of the same
+ * kernel (a Jupyter console attached to it) are ignored.
+ *
+ * This file decides nothing about contexts, languages or HTTP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+#include <zmq.h>
+
+#include "../kernelproto/kp_chan.h"
+#include "../kernelproto/kp_connfile.h"
+#include "child.h"
+#include "kernel.h"
+#include "log.h"
+#include "loop.h"
+#include "metrics.h"
+#include "spawn.h"
+#include "xmalloc.h"
+
+#define TAIL_MAX	4096	/* stderr kept for error reports */
+#define NUDGE_MS	100	/* kernel_info retry while starting */
+
+enum kstate { K_STARTING, K_READY, K_STOPPING, K_GONE };
+
+/* Why execd itself killed the process, for the report. */
+enum kcause { C_NONE, C_READY_TIMEOUT, C_HEARTBEAT };
+
+struct pending {
+	char			 id[33];
+	const struct kernel_exec_cb *cb;
+	void			*arg;
+	struct kp_msg		*reply;
+	bool			 idle;
+	struct pending		*next;
+};
+
+struct kernel {
+	struct loop			*loop;
+	const struct kernel_conf	*conf;
+	const struct kp_kernelspec	*spec;
+	char				*cwd;
+	kernel_event_cb			*ev;
+	void				*arg;
+	char				 id[33];
+	char				 session[33];
+	char				*connfile;
+	struct kp_conn			 conn;
+	struct kp_chan			*ch;
+	pid_t				 pid;
+	int				 errfd;
+	char				 tail[TAIL_MAX];
+	size_t				 tail_len;
+	enum kstate			 state;
+	bool				 restart_after_exit;
+	unsigned			 restarts;
+	json_t				*info;
+	bool				 info_reply;
+	bool				 iopub_seen;
+	char				 info_id[33];
+	uint64_t			 t_ready, t_nudge, t_hb, t_stop;
+	unsigned			 hb_missed;
+	unsigned			 stop_step;
+	enum kcause			 cause;
+	bool				 have_oom;
+	uint64_t			 oom_kills;	/* at launch */
+	bool				 draining;
+	struct pending			*pending;
+};
+
+static int	 launch(struct kernel *, char *, size_t);
+static void	 reaped(pid_t, int, void *);
+static void	 on_sock(struct loop *, int, void *, int, void *);
+static void	 on_stderr(struct loop *, int, void *, int, void *);
+static void	 on_ready_timeout(struct loop *, uint64_t, void *);
+static void	 on_nudge(struct loop *, uint64_t, void *);
+static void	 on_hb(struct loop *, uint64_t, void *);
+static void	 on_stop_step(struct loop *, uint64_t, void *);
+static void	 handle(struct kernel *, enum kp_chan_id, struct kp_msg *);
+static void	 fail_pending(struct kernel *, const char *);
+static void	 teardown(struct kernel *);
+static int	 send_info_request(struct kernel *);
+static void	 describe_exit(int, char *, size_t);
+static bool	 oom_killed(struct kernel *, int);
+static void	 stderr_tail(struct kernel *, char *, size_t);
+static char	**kernel_env(const struct kp_kernelspec *);
+
+static const enum kp_chan_id polled[] = {
+	KP_SHELL, KP_IOPUB, KP_STDIN, KP_CONTROL
+};
+
+/* Free ports on 127.0.0.1 (bound, read, closed), for tcp transport. */
+static int
+pick_ports(int *ports, int n)
+{
+	struct sockaddr_in sin;
+	socklen_t len;
+	int fds[KP_NCHAN], rc = 0;
+
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	for (int i = 0; i < n && rc == 0; i++) {
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(sin);
+		/* Kept open until all are chosen, so no port repeats. */
+		if ((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+		    0)) < 0 || bind(fds[i], (struct sockaddr *)&sin,
+		    sizeof(sin)) < 0 || getsockname(fds[i],
+		    (struct sockaddr *)&sin, &len) < 0)
+			rc = -errno;
+		else
+			ports[i] = ntohs(sin.sin_port);
+	}
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
+/* Launch a kernel; see kernel.h. */
+int
+kernel_start(struct loop *loop, const struct kernel_conf *conf,
+    const struct kp_kernelspec *spec, const char *cwd, kernel_event_cb *ev,
+    void *arg, struct kernel **out, char *err, size_t errlen)
+{
+	struct kernel *k = xcalloc(1, sizeof(*k));
+	int rc;
+
+	k->loop = loop;
+	k->conf = conf;
+	k->spec = spec;
+	k->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	k->ev = ev;
+	k->arg = arg;
+	k->errfd = -1;
+	kp_msg_new_id(k->id);
+	if ((rc = launch(k, err, errlen)) < 0) {
+		free(k->cwd);
+		free(k);
+		return rc;
+	}
+	*out = k;
+	return 0;
+}
+
+/*
+ * One process: connection file, spawn, channels, watches, timers.  On
+ * failure everything made here is undone.
+ */
+static int
+launch(struct kernel *k, char *err, size_t errlen)
+{
+	struct spawn_opts so = { .stdin_fd = -1 };
+	char **argv = NULL, **env = NULL;
+	unsigned char raw[32];
+	int p[2] = { -1, -1 }, rc;
+	static const char hex[] = "0123456789abcdef";
+
+	/* 1. Connection info: a fresh 32-byte key, written as hex. */
+	memset(&k->conn, 0, sizeof(k->conn));
+	if (RAND_bytes(raw, sizeof(raw)) != 1) {
+		snprintf(err, errlen, "no random bytes for the kernel key");
+		return -EIO;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		k->conn.key[2 * i] = (unsigned char)hex[raw[i] >> 4];
+		k->conn.key[2 * i + 1] = (unsigned char)hex[raw[i] & 15];
+	}
+	explicit_bzero(raw, sizeof(raw));
+	k->conn.keylen = 64;
+	snprintf(k->conn.kernel_name, sizeof(k->conn.kernel_name), "%s",
+	    k->spec->name);
+	free(k->connfile);
+	k->connfile = xasprintf("%s/kernel-%s.json", k->conf->runtime_dir,
+	    k->id);
+	if (k->conf->tcp) {
+		memcpy(k->conn.transport, "tcp", 4);
+		snprintf(k->conn.ip, sizeof(k->conn.ip), "127.0.0.1");
+		if ((rc = pick_ports(k->conn.port, KP_NCHAN)) < 0) {
+			snprintf(err, errlen, "no free ports: %s",
+			    strerror(-rc));
+			return rc;
+		}
+	} else {
+		memcpy(k->conn.transport, "ipc", 4);
+		snprintf(k->conn.ip, sizeof(k->conn.ip), "%s/kernel-%s",
+		    k->conf->runtime_dir, k->id);
+		for (int i = 0; i < KP_NCHAN; i++)
+			k->conn.port[i] = i + 1;
+	}
+	if ((rc = kp_connfile_write(k->connfile, &k->conn, err, errlen)) < 0)
+		return rc;
+
+	/* 2. The process, with stdout and stderr into one pipe we read. */
+	kp_msg_new_id(k->session);
+	argv = kp_kernelspec_argv(k->spec, k->connfile);
+	env = kernel_env(k->spec);
+	if (argv == NULL || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot prepare the kernel: %s",
+		    strerror(-rc));
+		goto fail;
+	}
+	so.argv = argv;
+	so.envp = env;
+	so.cwd = k->cwd;
+	so.stdout_fd = p[1];
+	so.stderr_fd = p[1];
+	if ((rc = spawn_start(&so, &k->pid, err, errlen)) < 0)
+		goto fail;
+	close(p[1]);
+	p[1] = -1;
+	k->errfd = p[0];
+	k->tail_len = 0;
+	child_add(k->pid, k->pid, reaped, k);
+	loop_add_fd(k->loop, k->errfd, LOOP_READ, on_stderr, k);
+
+	/* 3. Channels; a request sent before the kernel binds is queued. */
+	if ((rc = kp_chan_open(k->conf->zctx, &k->conn, k->session,
+	    k->conf->max_frame, &k->ch, err, errlen)) < 0) {
+		kill(-k->pid, SIGKILL);	/* reaped will report DEAD */
+		k->ch = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(polled) / sizeof(polled[0]); i++)
+		loop_add_zsock(k->loop, kp_chan_socket(k->ch, polled[i]),
+		    LOOP_READ, on_sock, k);
+	k->have_oom = k->conf->cgroup != NULL &&
+	    metrics_oom_kills(k->conf->cgroup, &k->oom_kills) == 0;
+	k->state = K_STARTING;
+	k->info_reply = k->iopub_seen = false;
+	k->hb_missed = 0;
+	send_info_request(k);
+	k->t_ready = loop_timer_add(k->loop, k->conf->ready_timeout_ms,
+	    on_ready_timeout, k);
+	log_info("kernel=%s pid=%ld spec=%s started", k->id, (long)k->pid,
+	    k->spec->name);
+	rc = 0;
+	goto out;
+fail:
+	unlink(k->connfile);
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+out:
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+	return rc;
+}
+
+/* execd's environment, the spec's env over it, and our kernel settings. */
+static char **
+kernel_env(const struct kp_kernelspec *spec)
+{
+	extern char **environ;
+	const char *key;
+	json_t *v;
+	size_t n = 0, i = 0, m;
+	char **env;
+	bool has_pydevd = false;
+
+	while (environ[n] != NULL)
+		n++;
+	env = xcalloc(n + json_object_size(spec->env) + 2, sizeof(*env));
+	for (size_t j = 0; j < n; j++) {
+		m = strcspn(environ[j], "=");
+		/* The spec's own value wins over ours. */
+		if (spec->env != NULL) {
+			char name[256];
+
+			if (m < sizeof(name)) {
+				memcpy(name, environ[j], m);
+				name[m] = '\0';
+				if (json_object_get(spec->env, name) != NULL)
+					continue;
+			}
+		}
+		if (strncmp(environ[j], "PYDEVD_DISABLE_FILE_VALIDATION=",
+		    31) == 0)
+			has_pydevd = true;
+		env[i++] = xstrdup(environ[j]);
+	}
+	json_object_foreach(spec->env, key, v) {
+		if (strcmp(key, "PYDEVD_DISABLE_FILE_VALIDATION") == 0)
+			has_pydevd = true;
+		env[i++] = xasprintf("%s=%s", key, json_string_value(v));
+	}
+	/*
+	 * Debian's ipykernel prints four "frozen modules" warnings from
+	 * debugpy on every start without this.
+	 */
+	if (!has_pydevd)
+		env[i++] = xstrdup("PYDEVD_DISABLE_FILE_VALIDATION=1");
+	env[i] = NULL;
+	return env;
+}
+
+static int
+send_info_request(struct kernel *k)
+{
+	struct kp_msg *m = kp_msg_new("kernel_info_request", k->session,
+	    "execd", NULL, NULL);
+	int rc = kp_chan_send(k->ch, KP_SHELL, m);
+
+	snprintf(k->info_id, sizeof(k->info_id), "%s", kp_msg_id(m));
+	kp_msg_free(m);
+	return rc;
+}
+
+/* Keep the last TAIL_MAX bytes the kernel wrote to stdout and stderr. */
+static void
+on_stderr(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct kernel *k = arg;
+	char buf[4096];
+	ssize_t n;
+	size_t keep;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		if ((size_t)n >= TAIL_MAX) {
+			memcpy(k->tail, buf + n - TAIL_MAX, TAIL_MAX);
+			k->tail_len = TAIL_MAX;
+			continue;
+		}
+		keep = k->tail_len + (size_t)n > TAIL_MAX ?
+		    TAIL_MAX - (size_t)n : k->tail_len;
+		memmove(k->tail, k->tail + k->tail_len - keep, keep);
+		memcpy(k->tail + keep, buf, (size_t)n);
+		k->tail_len = keep + (size_t)n;
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		loop_del(l, fd, NULL);
+		close(fd);
+		k->errfd = -1;
+	}
+}
+
+/* The stderr tail as one line: "; stderr: ...", or "" when empty. */
+static void
+stderr_tail(struct kernel *k, char *out, size_t outlen)
+{
+	size_t n = 0, start = 0;
+
+	if (k->errfd >= 0)
+		on_stderr(k->loop, k->errfd, NULL, LOOP_READ, k);
+	while (k->tail_len > 0 && (k->tail[k->tail_len - 1] == '\n' ||
+	    k->tail[k->tail_len - 1] == '\r'))
+		k->tail_len--;
+	if (k->tail_len == 0 || outlen < 16) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return;
+	}
+	if (k->tail_len > outlen - 12)
+		start = k->tail_len - (outlen - 12);
+	n = (size_t)snprintf(out, outlen, "; stderr: ");
+	for (size_t i = start; i < k->tail_len && n + 1 < outlen; i++)
+		out[n++] = k->tail[i] == '\n' ? '|' : k->tail[i];
+	out[n] = '\0';
+}
+
+/* "exited with code 3", "killed by signal 9 (Killed)". */
+static void
+describe_exit(int st, char *out, size_t outlen)
+{
+	if (WIFEXITED(st))
+		snprintf(out, outlen, "exited with code %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(out, outlen, "killed by signal %d (%s)",
+		    WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		snprintf(out, outlen, "stopped with status %d", st);
+}
+
+/* Drain every readable socket; messages are handled in arrival order. */
+static void
+on_sock(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct kernel *k = arg;
+	struct kp_msg *m;
+	enum kp_chan_id c = KP_SHELL;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(polled) / sizeof(polled[0]); i++)
+		if (kp_chan_socket(k->ch, polled[i]) == zs)
+			c = polled[i];
+	for (;;) {
+		if (k->ch == NULL)	/* torn down by a callback */
+			return;
+		rc = kp_chan_recv(k->ch, c, &m);
+		if (rc == -EAGAIN)
+			return;
+		if (rc == -EBADMSG) {
+			log_debug("kernel=%s dropped a bad message on %s",
+			    k->id, kp_chan_name(c));
+			continue;
+		}
+		if (rc < 0) {
+			log_warnx("kernel=%s %s: %s", k->id, kp_chan_name(c),
+			    zmq_strerror(-rc));
+			return;
+		}
+		handle(k, c, m);
+		kp_msg_free(m);
+	}
+}
+
+static struct pending *
+find_pending(struct kernel *k, const char *id)
+{
+	for (struct pending *p = k->pending; p != NULL; p = p->next)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+static void
+unlink_pending(struct kernel *k, struct pending *p)
+{
+	for (struct pending **pp = &k->pending; *pp != NULL;
+	    pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			return;
+		}
+	}
+}
+
+/*
+ * Both halves of an execution are in: report it and forget it.  The reply
+ * and the iopub messages travel on different sockets, so iopub output the
+ * kernel sent before its reply may still wait in our iopub queue: take it
+ * in first.
+ */
+static void
+maybe_done(struct kernel *k, struct pending *p)
+{
+	if (p->reply == NULL || !p->idle)
+		return;
+	if (!k->draining && k->ch != NULL) {
+		k->draining = true;
+		on_sock(k->loop, -1, kp_chan_socket(k->ch, KP_IOPUB),
+		    LOOP_READ, k);
+		k->draining = false;
+		if (k->ch == NULL)	/* died meanwhile: already failed */
+			return;
+	}
+	unlink_pending(k, p);
+	k->restarts = 0;	/* it works: allow restarts again */
+	if (p->cb != NULL)
+		p->cb->done(k, p->reply, NULL, p->arg);
+	kp_msg_free(p->reply);
+	free(p);
+}
+
+static void
+become_ready(struct kernel *k)
+{
+	loop_timer_cancel(k->loop, k->t_ready);
+	loop_timer_cancel(k->loop, k->t_nudge);
+	k->t_ready = k->t_nudge = 0;
+	k->state = K_READY;
+	if (k->conf->hb_interval_ms > 0 && k->t_hb == 0) {
+		kp_chan_hb_ping(k->ch);
+		k->t_hb = loop_timer_add(k->loop, k->conf->hb_interval_ms,
+		    on_hb, k);
+	}
+	log_info("kernel=%s ready", k->id);
+	k->ev(k, KERNEL_READY, NULL, k->arg);
+}
+
+/* Route one message. */
+static void
+handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
+{
+	const char *type = kp_msg_type(m), *parent = kp_msg_parent_id(m);
+	struct pending *p;
+	const char *st;
+
+	if (c == KP_IOPUB && k->state == K_STARTING) {
+		k->iopub_seen = true;
+		if (k->info_reply)
+			become_ready(k);
+	}
+	if (c == KP_SHELL && strcmp(type, "kernel_info_reply") == 0) {
+		if (k->state != K_STARTING)
+			return;
+		json_decref(k->info);
+		k->info = json_incref(m->content);
+		k->info_reply = true;
+		if (k->iopub_seen) {
+			become_ready(k);
+		} else if (k->t_nudge == 0) {
+			/* Ask again until iopub shows it is subscribed. */
+			k->t_nudge = loop_timer_add(k->loop, NUDGE_MS,
+			    on_nudge, k);
+		}
+		return;
+	}
+	if ((p = find_pending(k, parent)) == NULL) {
+		log_debug("kernel=%s %s %s for another client", k->id,
+		    kp_chan_name(c), type);
+		return;
+	}
+	if (c == KP_SHELL && strcmp(type, "execute_reply") == 0) {
+		if (p->reply == NULL) {
+			/* Taken over by the pending entry; see maybe_done. */
+			p->reply = xcalloc(1, sizeof(*p->reply));
+			*p->reply = *m;
+			memset(m, 0, sizeof(*m));
+		}
+		maybe_done(k, p);
+		return;
+	}
+	if (c != KP_IOPUB)
+		return;
+	if (strcmp(type, "status") == 0) {
+		st = json_string_value(json_object_get(m->content,
+		    "execution_state"));
+		if (st != NULL && strcmp(st, "idle") == 0) {
+			p->idle = true;
+			maybe_done(k, p);
+		}
+		return;
+	}
+	if (p->cb != NULL)
+		p->cb->output(k, m, p->arg);
+}
+
+static void
+on_nudge(struct loop *l, uint64_t id, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->t_nudge = 0;
+	if (k->state != K_STARTING || k->iopub_seen)
+		return;
+	send_info_request(k);
+	k->t_nudge = loop_timer_add(l, NUDGE_MS, on_nudge, k);
+}
+
+static void
+on_ready_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->t_ready = 0;
+	if (k->state != K_STARTING)
+		return;
+	log_warnx("kernel=%s no kernel_info_reply within %u ms: killing it",
+	    k->id, k->conf->ready_timeout_ms);
+	k->restart_after_exit = false;
+	k->cause = C_READY_TIMEOUT;
+	kill(-k->pid, SIGKILL);
+}
+
+/* Heartbeat tick: a missing pong counts; enough of them mean dead. */
+static void
+on_hb(struct loop *l, uint64_t id, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->t_hb = 0;
+	if (k->state != K_READY)
+		return;
+	if (kp_chan_hb_pong(k->ch) == 0) {
+		k->hb_missed = 0;
+	} else if (++k->hb_missed >= k->conf->hb_misses) {
+		log_warnx("kernel=%s missed %u heartbeats: killing it", k->id,
+		    k->hb_missed);
+		k->cause = C_HEARTBEAT;
+		kill(-k->pid, SIGKILL);
+		return;
+	} else {
+		kp_chan_hb_reset(k->ch);
+	}
+	kp_chan_hb_ping(k->ch);
+	k->t_hb = loop_timer_add(l, k->conf->hb_interval_ms, on_hb, k);
+}
+
+/* Start an execution; see kernel.h. */
+int
+kernel_execute(struct kernel *k, const char *code,
+    const struct kernel_exec_cb *cb, void *arg, char *id)
+{
+	struct kp_msg *m;
+	struct pending *p, **pp;
+	int rc;
+
+	if (k->state == K_STARTING)
+		return -EAGAIN;
+	if (k->state != K_READY)
+		return -EPIPE;
+	m = kp_msg_new("execute_request", k->session, "execd",
+	    json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code,
+	    "silent", 0, "store_history", 1, "user_expressions",
+	    "allow_stdin", 0, "stop_on_error", 1), NULL);
+	if ((rc = kp_chan_send(k->ch, KP_SHELL, m)) < 0) {
+		kp_msg_free(m);
+		return rc;
+	}
+	p = xcalloc(1, sizeof(*p));
+	snprintf(p->id, sizeof(p->id), "%s", kp_msg_id(m));
+	p->cb = cb;
+	p->arg = arg;
+	for (pp = &k->pending; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = p;	/* in sending order */
+	memcpy(id, p->id, sizeof(p->id));
+	kp_msg_free(m);
+	return 0;
+}
+
+/* Keep the execution (the kernel still runs it) but stop reporting it. */
+void
+kernel_execute_forget(struct kernel *k, const char *id)
+{
+	struct pending *p = find_pending(k, id);
+
+	if (p != NULL)
+		p->cb = NULL;
+}
+
+/* Interrupt what runs: SIGINT to the group, or interrupt_request. */
+int
+kernel_interrupt(struct kernel *k)
+{
+	struct kp_msg *m;
+	int rc;
+
+	if (k->pid == 0 || k->state == K_GONE)
+		return -ESRCH;
+	if (k->spec->interrupt_mode == KP_INTERRUPT_SIGNAL)
+		return kill(-k->pid, SIGINT) < 0 ? -errno : 0;
+	m = kp_msg_new("interrupt_request", k->session, "execd", NULL, NULL);
+	rc = kp_chan_send(k->ch, KP_CONTROL, m);
+	kp_msg_free(m);
+	return rc;
+}
+
+/* End every pending execution with why. */
+static void
+fail_pending(struct kernel *k, const char *why)
+{
+	struct pending *p;
+
+	while ((p = k->pending) != NULL) {
+		k->pending = p->next;
+		if (p->cb != NULL)
+			p->cb->done(k, NULL, why, p->arg);
+		kp_msg_free(p->reply);
+		free(p);
+	}
+}
+
+/* Close channels, timers, pipe and connection file of the last process. */
+static void
+teardown(struct kernel *k)
+{
+	if (k->ch != NULL) {
+		for (size_t i = 0; i < sizeof(polled) / sizeof(polled[0]);
+		    i++)
+			loop_del(k->loop, -1, kp_chan_socket(k->ch,
+			    polled[i]));
+		kp_chan_close(k->ch);
+		k->ch = NULL;
+	}
+	loop_timer_cancel(k->loop, k->t_ready);
+	loop_timer_cancel(k->loop, k->t_nudge);
+	loop_timer_cancel(k->loop, k->t_hb);
+	loop_timer_cancel(k->loop, k->t_stop);
+	k->t_ready = k->t_nudge = k->t_hb = k->t_stop = 0;
+	if (k->errfd >= 0) {
+		loop_del(k->loop, k->errfd, NULL);
+		close(k->errfd);
+		k->errfd = -1;
+	}
+	if (k->connfile != NULL) {
+		unlink(k->connfile);
+		if (!k->conf->tcp) {
+			/* ipc sockets the kernel bound: <ip>-1 .. <ip>-5 */
+			for (int i = 0; i < KP_NCHAN; i++) {
+				char *s = xasprintf("%s-%d", k->conn.ip,
+				    k->conn.port[i]);
+
+				unlink(s);
+				free(s);
+			}
+		}
+	}
+	explicit_bzero(k->conn.key, sizeof(k->conn.key));
+	k->pid = 0;
+}
+
+static void
+free_kernel(struct kernel *k)
+{
+	json_decref(k->info);
+	free(k->connfile);
+	free(k->cwd);
+	free(k);
+}
+
+/*
+ * Whether the OOM killer ended the kernel: a SIGKILL that execd did not
+ * send, while the cgroup's OOM kill count went up.
+ */
+static bool
+oom_killed(struct kernel *k, int st)
+{
+	uint64_t n;
+
+	return k->have_oom && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
+	    k->cause == C_NONE && k->state != K_STOPPING &&
+	    metrics_oom_kills(k->conf->cgroup, &n) == 0 && n > k->oom_kills;
+}
+
+/* The reaper's report: decide between restart, death and shutdown. */
+static void
+reaped(pid_t pid, int st, void *arg)
+{
+	struct kernel *k = arg;
+	char how[128], tail[1024], why[1400];
+	bool was_ready = k->state == K_READY, restart;
+	char err[256];
+	size_t n;
+
+	describe_exit(st, how, sizeof(how));
+	if (oom_killed(k, st))
+		snprintf(how, sizeof(how), "was killed by the out-of-memory "
+		    "killer (signal 9)");
+	stderr_tail(k, tail, sizeof(tail));
+	if (k->cause == C_READY_TIMEOUT)
+		snprintf(why, sizeof(why), "kernel %s did not answer "
+		    "kernel_info within %u ms%s", k->spec->name,
+		    k->conf->ready_timeout_ms, tail);
+	else if (k->cause == C_HEARTBEAT)
+		snprintf(why, sizeof(why), "kernel %s stopped answering its "
+		    "heartbeat and was killed%s", k->spec->name, tail);
+	else if (k->state == K_STOPPING)
+		snprintf(why, sizeof(why), "kernel %s %s", k->spec->name,
+		    k->restart_after_exit ? "restarted" : "shut down");
+	else
+		snprintf(why, sizeof(why), "kernel %s %s%s%s", k->spec->name,
+		    how, was_ready ? "" : " before it was ready", tail);
+	log_info("kernel=%s pid=%ld %s", k->id, (long)pid, how);
+	restart = k->restart_after_exit || (was_ready &&
+	    k->restarts < k->conf->max_restarts);
+	if (was_ready && !restart) {
+		n = strlen(why);
+		snprintf(why + n, sizeof(why) - n, " (not restarted: it died "
+		    "%u times in a row)", k->restarts + 1);
+	}
+	teardown(k);
+	fail_pending(k, why);
+	k->stop_step = 0;
+	k->cause = C_NONE;
+	if (restart) {
+		if (!k->restart_after_exit)
+			k->restarts++;
+		k->restart_after_exit = false;
+		k->ev(k, KERNEL_RESTARTING, why, k->arg);
+		if (launch(k, err, sizeof(err)) == 0)
+			return;
+		snprintf(why, sizeof(why), "kernel %s could not be restarted: "
+		    "%s", k->spec->name, err);
+	}
+	k->state = K_GONE;
+	k->ev(k, KERNEL_DEAD, why, k->arg);
+	free_kernel(k);
+}
+
+/* The next step of an orderly stop. */
+static void
+on_stop_step(struct loop *l, uint64_t id, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->t_stop = 0;
+	if (k->pid == 0)
+		return;
+	k->stop_step++;
+	kill(-k->pid, k->stop_step == 1 ? SIGTERM : SIGKILL);
+	if (k->stop_step == 1)
+		k->t_stop = loop_timer_add(l, k->conf->grace_ms, on_stop_step,
+		    k);
+}
+
+static void
+begin_stop(struct kernel *k)
+{
+	struct kp_msg *m;
+
+	if (k->pid == 0 || k->state == K_STOPPING || k->state == K_GONE)
+		return;
+	k->state = K_STOPPING;
+	k->stop_step = 0;
+	m = kp_msg_new("shutdown_request", k->session, "execd",
+	    json_pack("{s:b}", "restart", 0), NULL);
+	if (k->ch == NULL || kp_chan_send(k->ch, KP_CONTROL, m) < 0) {
+		k->stop_step = 1;
+		kill(-k->pid, SIGTERM);
+	}
+	kp_msg_free(m);
+	k->t_stop = loop_timer_add(k->loop, k->conf->grace_ms, on_stop_step,
+	    k);
+}
+
+/* A fresh process behind the same kernel object. */
+int
+kernel_restart(struct kernel *k)
+{
+	if (k->state == K_GONE || k->pid == 0)
+		return -ESRCH;
+	k->restart_after_exit = true;
+	begin_stop(k);
+	return 0;
+}
+
+/* Orderly stop; see kernel.h. */
+void
+kernel_shutdown(struct kernel *k)
+{
+	k->restart_after_exit = false;
+	begin_stop(k);
+}
+
+const char *
+kernel_id(const struct kernel *k)
+{
+	return k->id;
+}
+
+const char *
+kernel_connection_file(const struct kernel *k)
+{
+	return k->connfile;
+}
+
+pid_t
+kernel_pid(const struct kernel *k)
+{
+	return k->pid;
+}
+
+bool
+kernel_ready(const struct kernel *k)
+{
+	return k->state == K_READY;
+}
+
+const json_t *
+kernel_info(const struct kernel *k)
+{
+	return k->state == K_READY ? k->info : NULL;
+}

@@ -1,0 +1,103 @@
+/*
+ * kernel.h -- one Jupyter kernel process and its protocol session, on the
+ * loop: launch from a kernelspec, readiness, executions, interrupt,
+ * restart, shutdown, death.
+ *
+ * An execution is finished only when both its execute_reply (shell) and
+ * its status "idle" (iopub) have arrived; iopub output with the
+ * execution's msg_id as parent reaches the caller in order until then.
+ * A kernel that dies ends every pending execution with the cause.
+ * Loop thread only; callbacks are called from the loop.
+ */
+#ifndef EXECD_KERNEL_H
+#define EXECD_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../kernelproto/kp_kernelspec.h"
+#include "../kernelproto/kp_msg.h"
+
+struct loop;
+struct kernel;
+struct metrics_src;
+
+/* Daemon-wide settings; must outlive every kernel. */
+struct kernel_conf {
+	void		*zctx;
+	const char	*runtime_dir;	/* connection files; must exist */
+	bool		 tcp;		/* tcp on 127.0.0.1, else ipc */
+	unsigned	 ready_timeout_ms;
+	unsigned	 hb_interval_ms;	/* 0: no heartbeat */
+	unsigned	 hb_misses;	/* missed beats that mean dead */
+	unsigned	 grace_ms;	/* between shutdown steps */
+	unsigned	 max_restarts;	/* automatic, in a row */
+	size_t		 max_frame;	/* cap on a received frame */
+	/* Where OOM kills are counted, to name them; NULL: not named. */
+	const struct metrics_src *cgroup;
+};
+
+enum kernel_event {
+	KERNEL_READY,		/* ready for executions (again) */
+	KERNEL_RESTARTING,	/* died or was restarted; starting anew */
+	KERNEL_DEAD,		/* gone for good; the kernel is freed next */
+};
+
+/*
+ * State changes.  why explains RESTARTING and DEAD (exit status, signal,
+ * stderr tail).  After DEAD the kernel frees itself once the callback
+ * returns: drop every reference to it there.
+ */
+typedef void kernel_event_cb(struct kernel *, enum kernel_event,
+    const char *why, void *arg);
+
+/* Per-execution callbacks. */
+struct kernel_exec_cb {
+	/* Each iopub message of the execution except status, in order. */
+	void	(*output)(struct kernel *, const struct kp_msg *, void *arg);
+	/*
+	 * Exactly once: reply is the execute_reply (borrowed) once reply and
+	 * idle have both arrived; or NULL with why when the kernel died,
+	 * restarted or shut down first.
+	 */
+	void	(*done)(struct kernel *, const struct kp_msg *reply,
+		    const char *why, void *arg);
+};
+
+/*
+ * Launch a kernel from spec (which must outlive it) in cwd (NULL: execd's).
+ * 0 with *out set; ev later reports READY or DEAD.  -errno with a message
+ * in err when it could not even be started.
+ */
+int	kernel_start(struct loop *, const struct kernel_conf *,
+	    const struct kp_kernelspec *spec, const char *cwd,
+	    kernel_event_cb *ev, void *arg, struct kernel **out, char *err,
+	    size_t errlen);
+
+/*
+ * Send an execute_request (allow_stdin false, store_history true).  The
+ * kernel runs requests in the order sent.  0 with the request's msg_id in
+ * id (33 bytes), or -errno (-EAGAIN while not ready, -EPIPE once dead).
+ */
+int	kernel_execute(struct kernel *, const char *code,
+	    const struct kernel_exec_cb *, void *arg, char *id);
+/* Stop delivering callbacks for execution id (its caller went away). */
+void	kernel_execute_forget(struct kernel *, const char *id);
+
+int	kernel_interrupt(struct kernel *);	/* by interrupt_mode */
+int	kernel_restart(struct kernel *);	/* fresh process, same object */
+/*
+ * Orderly stop: shutdown_request, SIGTERM, SIGKILL, each after the grace
+ * period; DEAD is reported (and the kernel freed) once it is reaped.
+ */
+void	kernel_shutdown(struct kernel *);
+
+const char	*kernel_id(const struct kernel *);
+const char	*kernel_connection_file(const struct kernel *);
+pid_t		 kernel_pid(const struct kernel *);	/* 0 when none */
+bool		 kernel_ready(const struct kernel *);
+/* The kernel_info_reply content (borrowed), NULL before READY. */
+const json_t	*kernel_info(const struct kernel *);
+
+#endif

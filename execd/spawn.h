@@ -1,0 +1,33 @@
+/*
+ * spawn.h -- start a child process: the only fork() in execd.
+ *
+ * The child gets its own session and process group, default signal
+ * dispositions and an empty mask, PR_SET_PDEATHSIG, only the fds it is
+ * given, then execs.  Errors before the exec (a missing program, a bad
+ * cwd) are reported synchronously through a close-on-exec pipe, so the
+ * caller learns them from spawn_start() itself.  Loop thread only.
+ */
+#ifndef EXECD_SPAWN_H
+#define EXECD_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct spawn_opts {
+	char *const	*argv;		/* argv[0] is looked up in PATH */
+	char *const	*envp;		/* NULL: execd's environment */
+	const char	*cwd;		/* NULL: execd's */
+	int		 stdin_fd;	/* -1: /dev/null */
+	int		 stdout_fd;	/* -1: /dev/null */
+	int		 stderr_fd;	/* -1: /dev/null */
+};
+
+/*
+ * Fork and exec.  0 with *pid set (the child leads process group *pid),
+ * or -errno from the step that failed, with a message in err.  The fds
+ * given stay open in the caller.
+ */
+int	spawn_start(const struct spawn_opts *, pid_t *pid, char *err,
+	    size_t errlen);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * kp_msg.h -- a Jupyter message in memory (protocol 5.3).
+ *
+ * The one JSON ownership rule for kernelproto (as jq's jv.h states its
+ * own): functions named *_new or taking a "stolen" argument take over the
+ * caller's reference; getters borrow; a json_t * returned to the caller is
+ * the caller's to json_decref.  Pure; any thread, one message per thread.
+ */
+#ifndef KP_MSG_H
+#define KP_MSG_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#define KP_PROTOCOL_VERSION	"5.3"
+#define KP_DELIM		"<IDS|MSG>"
+
+struct kp_blob {
+	void	*p;
+	size_t	 n;
+};
+
+struct kp_msg {
+	struct kp_blob	*idents;	/* routing prefix before <IDS|MSG> */
+	size_t		 nidents;
+	json_t		*header;	/* each an object, owned */
+	json_t		*parent;
+	json_t		*metadata;
+	json_t		*content;
+	struct kp_blob	*buffers;	/* raw frames after content, owned */
+	size_t		 nbuffers;
+};
+
+/*
+ * A new message: header with a fresh msg_id (libuuid), msg_type, session,
+ * username, an ISO 8601 UTC date with microseconds and version 5.3.
+ * content is stolen (NULL: {}); parent is copied (NULL: {}).  NULL with
+ * errno EINVAL if content or parent is not an object or a string is not
+ * UTF-8; content is released even then.
+ */
+struct kp_msg	*kp_msg_new(const char *msg_type, const char *session,
+		    const char *username, json_t *content,
+		    const json_t *parent);
+void		 kp_msg_free(struct kp_msg *);	/* NULL ok */
+
+/* Header fields, borrowed; "" when absent or not a string. */
+const char	*kp_msg_type(const struct kp_msg *);
+const char	*kp_msg_id(const struct kp_msg *);
+const char	*kp_msg_parent_id(const struct kp_msg *);
+const char	*kp_msg_session(const struct kp_msg *);
+
+/* A fresh random id: 32 lowercase hex digits, NUL-terminated. */
+void		 kp_msg_new_id(char out[33]);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * kp_wire.c -- Jupyter multipart frames to struct kp_msg and back.
+ *
+ * Decoding is the untrusted direction: frames come off a kernel's sockets,
+ * so the cheap checks run first -- every frame's size, the delimiter, the
+ * frame count, the signature -- and JSON is parsed only for a message that
+ * has shown it knows the key.  Encoding writes the four parts as compact
+ * JSON and signs them.  This file holds no sockets (kp_chan.c), does no
+ * HMAC arithmetic (kp_sign.c) and has no opinion on what a message means.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kp_wire.h"
+
+#define DELIM_LEN	(sizeof(KP_DELIM) - 1)
+/* header, parent_header, metadata, content */
+#define NPARTS		4
+
+static const char *const part_names[NPARTS] = {
+	"header", "parent_header", "metadata", "content"
+};
+
+static int		 fail(char *, size_t, int, const char *, ...)
+			    __attribute__((format(printf, 4, 5)));
+static struct kp_blob	*copy_blobs(const struct kp_part *, size_t);
+
+/* Write the reason into err (when there is room) and return -code. */
+static int
+fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
+/* Owned copies of n frames; NULL when n is 0.  No blob's p is NULL. */
+static struct kp_blob *
+copy_blobs(const struct kp_part *f, size_t n)
+{
+	struct kp_blob *b;
+
+	if (n == 0)
+		return NULL;
+	if ((b = calloc(n, sizeof(*b))) == NULL)
+		abort();	/* OOM is fatal (STYLE 2.6) */
+	for (size_t i = 0; i < n; i++) {
+		if ((b[i].p = malloc(f[i].n > 0 ? f[i].n : 1)) == NULL)
+			abort();
+		if (f[i].n > 0)
+			memcpy(b[i].p, f[i].p, f[i].n);
+		b[i].n = f[i].n;
+	}
+	return b;
+}
+
+/*
+ * Length of a valid UTF-8 sequence at s (n bytes left), or 0.  Overlong
+ * forms, surrogates and values past U+10FFFF are not valid.
+ */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/* The value of the "\uXXXX" escape at s, or -1 if there is none. */
+static long
+uescape(const unsigned char *s, size_t n)
+{
+	long v = 0;
+
+	if (n < 6 || s[0] != '\\' || s[1] != 'u')
+		return -1;
+	for (int i = 2; i < 6; i++) {
+		int c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * Parse one JSON part.  Kernels relay whatever bytes user code printed,
+ * and some send text that is not valid UTF-8 or that holds lone surrogate
+ * escapes (Python's surrogateescape), both of which jansson refuses.
+ * Output must not be lost for that: on failure, parse once more a copy in
+ * which each invalid byte and each lone surrogate escape is U+FFFD.
+ */
+static json_t *
+load_lenient(const void *p, size_t n, json_error_t *e)
+{
+	const unsigned char *s = p;
+	unsigned char *t;
+	size_t i = 0, k = 0, len;
+	long hi, lo;
+	json_t *j;
+
+	if ((j = json_loadb(p, n, JSON_ALLOW_NUL, e)) != NULL)
+		return j;
+	/* An invalid byte grows to 3; an escape stays 6 bytes. */
+	if (n > SIZE_MAX / 3 || (t = malloc(3 * n + 1)) == NULL)
+		abort();
+	while (i < n) {
+		hi = uescape(s + i, n - i);
+		if (hi >= 0xd800 && hi <= 0xdbff &&
+		    (lo = uescape(s + i + 6, n - i - 6)) >= 0xdc00 &&
+		    lo <= 0xdfff) {
+			memcpy(t + k, s + i, 12);	/* a proper pair */
+			k += 12;
+			i += 12;
+		} else if (hi >= 0xd800 && hi <= 0xdfff) {
+			memcpy(t + k, "\\ufffd", 6);
+			k += 6;
+			i += 6;
+		} else if (s[i] == '\\' && i + 1 < n) {
+			t[k++] = s[i++];	/* any other escape, whole */
+			t[k++] = s[i++];
+		} else if ((len = utf8_seq(s + i, n - i)) == 0) {
+			memcpy(t + k, "\xef\xbf\xbd", 3);
+			k += 3;
+			i++;
+		} else {
+			memcpy(t + k, s + i, len);
+			k += len;
+			i += len;
+		}
+	}
+	j = json_loadb((const char *)t, k, JSON_ALLOW_NUL, e);
+	free(t);
+	return j;
+}
+
+/* Check, verify and parse n frames into a new message (see kp_wire.h). */
+int
+kp_wire_decode(const struct kp_part *frames, size_t n,
+    const unsigned char *key, size_t keylen, size_t max_frame,
+    struct kp_msg **out, char *err, size_t errlen)
+{
+	const struct kp_part *sig, *parts;
+	json_t *j[NPARTS] = { NULL };
+	json_error_t e;
+	struct kp_msg *m;
+	size_t d, after;
+	int rc = 0;
+
+	/* 1. Sizes before anything else reads a frame. */
+	for (size_t i = 0; i < n; i++)
+		if (frames[i].n > max_frame)
+			return fail(err, errlen, KP_WIRE_EBIG,
+			    "frame %zu is %zu bytes, limit %zu", i,
+			    frames[i].n, max_frame);
+
+	/* 2. The first frame that is exactly the delimiter. */
+	for (d = 0; d < n; d++)
+		if (frames[d].n == DELIM_LEN &&
+		    memcmp(frames[d].p, KP_DELIM, DELIM_LEN) == 0)
+			break;
+	if (d == n)
+		return fail(err, errlen, KP_WIRE_EDELIM, "no <IDS|MSG> frame");
+
+	/* 3. Signature and the four parts, at least. */
+	after = n - d - 1;
+	if (after < 1 + NPARTS)
+		return fail(err, errlen, KP_WIRE_ESHORT,
+		    "%zu frames after <IDS|MSG>, need 5", after);
+	sig = &frames[d + 1];
+	parts = &frames[d + 2];
+
+	/*
+	 * 4. The signature.  Without a key nothing is checked, as
+	 * jupyter_client does when its Session has no key.
+	 */
+	if (keylen > 0) {
+		if (sig->n != KP_SIG_HEXLEN)
+			return fail(err, errlen, KP_WIRE_ESIG,
+			    "signature is %zu bytes, need %d", sig->n,
+			    KP_SIG_HEXLEN);
+		if (!kp_sign_check(key, keylen, parts, NPARTS, sig->p,
+		    sig->n))
+			return fail(err, errlen, KP_WIRE_ESIG,
+			    "signature mismatch");
+	}
+
+	/* 5. Only now the JSON, each part an object. */
+	for (size_t i = 0; i < NPARTS; i++) {
+		if (parts[i].n == 0) {
+			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: empty",
+			    part_names[i]);
+			goto out;
+		}
+		/* NUL is legal JSON ("\u0000") and kernels print it. */
+		j[i] = load_lenient(parts[i].p, parts[i].n, &e);
+		if (j[i] == NULL) {
+			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: %s",
+			    part_names[i], e.text);
+			goto out;
+		}
+		if (!json_is_object(j[i])) {
+			rc = fail(err, errlen, KP_WIRE_EJSON,
+			    "%s: not an object", part_names[i]);
+			goto out;
+		}
+	}
+
+	/* 6. Keep copies: the caller's frames die with its zmq messages. */
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		abort();
+	m->idents = copy_blobs(frames, d);
+	m->nidents = d;
+	m->header = j[0];
+	m->parent = j[1];
+	m->metadata = j[2];
+	m->content = j[3];
+	m->nbuffers = after - 1 - NPARTS;
+	m->buffers = copy_blobs(parts + NPARTS, m->nbuffers);
+	*out = m;
+	return 0;
+out:
+	for (size_t i = 0; i < NPARTS; i++)
+		json_decref(j[i]);
+	return rc;
+}
+
+/* Serialise and sign m into frames that borrow its identities, buffers. */
+int
+kp_wire_encode(const struct kp_msg *m, const unsigned char *key,
+    size_t keylen, struct kp_frames *out)
+{
+	const json_t *j[NPARTS] = { m->header, m->parent, m->metadata,
+	    m->content };
+	struct kp_part parts[NPARTS];
+	struct kp_frames fr;
+	size_t k = 0;
+	char *sigcopy;
+	int rc;
+
+	memset(&fr, 0, sizeof(fr));
+	for (size_t i = 0; i < NPARTS; i++) {
+		if (j[i] == NULL) {
+			if ((fr.json[i] = strdup("{}")) == NULL)
+				abort();
+		} else if (!json_is_object(j[i]) ||
+		    (fr.json[i] = json_dumps(j[i], JSON_COMPACT)) == NULL) {
+			/* jansson refuses e.g. a string of invalid UTF-8. */
+			rc = -EINVAL;
+			goto fail;
+		}
+		parts[i].p = fr.json[i];
+		parts[i].n = strlen(fr.json[i]);
+	}
+	if ((rc = kp_sign(key, keylen, parts, NPARTS, fr.sig)) < 0)
+		goto fail;
+
+	/*
+	 * The signature frame points at a copy stored after the frame
+	 * array, not at fr.sig: callers may copy the struct.
+	 */
+	fr.n = m->nidents + 2 + NPARTS + m->nbuffers;
+	if ((fr.f = calloc(1, fr.n * sizeof(*fr.f) + sizeof(fr.sig))) ==
+	    NULL)
+		abort();
+	sigcopy = (char *)(fr.f + fr.n);
+	memcpy(sigcopy, fr.sig, sizeof(fr.sig));
+	for (size_t i = 0; i < m->nidents; i++) {
+		fr.f[k].p = m->idents[i].p;
+		fr.f[k++].n = m->idents[i].n;
+	}
+	fr.f[k].p = KP_DELIM;
+	fr.f[k++].n = DELIM_LEN;
+	fr.f[k].p = sigcopy;
+	fr.f[k++].n = strlen(fr.sig);
+	for (size_t i = 0; i < NPARTS; i++)
+		fr.f[k++] = parts[i];
+	for (size_t i = 0; i < m->nbuffers; i++) {
+		fr.f[k].p = m->buffers[i].p;
+		fr.f[k++].n = m->buffers[i].n;
+	}
+	*out = fr;
+	return 0;
+fail:
+	kp_wire_frames_free(&fr);
+	return rc;
+}
+
+/* Free what kp_wire_encode allocated; the struct may be reused. */
+void
+kp_wire_frames_free(struct kp_frames *fr)
+{
+	if (fr == NULL)
+		return;
+	free(fr->f);
+	for (size_t i = 0; i < NPARTS; i++)
+		free(fr->json[i]);
+	memset(fr, 0, sizeof(*fr));
+}

@@ -1,0 +1,53 @@
+/*
+ * kp_wire.h -- Jupyter multipart frames <-> struct kp_msg.  Pure: no
+ * sockets here (xeus keeps protocol apart from transport the same way).
+ *
+ * Wire layout: [identities...] "<IDS|MSG>" signature header parent_header
+ * metadata content [buffers...].  Decoding rejects, before any JSON is
+ * parsed: no delimiter, fewer than five frames after it, any frame larger
+ * than max_frame, a signature that is not 64 hex digits (when a key is
+ * set) or that does not match.  With an empty key the signature frame is
+ * not looked at, as jupyter_client does.  Any thread.
+ */
+#ifndef KP_WIRE_H
+#define KP_WIRE_H
+
+#include <stddef.h>
+
+#include "kp_msg.h"
+#include "kp_sign.h"
+
+/* Why a message was dropped; kp_wire_decode returns the negation. */
+#define KP_WIRE_EDELIM	1	/* no <IDS|MSG> */
+#define KP_WIRE_ESHORT	2	/* fewer than 5 frames after it */
+#define KP_WIRE_EBIG	3	/* a frame over max_frame */
+#define KP_WIRE_ESIG	4	/* signature malformed or wrong */
+#define KP_WIRE_EJSON	5	/* a part is not a JSON object */
+
+/*
+ * Decode n frames.  0 with *out set, or -KP_WIRE_E* with a short reason
+ * in err.  Frames are copied; the caller keeps its own.
+ */
+int	kp_wire_decode(const struct kp_part *frames, size_t n,
+	    const unsigned char *key, size_t keylen, size_t max_frame,
+	    struct kp_msg **out, char *err, size_t errlen);
+
+/* Encoded frames, owned by the struct; free with kp_wire_frames_free. */
+struct kp_frames {
+	struct kp_part	*f;
+	size_t		 n;
+	char		*json[4];	/* storage of header..content */
+	char		 sig[KP_SIG_HEXLEN + 1];
+};
+
+/*
+ * Serialise and sign m (identities, delimiter, signature, the four parts
+ * as compact JSON, buffers).  The frames borrow m's identities and
+ * buffers, so m must outlive them.  0, -EINVAL if a part is not an
+ * object jansson can write, or -EIO if signing failed.
+ */
+int	kp_wire_encode(const struct kp_msg *m, const unsigned char *key,
+	    size_t keylen, struct kp_frames *out);
+void	kp_wire_frames_free(struct kp_frames *);
+
+#endif

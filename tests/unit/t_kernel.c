@@ -1,0 +1,633 @@
+/*
+ * t_kernel.c -- the kernel manager against real kernels: Debian's
+ * ipykernel, and the fake kernel in tests/fakekernel/ (written on pyzmq,
+ * independently of kernelproto) for the faults a real kernel will not
+ * produce on request.  Each test runs the event loop until what it waits
+ * for happens or a generous deadline passes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "../../execd/child.h"
+#include "../../execd/kernel.h"
+#include "../../execd/loop.h"
+#include "../../execd/metrics.h"
+#include "../t.h"
+
+static struct loop		*L;
+static struct kernel_conf	 conf;
+static struct kp_kernelspec	**specs, **fake_specs;
+static char			 rundir[] = "/tmp/t_kernel.XXXXXX";
+static char			 fakedir[] = "/tmp/t_fakekernel.XXXXXX";
+
+/* What the callbacks saw. */
+static struct seen {
+	int		 ready, restarting, dead;
+	char		 why[2048];
+	int		 done;
+	char		 done_why[2048];
+	char		 reply_status[32];
+	char		 ename[128];
+	char		 out[1 << 16];	/* stream text and results, in order */
+	int		 nout;
+	struct kernel	*k;
+} S;
+
+static void
+reset_seen(void)
+{
+	struct kernel *k = S.k;
+
+	memset(&S, 0, sizeof(S));
+	S.k = k;
+}
+
+static void
+ev(struct kernel *k, enum kernel_event e, const char *why, void *arg)
+{
+	if (e == KERNEL_READY)
+		S.ready++;
+	else if (e == KERNEL_RESTARTING)
+		S.restarting++;
+	else {
+		S.dead++;
+		S.k = NULL;
+	}
+	if (why != NULL)
+		snprintf(S.why, sizeof(S.why), "%s", why);
+}
+
+static void
+append(const char *s)
+{
+	size_t n = strlen(S.out);
+
+	snprintf(S.out + n, sizeof(S.out) - n, "%s", s);
+}
+
+static void
+output(struct kernel *k, const struct kp_msg *m, void *arg)
+{
+	const char *type = kp_msg_type(m);
+	json_t *c = m->content;
+
+	S.nout++;
+	if (strcmp(type, "stream") == 0) {
+		append(json_string_value(json_object_get(c, "text")));
+	} else if (strcmp(type, "execute_result") == 0 ||
+	    strcmp(type, "display_data") == 0) {
+		append("[");
+		append(type);
+		append(":");
+		append(json_string_value(json_object_get(json_object_get(c,
+		    "data"), "text/plain")) ?: "");
+		append("]");
+	} else if (strcmp(type, "error") == 0) {
+		snprintf(S.ename, sizeof(S.ename), "%s",
+		    json_string_value(json_object_get(c, "ename")) ?: "");
+	}
+}
+
+static void
+done(struct kernel *k, const struct kp_msg *reply, const char *why,
+    void *arg)
+{
+	S.done++;
+	if (reply != NULL)
+		snprintf(S.reply_status, sizeof(S.reply_status), "%s",
+		    json_string_value(json_object_get(reply->content,
+		    "status")) ?: "?");
+	if (why != NULL)
+		snprintf(S.done_why, sizeof(S.done_why), "%s", why);
+}
+
+static const struct kernel_exec_cb exec_cb = { output, done };
+
+static void
+on_sigchld(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	child_reap();
+}
+
+static int *wait_flag;
+static int wait_want;
+
+static void
+check(struct loop *l, uint64_t id, void *arg)
+{
+	if (*wait_flag >= wait_want)
+		loop_stop(l);
+	else
+		loop_timer_add(l, 5, check, NULL);
+}
+
+static void
+deadline(struct loop *l, uint64_t id, void *arg)
+{
+	loop_stop(l);
+}
+
+/* Run the loop until *flag >= want or ms pass; true if reached. */
+static int
+wait_for(int *flag, int want, unsigned ms)
+{
+	uint64_t t1, t2;
+
+	wait_flag = flag;
+	wait_want = want;
+	t1 = loop_timer_add(L, 0, check, NULL);
+	t2 = loop_timer_add(L, ms, deadline, NULL);
+	loop_run(L);
+	loop_timer_cancel(L, t1);
+	loop_timer_cancel(L, t2);
+	return *flag >= want;
+}
+
+/* Run the loop for ms, whatever happens. */
+static void
+spin(unsigned ms)
+{
+	int never = 0;
+
+	wait_for(&never, 1, ms);
+}
+
+static const struct kp_kernelspec *
+spec_named(struct kp_kernelspec **list, const char *name)
+{
+	for (size_t i = 0; list != NULL && list[i] != NULL; i++)
+		if (strcmp(list[i]->name, name) == 0)
+			return list[i];
+	return NULL;
+}
+
+static struct kernel *
+start(const struct kp_kernelspec *spec)
+{
+	char err[512];
+	int rc;
+
+	reset_seen();
+	S.k = NULL;
+	rc = kernel_start(L, &conf, spec, NULL, ev, NULL, &S.k, err,
+	    sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "  kernel_start: %s\n", err);
+	T_OK(rc == 0);
+	return S.k;
+}
+
+static void
+run(const char *code)
+{
+	char id[33];
+
+	S.done = 0;
+	S.out[0] = '\0';
+	S.reply_status[0] = S.ename[0] = S.done_why[0] = '\0';
+	T_EQ_INT(kernel_execute(S.k, code, &exec_cb, NULL, id), 0);
+	T_OK(wait_for(&S.done, 1, 30000));
+}
+
+static void
+stop(void)
+{
+	if (S.k != NULL) {
+		kernel_shutdown(S.k);
+		T_OK(wait_for(&S.dead, 1, 15000));
+	}
+}
+
+/* ---- real ipykernel ---- */
+
+static void
+test_python_state_stream_result_error(void)
+{
+	const struct kp_kernelspec *py = spec_named(specs, "python3");
+	const char *cf;
+	struct stat st;
+
+	T_OK(py != NULL);
+	if (py == NULL || start(py) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	cf = kernel_connection_file(S.k);
+	T_OK(stat(cf, &st) == 0 && (st.st_mode & 0777) == 0600);
+	T_OK(json_is_object(kernel_info(S.k)));
+	run("x = 41\nprint('hi')");
+	T_EQ_STR(S.reply_status, "ok");
+	T_EQ_STR(S.out, "hi\n");
+	run("import sys; print('e', file=sys.stderr); x + 1");
+	/* ipykernel flushes stderr from a thread: order is not fixed. */
+	T_OK(strstr(S.out, "e\n") != NULL);
+	T_OK(strstr(S.out, "[execute_result:42]") != NULL);
+	run("1/0");
+	T_EQ_STR(S.reply_status, "error");
+	T_EQ_STR(S.ename, "ZeroDivisionError");
+	run("from IPython.display import display; display(7)");
+	T_EQ_STR(S.out, "[display_data:7]");
+	stop();
+	T_OK(stat(cf, &st) < 0);	/* connection file removed */
+}
+
+static void
+test_python_interrupt_sleep(void)
+{
+	char id[33];
+
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	S.done = 0;
+	T_EQ_INT(kernel_execute(S.k, "import time; time.sleep(100)",
+	    &exec_cb, NULL, id), 0);
+	spin(800);
+	T_EQ_INT(S.done, 0);
+	T_EQ_INT(kernel_interrupt(S.k), 0);
+	T_OK(wait_for(&S.done, 1, 5000));
+	T_EQ_STR(S.reply_status, "error");
+	T_EQ_STR(S.ename, "KeyboardInterrupt");
+	run("print('after')");
+	T_EQ_STR(S.out, "after\n");
+	stop();
+}
+
+static void
+test_python_killed_mid_run_restarts_fresh(void)
+{
+	char id[33];
+	pid_t old;
+
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	run("y = 5");
+	old = kernel_pid(S.k);
+	S.done = 0;
+	T_EQ_INT(kernel_execute(S.k, "import time; time.sleep(100)",
+	    &exec_cb, NULL, id), 0);
+	spin(300);
+	kill(old, SIGKILL);
+	T_OK(wait_for(&S.done, 1, 10000));
+	T_OK(strstr(S.done_why, "killed by signal 9") != NULL);
+	T_OK(wait_for(&S.ready, 2, 60000));
+	T_EQ_INT(S.restarting, 1);
+	T_OK(kernel_pid(S.k) != old && kernel_pid(S.k) > 0);
+	run("print(y)");
+	T_EQ_STR(S.ename, "NameError");	/* fresh state */
+	stop();
+}
+
+static void
+test_python_restart_and_shutdown_leave_no_process(void)
+{
+	pid_t old;
+
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	old = kernel_pid(S.k);
+	T_EQ_INT(kernel_restart(S.k), 0);
+	T_OK(wait_for(&S.ready, 2, 60000));
+	T_OK(kill(old, 0) < 0 && errno == ESRCH);
+	old = kernel_pid(S.k);
+	stop();
+	T_EQ_INT(S.dead, 1);
+	T_OK(kill(old, 0) < 0 && errno == ESRCH);
+}
+
+static void
+test_python_jupyter_client_attaches(void)
+{
+	char cmd[2048];
+	FILE *p;
+	char line[256] = "";
+
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	run("shared = 'from-execd'");
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '"
+	    "from jupyter_client import BlockingKernelClient\n"
+	    "c = BlockingKernelClient(connection_file=\"%s\")\n"
+	    "c.load_connection_file(); c.start_channels()\n"
+	    "c.wait_for_ready(timeout=30)\n"
+	    "out = []\n"
+	    "c.execute_interactive(\"print(shared); attached = 1\","
+	    " timeout=30, output_hook=lambda m: out.append("
+	    "m[\"content\"].get(\"text\", \"\")))\n"
+	    "print(\"\".join(out).strip())\n' 2>&1",
+	    kernel_connection_file(S.k));
+	p = popen(cmd, "r");
+	T_OK(p != NULL);
+	if (p != NULL) {
+		if (fgets(line, sizeof(line), p) == NULL)
+			line[0] = '\0';
+		pclose(p);
+	}
+	T_EQ_STR(line, "from-execd\n");
+	/* Their messages came to our iopub too; ours still work. */
+	run("print(attached)");
+	T_EQ_STR(S.out, "1\n");
+	stop();
+}
+
+/* ---- the fake kernel: faults ---- */
+
+static const struct kp_kernelspec *
+fake(const char *name)
+{
+	const struct kp_kernelspec *s = spec_named(fake_specs, name);
+
+	T_OK(s != NULL);
+	return s;
+}
+
+static void
+test_fake_exit_at_start_reports_status_and_stderr(void)
+{
+	if (start(fake("fake-exit3")) == NULL)
+		return;
+	T_OK(wait_for(&S.dead, 1, 20000));
+	T_EQ_INT(S.ready, 0);
+	T_OK(strstr(S.why, "exited with code 3") != NULL);
+	T_OK(strstr(S.why, "fakekernel: exiting with 3") != NULL);
+}
+
+static void
+test_fake_never_ready_times_out(void)
+{
+	unsigned saved = conf.ready_timeout_ms;
+
+	conf.ready_timeout_ms = 1500;
+	if (start(fake("fake-noinfo")) != NULL) {
+		T_OK(wait_for(&S.dead, 1, 20000));
+		T_OK(strstr(S.why, "did not answer kernel_info") != NULL);
+	}
+	conf.ready_timeout_ms = saved;
+}
+
+static void
+test_fake_dies_mid_execution(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("print before\ndie 7");
+	T_OK(strstr(S.done_why, "exited with code 7") != NULL);
+	T_EQ_STR(S.out, "before\n");
+	T_OK(wait_for(&S.ready, 2, 20000));	/* restarted */
+	run("kill 11");
+	T_OK(strstr(S.done_why, "killed by signal 11") != NULL);
+	T_OK(wait_for(&S.ready, 3, 20000));
+	stop();
+}
+
+static void
+test_fake_bad_messages_are_dropped(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("badsig\nnodelim\nprint end");
+	T_EQ_STR(S.reply_status, "ok");
+	T_OK(strstr(S.out, "after-badsig\n") != NULL);
+	T_OK(strstr(S.out, "end\n") != NULL);
+	stop();
+}
+
+static void
+test_fake_invalid_utf8_output_is_kept(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("badutf8\nprint end");
+	T_EQ_STR(S.reply_status, "ok");
+	/* Both variants arrive, each bad part as U+FFFD. */
+	T_OK(S.nout >= 3);
+	T_OK(strstr(S.out, "\xef\xbf\xbd") != NULL);
+	T_OK(strstr(S.out, "end\n") != NULL);
+	stop();
+}
+
+static void
+test_fake_output_between_idle_and_reply_is_kept(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("idlefirst");
+	T_EQ_STR(S.reply_status, "ok");
+	T_OK(S.nout >= 1);
+	T_OK(S.out[0] != '\0');
+	stop();
+}
+
+static void
+test_fake_flood_in_order(void)
+{
+	char want[64];
+
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("flood 2000 10\nprint last");
+	T_OK(S.nout >= 2001);
+	snprintf(want, sizeof(want), "last\n");
+	T_OK(strlen(S.out) >= 5 &&
+	    strcmp(S.out + strlen(S.out) - 5, want) == 0);
+	stop();
+}
+
+static void
+test_fake_oversized_message_dropped(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("big 2000000\nprint small");
+	T_EQ_STR(S.out, "small\n");	/* over max_frame: not delivered */
+	stop();
+}
+
+static void
+test_fake_no_heartbeat_is_dead(void)
+{
+	if (start(fake("fake-nohb")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	T_OK(wait_for(&S.restarting, 1, 15000));
+	T_OK(strstr(S.why, "heartbeat") != NULL);
+	kernel_shutdown(S.k);
+	T_OK(wait_for(&S.dead, 1, 15000));
+}
+
+static void
+put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void
+test_fake_oom_kill_is_named(void)
+{
+	char dir[] = "/tmp/t_kernel_cg.XXXXXX", p[256], cmd[700], id[33];
+	struct metrics_src src;
+	char proc[128], cg[128];
+	pid_t pid;
+
+	if (mkdtemp(dir) == NULL)
+		abort();
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	snprintf(cg, sizeof(cg), "%s/cg", dir);
+	snprintf(p, sizeof(p), "%s/proc/self", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s %s/box", p, cg);
+	T_EQ_INT(system(cmd), 0);
+	snprintf(p, sizeof(p), "%s/proc/self/cgroup", dir);
+	put_file(p, "0::/box\n");
+	snprintf(p, sizeof(p), "%s/cg/cgroup.controllers", dir);
+	put_file(p, "memory\n");
+	snprintf(p, sizeof(p), "%s/cg/box/memory.events", dir);
+	put_file(p, "oom 0\noom_kill 0\n");
+	src = (struct metrics_src){ proc, cg };
+	conf.cgroup = &src;
+	if (start(fake("fake")) != NULL) {
+		T_OK(wait_for(&S.ready, 1, 20000));
+		S.done = 0;
+		T_EQ_INT(kernel_execute(S.k, "sleep 30", &exec_cb, NULL, id),
+		    0);
+		spin(200);
+		/* What the kernel's OOM killer does, as the cgroup tells. */
+		put_file(p, "oom 1\noom_kill 1\n");
+		pid = kernel_pid(S.k);
+		kill(pid, SIGKILL);
+		T_OK(wait_for(&S.done, 1, 10000));
+		T_OK(strstr(S.done_why, "out-of-memory") != NULL);
+		T_OK(wait_for(&S.ready, 2, 20000));
+		stop();
+	}
+	conf.cgroup = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	T_EQ_INT(system(cmd), 0);
+}
+
+static void
+write_spec(const char *name, const char *flags)
+{
+	char *dir, *path, cwd[1024];
+	FILE *f;
+
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		abort();
+	if (asprintf(&dir, "%s/kernels/%s", fakedir, name) < 0)
+		abort();
+	mkdir(dir, 0755);
+	if (asprintf(&path, "%s/kernel.json", dir) < 0)
+		abort();
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fprintf(f, "{\"argv\": [\"/usr/bin/python3\", \"%s/tests/"
+		    "fakekernel/fakekernel.py\", %s\"-f\", "
+		    "\"{connection_file}\"], \"display_name\": \"Fake\", "
+		    "\"language\": \"fake\", \"interrupt_mode\": \"signal\"}",
+		    cwd, flags);
+		fclose(f);
+	}
+	free(path);
+	free(dir);
+}
+
+static void
+setup(void)
+{
+	static struct loop_sig { int fd; } sig;
+	char **dirs, *kd;
+	char *fdirs[2] = { fakedir, NULL };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sig.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	L = loop_new();
+	loop_add_fd(L, sig.fd, LOOP_READ, on_sigchld, NULL);
+	if (mkdtemp(rundir) == NULL || mkdtemp(fakedir) == NULL)
+		abort();
+	conf = (struct kernel_conf){ .zctx = zmq_ctx_new(),
+	    .runtime_dir = rundir, .ready_timeout_ms = 60000,
+	    .hb_interval_ms = 500, .hb_misses = 3, .grace_ms = 2000,
+	    .max_restarts = 3, .max_frame = 1 << 20 };
+	dirs = kp_kernelspec_dirs();
+	kp_kernelspec_find_all(dirs, &specs, NULL);
+	kp_kernelspec_dirs_free(dirs);
+	if (asprintf(&kd, "%s/kernels", fakedir) < 0)
+		abort();
+	mkdir(kd, 0755);
+	free(kd);
+	write_spec("fake", "");
+	write_spec("fake-exit3", "\"--exit-at-start\", \"3\", ");
+	write_spec("fake-noinfo", "\"--no-kernel-info\", ");
+	write_spec("fake-nohb", "\"--no-heartbeat\", ");
+	kp_kernelspec_find_all(fdirs, &fake_specs, NULL);
+}
+
+static const struct t_case cases[] = {
+	{ "python state, stream, result, error, display",
+	    test_python_state_stream_result_error },
+	{ "python interrupt of a sleep", test_python_interrupt_sleep },
+	{ "python killed mid-run restarts fresh",
+	    test_python_killed_mid_run_restarts_fresh },
+	{ "python restart and shutdown leave no process",
+	    test_python_restart_and_shutdown_leave_no_process },
+	{ "python jupyter_client attaches",
+	    test_python_jupyter_client_attaches },
+	{ "fake exit at start", test_fake_exit_at_start_reports_status_and_stderr },
+	{ "fake never ready", test_fake_never_ready_times_out },
+	{ "fake dies mid-execution", test_fake_dies_mid_execution },
+	{ "fake bad messages dropped", test_fake_bad_messages_are_dropped },
+	{ "fake invalid UTF-8 output kept",
+	    test_fake_invalid_utf8_output_is_kept },
+	{ "fake output between idle and reply",
+	    test_fake_output_between_idle_and_reply_is_kept },
+	{ "fake flood in order", test_fake_flood_in_order },
+	{ "fake oversized message dropped",
+	    test_fake_oversized_message_dropped },
+	{ "fake no heartbeat", test_fake_no_heartbeat_is_dead },
+	{ "fake OOM kill is named", test_fake_oom_kill_is_named },
+};
+
+int
+main(void)
+{
+	char cmd[256];
+	int rc;
+
+	setup();
+	rc = T_RUN(cases);
+	kp_kernelspec_list_free(specs);
+	kp_kernelspec_list_free(fake_specs);
+	loop_free(L);
+	zmq_ctx_term(conf.zctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", rundir, fakedir);
+	if (system(cmd) != 0)
+		rc = 1;
+	return rc;
+}
