@@ -104,9 +104,14 @@ test: deps
 	@sh tests/all.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(B)/bench/kbench
 	@sh scripts/deps.sh bench
 	@sh bench/run.sh $(B)
+
+# Drives execd's kernel manager directly, for the kernel rows of the bench.
+$(B)/bench/kbench: $(B)/obj/bench/kbench.o $(CORE_OBJ) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 valgrind: $(B)/execd $(UNIT_BIN)
 	@VALGRIND=1 sh tests/run.sh $(B)

@@ -20,7 +20,7 @@
 
 enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
-	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_ROUTES,
+	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_ROUTES, O_KERNELS,
 	O_HELP, O_VERSION
 };
 
@@ -62,6 +62,10 @@ static const struct opt opts[] = {
 	    "on shutdown, wait this long after SIGTERM before SIGKILL" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
+	{ "kernels", O_KERNELS, NULL, NULL, NULL,
+	    "print the installed Jupyter kernels (name, language, directory), "
+	    "found as Jupyter finds them ($JUPYTER_PATH, the user and system "
+	    "data directories), and exit" },
 	{ "help", O_HELP, NULL, NULL, NULL, "print this help and exit" },
 	{ "version", O_VERSION, NULL, NULL, NULL,
 	    "print the version and exit" },
@@ -347,6 +351,9 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 			case O_VERSION:
 				printf("execd %s\n", EXECD_VERSION);
 				return 1;
+			case O_KERNELS:
+				c->print_kernels = true;
+				continue;
 			default:	/* O_ROUTES */
 				c->print_routes = true;
 				continue;

@@ -31,6 +31,7 @@ struct conf {
 	size_t		 stream_cap;
 	unsigned	 grace_ms;
 	bool		 print_routes;
+	bool		 print_kernels;
 };
 
 /*

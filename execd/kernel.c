@@ -325,8 +325,7 @@ kernel_env(const struct kp_kernelspec *spec)
 static int
 send_info_request(struct kernel *k)
 {
-	struct kp_msg *m = kp_msg_new("kernel_info_request", k->session,
-	    "execd", NULL, NULL);
+	struct kp_msg *m = kp_msg_kernel_info_request(k->session);
 	int rc = kp_chan_send(k->ch, KP_SHELL, m);
 
 	snprintf(k->info_id, sizeof(k->info_id), "%s", kp_msg_id(m));
@@ -618,10 +617,9 @@ kernel_execute(struct kernel *k, const char *code,
 		return -EAGAIN;
 	if (k->state != K_READY)
 		return -EPIPE;
-	m = kp_msg_new("execute_request", k->session, "execd",
-	    json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code,
-	    "silent", 0, "store_history", 1, "user_expressions",
-	    "allow_stdin", 0, "stop_on_error", 1), NULL);
+	if ((m = kp_msg_execute_request(k->session, code, false,
+	    false)) == NULL)
+		return -EINVAL;		/* code is not valid UTF-8 */
 	if ((rc = kp_chan_send(k->ch, KP_SHELL, m)) < 0) {
 		kp_msg_free(m);
 		return rc;
@@ -659,7 +657,7 @@ kernel_interrupt(struct kernel *k)
 		return -ESRCH;
 	if (k->spec->interrupt_mode == KP_INTERRUPT_SIGNAL)
 		return kill(-k->pid, SIGINT) < 0 ? -errno : 0;
-	m = kp_msg_new("interrupt_request", k->session, "execd", NULL, NULL);
+	m = kp_msg_interrupt_request(k->session);
 	rc = kp_chan_send(k->ch, KP_CONTROL, m);
 	kp_msg_free(m);
 	return rc;
@@ -822,8 +820,7 @@ begin_stop(struct kernel *k)
 		return;
 	k->state = K_STOPPING;
 	k->stop_step = 0;
-	m = kp_msg_new("shutdown_request", k->session, "execd",
-	    json_pack("{s:b}", "restart", 0), NULL);
+	m = kp_msg_shutdown_request(k->session, false);
 	if (k->ch == NULL || kp_chan_send(k->ch, KP_CONTROL, m) < 0) {
 		k->stop_step = 1;
 		kill(-k->pid, SIGTERM);

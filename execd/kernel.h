@@ -78,7 +78,8 @@ int	kernel_start(struct loop *, const struct kernel_conf *,
 /*
  * Send an execute_request (allow_stdin false, store_history true).  The
  * kernel runs requests in the order sent.  0 with the request's msg_id in
- * id (33 bytes), or -errno (-EAGAIN while not ready, -EPIPE once dead).
+ * id (33 bytes), or -errno (-EAGAIN while not ready, -EPIPE once dead,
+ * -EINVAL when code is not valid UTF-8).
  */
 int	kernel_execute(struct kernel *, const char *code,
 	    const struct kernel_exec_cb *, void *arg, char *id);

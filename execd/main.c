@@ -19,6 +19,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "../kernelproto/kp_kernelspec.h"
 #include "child.h"
 #include "conf.h"
 #include "execd.h"
@@ -41,6 +42,7 @@ static void	check_done(struct loop *, void *);
 static void	raise_fd_limit(void);
 static int	setup_signals(void);
 static void	print_routes(void);
+static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 
 int
@@ -61,6 +63,8 @@ main(int argc, char **argv)
 		print_routes();
 		return 0;
 	}
+	if (conf.print_kernels)
+		return print_kernels();
 	log_init(conf.log_level);
 	app.conf = &conf;
 	raise_fd_limit();
@@ -134,6 +138,33 @@ print_routes(void)
 	for (size_t i = 0; i < route_count; i++)
 		printf("%-7s %-24s %s\n", route_table[i].method,
 		    route_table[i].path, route_table[i].summary);
+}
+
+/* Print the installed kernelspecs, first of each name winning. */
+static int
+print_kernels(void)
+{
+	struct kp_kernelspec **ks;
+	char **dirs = kp_kernelspec_dirs();
+	size_t skipped = 0;
+	int rc;
+
+	rc = kp_kernelspec_find_all(dirs, &ks, &skipped);
+	kp_kernelspec_dirs_free(dirs);
+	if (rc < 0) {
+		fprintf(stderr, "execd: cannot list kernels: %s\n",
+		    strerror(-rc));
+		return 1;
+	}
+	for (size_t i = 0; ks[i] != NULL; i++)
+		printf("%-16s %-12s %s\n", ks[i]->name,
+		    ks[i]->language[0] != '\0' ? ks[i]->language : "-",
+		    ks[i]->resource_dir);
+	if (skipped > 0)
+		fprintf(stderr, "execd: %zu kernel directories skipped "
+		    "(unreadable kernel.json or invalid name)\n", skipped);
+	kp_kernelspec_list_free(ks);
+	return 0;
 }
 
 /* Many streams need many fds: take the hard limit. */

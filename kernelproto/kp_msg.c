@@ -147,3 +147,68 @@ kp_msg_session(const struct kp_msg *m)
 {
 	return field(m->header, "session");
 }
+
+#define USERNAME "execd"
+
+/* A request whose content json_pack may refuse (invalid UTF-8). */
+static struct kp_msg *
+request(const char *type, const char *session, json_t *content)
+{
+	if (content == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return kp_msg_new(type, session, USERNAME, content, NULL);
+}
+
+/* execute_request; store_history unless silent, stop_on_error. */
+struct kp_msg *
+kp_msg_execute_request(const char *session, const char *code, bool silent,
+    bool allow_stdin)
+{
+	return request("execute_request", session, json_pack(
+	    "{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent",
+	    silent, "store_history", !silent, "user_expressions",
+	    "allow_stdin", allow_stdin, "stop_on_error", 1));
+}
+
+/* complete_request at cursor_pos (in unicode code points). */
+struct kp_msg *
+kp_msg_complete_request(const char *session, const char *code,
+    int cursor_pos)
+{
+	return request("complete_request", session, json_pack("{s:s, s:i}",
+	    "code", code, "cursor_pos", cursor_pos));
+}
+
+/* inspect_request; detail_level 0 or 1. */
+struct kp_msg *
+kp_msg_inspect_request(const char *session, const char *code, int cursor_pos,
+    int detail_level)
+{
+	return request("inspect_request", session, json_pack(
+	    "{s:s, s:i, s:i}", "code", code, "cursor_pos", cursor_pos,
+	    "detail_level", detail_level));
+}
+
+/* kernel_info_request (empty content). */
+struct kp_msg *
+kp_msg_kernel_info_request(const char *session)
+{
+	return request("kernel_info_request", session, json_object());
+}
+
+/* shutdown_request, for the control channel. */
+struct kp_msg *
+kp_msg_shutdown_request(const char *session, bool restart)
+{
+	return request("shutdown_request", session, json_pack("{s:b}",
+	    "restart", restart));
+}
+
+/* interrupt_request, for kernels whose interrupt_mode is "message". */
+struct kp_msg *
+kp_msg_interrupt_request(const char *session)
+{
+	return request("interrupt_request", session, json_object());
+}

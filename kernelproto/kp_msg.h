@@ -9,6 +9,7 @@
 #ifndef KP_MSG_H
 #define KP_MSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -43,6 +44,20 @@ struct kp_msg	*kp_msg_new(const char *msg_type, const char *session,
 		    const char *username, json_t *content,
 		    const json_t *parent);
 void		 kp_msg_free(struct kp_msg *);	/* NULL ok */
+
+/*
+ * Requests execd sends, as the protocol defines them (username "execd").
+ * NULL with errno EINVAL when code is not valid UTF-8.
+ */
+struct kp_msg	*kp_msg_execute_request(const char *session, const char *code,
+		    bool silent, bool allow_stdin);
+struct kp_msg	*kp_msg_complete_request(const char *session, const char *code,
+		    int cursor_pos);
+struct kp_msg	*kp_msg_inspect_request(const char *session, const char *code,
+		    int cursor_pos, int detail_level);
+struct kp_msg	*kp_msg_kernel_info_request(const char *session);
+struct kp_msg	*kp_msg_shutdown_request(const char *session, bool restart);
+struct kp_msg	*kp_msg_interrupt_request(const char *session);
 
 /* Header fields, borrowed; "" when absent or not a string. */
 const char	*kp_msg_type(const struct kp_msg *);

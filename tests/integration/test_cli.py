@@ -82,3 +82,31 @@ def test_ipv6_listen():
     with Execd("--listen", "[::1]:0") as d:
         assert d.host == "::1"
         assert d.request("GET", "/ping")[0] == 200
+
+
+def test_kernels_lists_installed_kernelspecs():
+    import json
+    import os
+    import shutil
+    import tempfile
+    top = tempfile.mkdtemp()
+    try:
+        os.makedirs(top + "/kernels/mykernel")
+        with open(top + "/kernels/mykernel/kernel.json", "w") as f:
+            json.dump({"argv": ["/bin/true", "{connection_file}"],
+                       "display_name": "Mine", "language": "mylang"}, f)
+        os.makedirs(top + "/kernels/broken")
+        with open(top + "/kernels/broken/kernel.json", "w") as f:
+            f.write("{not json")
+        env = dict(os.environ, JUPYTER_PATH=top)
+        r = run("--kernels", env=env)
+        assert r.returncode == 0, r
+        rows = [line.split() for line in r.stdout.splitlines()]
+        assert ["mykernel", "mylang", top + "/kernels/mykernel"] in rows, \
+            rows
+        names = [row[0] for row in rows]
+        assert "python3" in names, rows   # Debian's ipykernel
+        assert names == sorted(names)
+        assert "1 kernel directories skipped" in r.stderr, r.stderr
+    finally:
+        shutil.rmtree(top)

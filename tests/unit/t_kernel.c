@@ -265,6 +265,18 @@ test_python_interrupt_sleep(void)
 }
 
 static void
+test_python_input_is_an_error_not_a_hang(void)
+{
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	run("input('name? ')");
+	T_EQ_STR(S.reply_status, "error");
+	T_EQ_STR(S.ename, "StdinNotImplementedError");
+	stop();
+}
+
+static void
 test_python_killed_mid_run_restarts_fresh(void)
 {
 	char id[33];
@@ -392,6 +404,23 @@ test_fake_dies_mid_execution(void)
 	run("kill 11");
 	T_OK(strstr(S.done_why, "killed by signal 11") != NULL);
 	T_OK(wait_for(&S.ready, 3, 20000));
+	stop();
+}
+
+static void
+test_fake_interrupt_by_message(void)
+{
+	char id[33];
+
+	if (start(fake("fake-msgint")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	S.done = 0;
+	T_EQ_INT(kernel_execute(S.k, "sleep 30", &exec_cb, NULL, id), 0);
+	spin(300);
+	T_EQ_INT(kernel_interrupt(S.k), 0);	/* interrupt_request */
+	T_OK(wait_for(&S.done, 1, 5000));
+	T_EQ_STR(S.ename, "KeyboardInterrupt");
 	stop();
 }
 
@@ -530,7 +559,7 @@ test_fake_oom_kill_is_named(void)
 }
 
 static void
-write_spec(const char *name, const char *flags)
+write_spec(const char *name, const char *flags, const char *interrupt)
 {
 	char *dir, *path, cwd[1024];
 	FILE *f;
@@ -547,8 +576,8 @@ write_spec(const char *name, const char *flags)
 		fprintf(f, "{\"argv\": [\"/usr/bin/python3\", \"%s/tests/"
 		    "fakekernel/fakekernel.py\", %s\"-f\", "
 		    "\"{connection_file}\"], \"display_name\": \"Fake\", "
-		    "\"language\": \"fake\", \"interrupt_mode\": \"signal\"}",
-		    cwd, flags);
+		    "\"language\": \"fake\", \"interrupt_mode\": \"%s\"}",
+		    cwd, flags, interrupt);
 		fclose(f);
 	}
 	free(path);
@@ -582,10 +611,11 @@ setup(void)
 		abort();
 	mkdir(kd, 0755);
 	free(kd);
-	write_spec("fake", "");
-	write_spec("fake-exit3", "\"--exit-at-start\", \"3\", ");
-	write_spec("fake-noinfo", "\"--no-kernel-info\", ");
-	write_spec("fake-nohb", "\"--no-heartbeat\", ");
+	write_spec("fake", "", "signal");
+	write_spec("fake-msgint", "", "message");
+	write_spec("fake-exit3", "\"--exit-at-start\", \"3\", ", "signal");
+	write_spec("fake-noinfo", "\"--no-kernel-info\", ", "signal");
+	write_spec("fake-nohb", "\"--no-heartbeat\", ", "signal");
 	kp_kernelspec_find_all(fdirs, &fake_specs, NULL);
 }
 
@@ -593,6 +623,8 @@ static const struct t_case cases[] = {
 	{ "python state, stream, result, error, display",
 	    test_python_state_stream_result_error },
 	{ "python interrupt of a sleep", test_python_interrupt_sleep },
+	{ "python input is an error, not a hang",
+	    test_python_input_is_an_error_not_a_hang },
 	{ "python killed mid-run restarts fresh",
 	    test_python_killed_mid_run_restarts_fresh },
 	{ "python restart and shutdown leave no process",
@@ -602,6 +634,7 @@ static const struct t_case cases[] = {
 	{ "fake exit at start", test_fake_exit_at_start_reports_status_and_stderr },
 	{ "fake never ready", test_fake_never_ready_times_out },
 	{ "fake dies mid-execution", test_fake_dies_mid_execution },
+	{ "fake interrupt by message", test_fake_interrupt_by_message },
 	{ "fake bad messages dropped", test_fake_bad_messages_are_dropped },
 	{ "fake invalid UTF-8 output kept",
 	    test_fake_invalid_utf8_output_is_kept },

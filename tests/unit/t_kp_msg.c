@@ -241,6 +241,51 @@ test_date_micro(void)
 	T_OK(nonzero);
 }
 
+/* The request builders: type, content, and invalid UTF-8 refused. */
+static void
+test_requests(void)
+{
+	struct kp_msg *m;
+
+	m = kp_msg_execute_request("s", "1+1", false, false);
+	T_EQ_STR(kp_msg_type(m), "execute_request");
+	T_EQ_STR(kp_msg_session(m), "s");
+	T_EQ_STR(json_string_value(json_object_get(m->content, "code")),
+	    "1+1");
+	T_OK(json_is_false(json_object_get(m->content, "allow_stdin")));
+	T_OK(json_is_true(json_object_get(m->content, "store_history")));
+	T_OK(json_is_object(json_object_get(m->content,
+	    "user_expressions")));
+	kp_msg_free(m);
+	m = kp_msg_execute_request("s", "x", true, true);
+	T_OK(json_is_false(json_object_get(m->content, "store_history")));
+	T_OK(json_is_true(json_object_get(m->content, "allow_stdin")));
+	kp_msg_free(m);
+	m = kp_msg_complete_request("s", "pri", 3);
+	T_EQ_STR(kp_msg_type(m), "complete_request");
+	T_EQ_INT(json_integer_value(json_object_get(m->content,
+	    "cursor_pos")), 3);
+	kp_msg_free(m);
+	m = kp_msg_inspect_request("s", "print", 2, 1);
+	T_EQ_STR(kp_msg_type(m), "inspect_request");
+	T_EQ_INT(json_integer_value(json_object_get(m->content,
+	    "detail_level")), 1);
+	kp_msg_free(m);
+	m = kp_msg_shutdown_request("s", true);
+	T_OK(json_is_true(json_object_get(m->content, "restart")));
+	kp_msg_free(m);
+	m = kp_msg_kernel_info_request("s");
+	T_EQ_STR(kp_msg_type(m), "kernel_info_request");
+	T_EQ_INT(json_object_size(m->content), 0);
+	kp_msg_free(m);
+	m = kp_msg_interrupt_request("s");
+	T_EQ_STR(kp_msg_type(m), "interrupt_request");
+	kp_msg_free(m);
+	errno = 0;
+	T_OK(kp_msg_execute_request("s", "\xff", false, false) == NULL);
+	T_EQ_INT(errno, EINVAL);
+}
+
 static const struct t_case cases[] = {
 	{ "new fields", test_new_fields },
 	{ "header order", test_header_order },
@@ -249,6 +294,7 @@ static const struct t_case cases[] = {
 	{ "new errors", test_new_errors },
 	{ "new id", test_new_id },
 	{ "date micro", test_date_micro },
+	{ "requests", test_requests },
 };
 
 int
