@@ -122,7 +122,9 @@ format:
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 \
-	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) execd sse fs
+	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) \
+	    --include=tests/cppcheck.h \
+	    execd sse fs kernelproto
 
 clean:
 	rm -rf build

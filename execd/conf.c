@@ -20,7 +20,9 @@
 
 enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
-	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_ROUTES, O_KERNELS,
+	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_RUNTIME_DIR,
+	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
+	O_ROUTES, O_KERNELS,
 	O_HELP, O_VERSION
 };
 
@@ -60,6 +62,29 @@ static const struct opt opts[] = {
 	    "output a stream may queue for a slow client before it is ended" },
 	{ "grace-period", O_GRACE, "EXECD_GRACE_PERIOD", "MS", "2000",
 	    "on shutdown, wait this long after SIGTERM before SIGKILL" },
+	{ "runtime-dir", O_RUNTIME_DIR, "EXECD_RUNTIME_DIR", "DIR", NULL,
+	    "where kernel connection files go (mode 0600); default: Jupyter's "
+	    "runtime directory ($JUPYTER_RUNTIME_DIR, or "
+	    "~/.local/share/jupyter/runtime), so that `jupyter console "
+	    "--existing` finds them" },
+	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
+	    "auto|ipc|tcp", "auto",
+	    "how kernels listen: Unix sockets beside the connection file, or "
+	    "TCP on 127.0.0.1; auto uses ipc for ipykernel and tcp for other "
+	    "kernels, many of which cannot speak ipc" },
+	{ "kernel-ready-timeout", O_KERNEL_READY,
+	    "EXECD_KERNEL_READY_TIMEOUT", "SECONDS", "60",
+	    "a kernel that has not answered kernel_info by then is killed" },
+	{ "max-output", O_MAX_OUTPUT, "EXECD_MAX_OUTPUT", "BYTES", "16M",
+	    "stdout and stderr one run may stream; past it output is dropped "
+	    "and the run says how much" },
+	{ "pool", O_POOL, "EXECD_POOL", "LANG=N,...", NULL,
+	    "keep N ready kernels per language (e.g. python=1), so that "
+	    "creating a context takes milliseconds; refilled in the "
+	    "background" },
+	{ "context-idle-timeout", O_IDLE, "EXECD_CONTEXT_IDLE_TIMEOUT",
+	    "SECONDS", "0",
+	    "delete contexts that ran nothing for this long (0: never)" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
@@ -263,6 +288,42 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		c->max_conns_per_ip = (unsigned)u;
 		return 0;
+	case O_RUNTIME_DIR:
+		if (v[0] != '/')
+			goto bad;
+		free(c->runtime_dir);
+		c->runtime_dir = xstrdup(v);
+		return 0;
+	case O_KERNEL_TRANSPORT:
+		if (strcmp(v, "auto") == 0)
+			c->kernel_transport = 0;
+		else if (strcmp(v, "ipc") == 0)
+			c->kernel_transport = 1;
+		else if (strcmp(v, "tcp") == 0)
+			c->kernel_transport = 2;
+		else
+			goto bad;
+		return 0;
+	case O_KERNEL_READY:
+		if (parse_uint(v, 3600, &u) < 0 || u == 0)
+			goto bad;
+		c->kernel_ready_s = (unsigned)u;
+		return 0;
+	case O_MAX_OUTPUT:
+		if (parse_size(v, &c->max_output) < 0 || c->max_output == 0)
+			goto bad;
+		return 0;
+	case O_POOL:
+		if (conf_pool_parse(v, NULL, 0) < 0)
+			goto bad;
+		free(c->pool);
+		c->pool = xstrdup(v);
+		return 0;
+	case O_IDLE:
+		if (parse_uint(v, 30 * 86400, &u) < 0)
+			goto bad;
+		c->idle_s = (unsigned)u;
+		return 0;
 	case O_GRACE:
 		if (parse_uint(v, 3600000, &u) < 0)
 			goto bad;
@@ -377,9 +438,54 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 	return 0;
 }
 
-/* Wipe the token from memory and free it. */
+/*
+ * "python=1,javascript=2" into up to max entries of out (NULL: only
+ * check).  Returns the number of entries, or -EINVAL.
+ */
+int
+conf_pool_parse(const char *s, struct conf_pool *out, size_t max)
+{
+	const char *p = s, *eq, *end;
+	unsigned long n;
+	char num[16];
+	int count = 0;
+
+	while (*p != '\0') {
+		end = p + strcspn(p, ",");
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (eq == NULL || eq == p || end - eq - 1 <= 0 ||
+		    end - eq - 1 >= (long)sizeof(num) ||
+		    (size_t)(eq - p) >= sizeof(out->lang))
+			return -EINVAL;
+		memcpy(num, eq + 1, (size_t)(end - eq - 1));
+		num[end - eq - 1] = '\0';
+		if (parse_uint(num, 64, &n) < 0)
+			return -EINVAL;
+		if (out != NULL && (size_t)count < max) {
+			memcpy(out[count].lang, p, (size_t)(eq - p));
+			out[count].lang[eq - p] = '\0';
+			out[count].n = (unsigned)n;
+		}
+		count++;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return count;
+}
+
+/* Free what parsing allocated, the token wiped first. */
 void
 conf_reset(struct conf *c)
+{
+	free(c->runtime_dir);
+	c->runtime_dir = NULL;
+	free(c->pool);
+	c->pool = NULL;
+	conf_forget_token(c);
+}
+
+/* Wipe the token from memory and free it. */
+void
+conf_forget_token(struct conf *c)
 {
 	if (c->token != NULL) {
 		explicit_bzero(c->token, strlen(c->token));

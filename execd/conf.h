@@ -30,6 +30,12 @@ struct conf {
 	unsigned	 max_conns_per_ip;
 	size_t		 stream_cap;
 	unsigned	 grace_ms;
+	char		*runtime_dir;	/* kernel connection files */
+	int		 kernel_transport;	/* enum kernel_transport */
+	unsigned	 kernel_ready_s;
+	size_t		 max_output;
+	char		*pool;		/* "python=1,javascript=2" */
+	unsigned	 idle_s;	/* cull contexts idle this long */
 	bool		 print_routes;
 	bool		 print_kernels;
 };
@@ -42,6 +48,14 @@ struct conf {
 int	conf_parse(struct conf *, int argc, char **argv, char *err,
 	    size_t errlen);
 void	conf_usage(FILE *);
-void	conf_reset(struct conf *);	/* wipes and frees the token */
+/* One "lang=n" entry of --pool. */
+struct conf_pool {
+	char		lang[64];
+	unsigned	n;
+};
+/* Parse --pool into out (up to max); the entry count, or -EINVAL. */
+int	conf_pool_parse(const char *, struct conf_pool *out, size_t max);
+void	conf_forget_token(struct conf *);	/* wipe and free it */
+void	conf_reset(struct conf *);		/* free all, token wiped */
 
 #endif

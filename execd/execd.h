@@ -10,16 +10,21 @@
 #include <stdbool.h>
 
 #include "conf.h"
+#include "kernel.h"
 #include "metrics.h"
 
 struct loop;
 struct http_server;
+struct context_set;
 
 struct execd {
 	struct loop		*loop;
 	struct http_server	*http;
 	const struct conf	*conf;
 	bool			 stopping;
+	void			*zctx;
+	struct kernel_conf	 kconf;
+	struct context_set	*contexts;
 	/* Last metrics sample, the base for the next CPU percentage. */
 	struct metrics_sample	 msample;
 	double			 mcpu_pct;

@@ -64,6 +64,7 @@ struct http_server {
 	void			*app;
 	struct live_stream	*streams;
 	size_t			 nstreams;
+	struct http_req		*deferred;
 	bool			 quiesced;
 };
 
@@ -85,6 +86,13 @@ struct http_req {
 	struct sse_buf		 body;
 	json_t			*json;
 	bool			 started;
+	bool			 in_handler;
+	bool			 deferred;	/* suspended, awaiting a reply */
+	struct MHD_Response	*held;		/* reply made while suspended */
+	unsigned		 held_status;
+	http_defer_cancel_cb	*cancel;
+	void			*cancel_arg;
+	struct http_req		*dprev, *dnext;
 	enum reject		 reject;
 	bool			 too_big;
 	bool			 replied;
@@ -119,6 +127,7 @@ static int		 parse_body(struct http_req *);
 static enum reject	 check(struct http_req *);
 static bool		 has_body(struct MHD_Connection *);
 static void		 reject(struct http_req *);
+static void		 unlink_deferred(struct http_req *);
 
 /* Bind, start MHD without threads and put its epoll fd on the loop. */
 int
@@ -496,6 +505,15 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	if (req == NULL)	/* cannot happen: uri_cb always runs first */
 		fatalx("request without context");
 	if (req->replied) {
+		if (req->held != NULL) {
+			/* Resumed to deliver a deferred reply: queue it now. */
+			if (MHD_queue_response(conn, req->held_status,
+			    req->held) != MHD_YES)
+				log_warnx("cannot queue the response to %s %s",
+				    req->method, req->uri);
+			MHD_destroy_response(req->held);
+			req->held = NULL;
+		}
 		*data_size = 0;	/* answered early: discard the body */
 		return MHD_YES;
 	}
@@ -536,9 +554,14 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	if ((req->route->flags & HTTP_R_BODY) && parse_body(req) < 0)
 		return MHD_YES;
+	req->in_handler = true;
 	req->route->fn(req);
-	if (!req->replied)	/* a handler bug, not a client's */
+	req->in_handler = false;
+	if (req->replied)
+		return MHD_YES;
+	if (!req->deferred)	/* a handler bug, not a client's */
 		fatalx("%s %s: handler did not reply", method, url);
+	MHD_suspend_connection(conn);
 	return MHD_YES;
 }
 
@@ -580,6 +603,9 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		    "" : " (not completed)");
 	for (size_t j = 0; j < req->nparams; j++)
 		free(req->pvals[j]);
+	if (req->held != NULL)
+		MHD_destroy_response(req->held);
+	unlink_deferred(req);
 	sse_buf_reset(&req->body);
 	json_decref(req->json);
 	free(req);
@@ -587,12 +613,43 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 static void
+unlink_deferred(struct http_req *req)
+{
+	struct http_server *srv = req->srv;
+
+	if (!req->deferred)
+		return;
+	req->deferred = false;
+	if (req->dprev != NULL)
+		req->dprev->dnext = req->dnext;
+	else
+		srv->deferred = req->dnext;
+	if (req->dnext != NULL)
+		req->dnext->dprev = req->dprev;
+	req->dprev = req->dnext = NULL;
+}
+
+/*
+ * Hand a response to MHD.  A deferred request's connection is suspended:
+ * keep the response, resume, and queue it in the access handler that MHD
+ * calls next (MHD takes responses only there).
+ */
+static void
 queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
 {
+	bool suspended = req->deferred && !req->in_handler;
+
 	if (req->replied)
 		fatalx("second reply to %s %s", req->method, req->uri);
 	req->replied = true;
 	req->status = status;
+	unlink_deferred(req);
+	if (suspended) {
+		req->held = resp;
+		req->held_status = status;
+		MHD_resume_connection(req->conn);
+		return;
+	}
 	if (MHD_queue_response(req->conn, status, resp) != MHD_YES)
 		log_warnx("cannot queue the response to %s %s", req->method,
 		    req->uri);
@@ -768,11 +825,33 @@ stream_gone(struct sse_stream *s, void *arg)
 	free(ls);
 }
 
-/* Stop accepting, then let every stream's owner end it. */
+/* Reply later; see http.h. */
+void
+http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
+    void *arg)
+{
+	struct http_server *srv = req->srv;
+
+	if (req->replied || req->deferred || !req->in_handler)
+		fatalx("%s %s: bad deferral", req->method, req->uri);
+	req->deferred = true;
+	req->cancel = cancel;
+	req->cancel_arg = arg;
+	req->dnext = srv->deferred;
+	if (srv->deferred != NULL)
+		srv->deferred->dprev = req;
+	srv->deferred = req;
+}
+
+/*
+ * Stop accepting; answer every deferred request 503 (its owner is told
+ * first) and let every stream's owner end its stream.
+ */
 void
 http_shutdown(struct http_server *srv)
 {
 	struct live_stream *ls, *next;
+	struct http_req *req;
 	int fd;
 
 	if (srv->quiesced)
@@ -782,6 +861,13 @@ http_shutdown(struct http_server *srv)
 	if (fd >= 0)
 		close(fd);
 	srv->lfd = -1;
+	while ((req = srv->deferred) != NULL) {
+		if (req->cancel != NULL)
+			req->cancel(req, req->cancel_arg);
+		if (!req->replied)
+			http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    HTTP_E_UNAVAILABLE, "execd is shutting down");
+	}
 	for (ls = srv->streams; ls != NULL; ls = next) {
 		next = ls->next;
 		if (!sse_stream_ended(ls->s))

@@ -48,7 +48,10 @@ struct http_conf {
 	size_t		 stream_cap;	/* bytes a stream may queue */
 };
 
-/* Handlers reply exactly once, before returning. */
+/*
+ * Handlers reply exactly once: before returning, or later after calling
+ * http_req_defer() (the connection waits, suspended, meanwhile).
+ */
 typedef void http_handler(struct http_req *);
 
 #define HTTP_R_BODY	0x01	/* the handler takes a JSON body */
@@ -88,6 +91,21 @@ const char	*http_req_header(const struct http_req *, const char *);
 json_t		*http_req_json(const struct http_req *);	/* borrowed */
 void		*http_req_app(const struct http_req *);
 struct loop	*http_req_loop(const struct http_req *);
+
+/*
+ * Called when the server shuts down while a deferred request waits: the
+ * owner drops its reference (it may reply itself; if it does not, the
+ * client gets 503).
+ */
+typedef void http_defer_cancel_cb(struct http_req *, void *arg);
+
+/*
+ * From inside a handler: the reply comes later, from a loop callback,
+ * through any http_reply_* call or http_reply_stream().  The request stays
+ * valid until then.
+ */
+void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
+	    void *arg);
 
 /* 200 with an empty body and Content-Length: 0. */
 void	http_reply_empty(struct http_req *);

@@ -73,6 +73,7 @@ struct kernel {
 	size_t				 tail_len;
 	enum kstate			 state;
 	bool				 restart_after_exit;
+	bool				 tcp;
 	unsigned			 restarts;
 	json_t				*info;
 	bool				 info_reply;
@@ -108,6 +109,29 @@ static char	**kernel_env(const struct kp_kernelspec *);
 static const enum kp_chan_id polled[] = {
 	KP_SHELL, KP_IOPUB, KP_STDIN, KP_CONTROL
 };
+
+/*
+ * Whether this kernel listens on tcp.  ipc (no port to race for) is used
+ * for ipykernel, which is known to speak it; many other kernels (tslab,
+ * IRkernel) build "transport://ip:port" addresses whatever the transport,
+ * which only tcp fits.  A socket path too long for sun_path means tcp.
+ */
+static bool
+use_tcp(const struct kernel *k)
+{
+	bool ipykernel = false;
+
+	if (k->conf->transport == KERNEL_TCP)
+		return true;
+	if (strlen(k->conf->runtime_dir) + sizeof("/kernel--5") + 32 > 100)
+		return true;
+	if (k->conf->transport == KERNEL_IPC)
+		return false;
+	for (size_t i = 0; i < k->spec->argc; i++)
+		if (strstr(k->spec->argv[i], "ipykernel") != NULL)
+			ipykernel = true;
+	return !ipykernel;
+}
 
 /* Free ports on 127.0.0.1 (bound, read, closed), for tcp transport. */
 static int
@@ -195,7 +219,8 @@ launch(struct kernel *k, char *err, size_t errlen)
 	free(k->connfile);
 	k->connfile = xasprintf("%s/kernel-%s.json", k->conf->runtime_dir,
 	    k->id);
-	if (k->conf->tcp) {
+	k->tcp = use_tcp(k);
+	if (k->tcp) {
 		memcpy(k->conn.transport, "tcp", 4);
 		snprintf(k->conn.ip, sizeof(k->conn.ip), "127.0.0.1");
 		if ((rc = pick_ports(k->conn.port, KP_NCHAN)) < 0) {
@@ -702,7 +727,7 @@ teardown(struct kernel *k)
 	}
 	if (k->connfile != NULL) {
 		unlink(k->connfile);
-		if (!k->conf->tcp) {
+		if (!k->tcp) {
 			/* ipc sockets the kernel bound: <ip>-1 .. <ip>-5 */
 			for (int i = 0; i < KP_NCHAN; i++) {
 				char *s = xasprintf("%s-%d", k->conn.ip,

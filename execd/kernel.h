@@ -27,7 +27,11 @@ struct metrics_src;
 struct kernel_conf {
 	void		*zctx;
 	const char	*runtime_dir;	/* connection files; must exist */
-	bool		 tcp;		/* tcp on 127.0.0.1, else ipc */
+	enum kernel_transport {
+		KERNEL_AUTO,	/* ipc for ipykernel, tcp for the rest */
+		KERNEL_IPC,
+		KERNEL_TCP,
+	}		 transport;
 	unsigned	 ready_timeout_ms;
 	unsigned	 hb_interval_ms;	/* 0: no heartbeat */
 	unsigned	 hb_misses;	/* missed beats that mean dead */

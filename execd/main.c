@@ -19,14 +19,19 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "../kernelproto/kp_kernelspec.h"
+#include "../fs/fs_ops.h"
 #include "child.h"
+#include "context.h"
 #include "conf.h"
 #include "execd.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "route.h"
+#include "xmalloc.h"
 
 /* After the grace period, how long to wait for the last flushes. */
 #define FINAL_WAIT_MS	2000
@@ -44,6 +49,7 @@ static int	setup_signals(void);
 static void	print_routes(void);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
+static int	setup_kernels(struct conf *);
 
 int
 main(int argc, char **argv)
@@ -83,7 +89,10 @@ main(int argc, char **argv)
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
 	announce(&conf, http_port(app.http));
-	conf_reset(&conf);	/* http keeps a digest of the token only */
+	conf_forget_token(&conf);	/* http keeps a digest only */
+	if (setup_kernels(&conf) < 0)
+		fatalx("cannot prepare the kernel runtime directory %s",
+		    conf.runtime_dir);
 	/* The base sample for the first CPU percentage of GET /metrics. */
 	if (metrics_read(&metrics_src_system, &app.msample, err,
 	    sizeof(err)) < 0)
@@ -95,8 +104,11 @@ main(int argc, char **argv)
 		fatalx("event loop: %s", strerror(-rc));
 
 	http_free(app.http);
+	context_set_free(app.contexts);
+	zmq_ctx_term(app.zctx);
 	loop_free(app.loop);
 	close(sigfd);
+	conf_reset(&conf);
 	log_notice("stopped");
 	return 0;
 }
@@ -129,6 +141,60 @@ announce(const struct conf *c, unsigned port)
 		    "run code";
 	log_notice("execd %s listening on %s%s%s:%u, %s", EXECD_VERSION,
 	    v6 ? "[" : "", c->addr, v6 ? "]" : "", port, how);
+}
+
+/*
+ * The kernel layer: a ZeroMQ context, the runtime directory for
+ * connection files (created 0700 if missing), the context registry.
+ */
+static int
+setup_kernels(struct conf *c)
+{
+	const char *e;
+	char err[512];
+	bool created;
+
+	if (c->runtime_dir == NULL) {
+		if ((e = getenv("JUPYTER_RUNTIME_DIR")) != NULL && e[0] == '/')
+			c->runtime_dir = xstrdup(e);
+		else if ((e = getenv("JUPYTER_DATA_DIR")) != NULL &&
+		    e[0] == '/')
+			c->runtime_dir = xasprintf("%s/runtime", e);
+		else if ((e = getenv("XDG_DATA_HOME")) != NULL && e[0] == '/')
+			c->runtime_dir = xasprintf("%s/jupyter/runtime", e);
+		else if ((e = getenv("HOME")) != NULL && e[0] == '/')
+			c->runtime_dir = xasprintf(
+			    "%s/.local/share/jupyter/runtime", e);
+		else
+			c->runtime_dir = xasprintf("/tmp/execd-runtime-%ld",
+			    (long)getuid());
+	}
+	if (fs_mkdirs(c->runtime_dir, 0700, (uid_t)-1, (gid_t)-1, &created,
+	    err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return -1;
+	}
+	if ((app.zctx = zmq_ctx_new()) == NULL)
+		return -1;
+	app.kconf = (struct kernel_conf){ .zctx = app.zctx,
+	    .runtime_dir = c->runtime_dir,
+	    .transport = (enum kernel_transport)c->kernel_transport,
+	    .ready_timeout_ms = c->kernel_ready_s * 1000,
+	    .hb_interval_ms = 1000, .hb_misses = 3,
+	    .grace_ms = c->grace_ms, .max_restarts = 3,
+	    .max_frame = 64 << 20, .cgroup = &metrics_src_system };
+	app.contexts = context_set_new(app.loop, &app.kconf);
+	if (c->pool != NULL || c->idle_s > 0) {
+		struct conf_pool cp[8];
+		struct context_pool pool[8];
+		int n = c->pool != NULL ? conf_pool_parse(c->pool, cp, 8) : 0;
+
+		for (int i = 0; i < n && i < 8; i++)
+			pool[i] = (struct context_pool){ cp[i].lang, cp[i].n };
+		context_set_policy(app.contexts, pool, n < 8 ? (size_t)n : 8,
+		    c->idle_s);
+	}
+	return 0;
 }
 
 /* Print METHOD PATH lines, the served routes, for people and tests. */
@@ -252,6 +318,8 @@ begin_shutdown(void)
 
 	app.stopping = true;
 	http_shutdown(app.http);
+	/* Kernels get shutdown_request first, then signals with the rest. */
+	context_set_shutdown(app.contexts);
 	n = child_signal_all(SIGTERM);
 	if (n > 0)
 		log_info("sent SIGTERM to %d children", n);

@@ -161,7 +161,11 @@ request(const char *type, const char *session, json_t *content)
 	return kp_msg_new(type, session, USERNAME, content, NULL);
 }
 
-/* execute_request; store_history unless silent, stop_on_error. */
+/*
+ * execute_request; store_history unless silent.  stop_on_error is false:
+ * each request stands alone, so one that fails must not make the kernel
+ * abort the requests queued behind it.
+ */
 struct kp_msg *
 kp_msg_execute_request(const char *session, const char *code, bool silent,
     bool allow_stdin)
@@ -169,7 +173,7 @@ kp_msg_execute_request(const char *session, const char *code, bool silent,
 	return request("execute_request", session, json_pack(
 	    "{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent",
 	    silent, "store_history", !silent, "user_expressions",
-	    "allow_stdin", allow_stdin, "stop_on_error", 1));
+	    "allow_stdin", allow_stdin, "stop_on_error", 0));
 }
 
 /* complete_request at cursor_pos (in unicode code points). */

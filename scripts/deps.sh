@@ -10,7 +10,7 @@ libjansson-dev libssl-dev libseccomp-dev uuid-dev clang cppcheck curl
 python3 python3-yaml util-linux
 python3-zmq python3-ipykernel python3-jupyter-client"
 case "${1:-}" in
-bench) pkgs="wrk nginx-light" ;;
+bench) pkgs="wrk nginx-light python3-jupyter-server" ;;
 esac
 
 missing=""

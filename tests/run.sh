@@ -37,8 +37,12 @@ for r in "$B"/tests/replay_*; do
 	run "fuzz corpus $t" "$r" "tests/fuzz/corpus/$t"
 done
 if [ -z "${VALGRIND:-}" ]; then
-	run "integration" env EXECD_BIN="$B/execd" /usr/bin/python3 \
-	    tests/integration/run.py ${TEST_FILTER:-}
+	run "integration" env EXECD_BIN="$B/execd" TEST_TIMEOUT=120 \
+	    /usr/bin/python3 tests/integration/run.py ${TEST_FILTER:-}
+	if [ -z "${TEST_FILTER:-}" ]; then
+		run "sdk (@alibaba-group/opensandbox)" env \
+		    EXECD_BIN="$B/execd" sh tests/sdk/run.sh
+	fi
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -190,3 +190,29 @@ def wait_for(pred, timeout=10, step=0.02):
             return v
         time.sleep(step)
     return pred()
+
+
+def events(body):
+    """Parse a stream body: one JSON object per line, blank lines between."""
+    out = []
+    for line in body.split(b"\n"):
+        if line.strip():
+            out.append(json.loads(line))
+    return out
+
+
+def run_code(d, code, timeout=60, **ctx):
+    """POST /code; returns (status, [events]) once the stream ends."""
+    body = {"code": code}
+    if ctx:
+        body["context"] = ctx
+    st, h, data = d.request("POST", "/code", body=body, timeout=timeout)
+    if st != 200:
+        return st, json.loads(data)
+    assert h["content-type"] == "text/event-stream", h
+    return st, events(data)
+
+
+def kinds(evs):
+    """Event types, without pings."""
+    return [e["type"] for e in evs if e["type"] != "ping"]

@@ -75,6 +75,9 @@ def main():
                 except OSError:
                     pass
     print("%d passed, %d failed" % (passed, failed))
+    if passed + failed == 0:
+        print("no test matched %r" % filt)
+        return 1
     return 1 if failed else 0
 
 

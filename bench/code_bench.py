@@ -1,0 +1,733 @@
+"""code_bench.py -- the /code rows of the bench, against their baselines.
+
+Run with the Python that has pyzmq and jupyter_server (Debian's
+/usr/bin/python3: python3-zmq, python3-jupyter-server); bench/run.sh
+calls it.  Standard library otherwise: http.client for execd, a raw
+socket for Jupyter Server's WebSocket.
+
+  code_bench.py exec EXECD N
+      Start EXECD on 127.0.0.1 at a free port and create a python
+      context; read its connection info (GET /code/contexts/{id}/connection)
+      and attach a minimal ZeroMQ client to the same kernel (DEALER shell,
+      SUB iopub, HMAC-SHA256 signing).  Start Jupyter Server on another
+      free port (token, no browser, its own runtime, config and data
+      dirs) with one python3 kernel (POST /api/kernels) and open
+      /api/kernels/{id}/channels.  After 10 warm-ups on each side, run
+      "1+1" N times on each side, in alternating blocks of 10 so that
+      drift on a shared machine hits all three alike:
+        execd       POST /code {"code":"1+1","context":{"id":...}} on one
+                    keep-alive connection, until the whole stream (its
+                    final event is execution_complete) is read;
+        zmq         execute_request on the shell socket, until both the
+                    execute_reply and the iopub status idle of that msg_id
+                    are in (what execd waits for before execution_complete);
+        jupyter     the same execute_request as a JSON text frame on the
+                    WebSocket, until the reply and the idle are in.
+      Prints "execd_med execd_min zmq_med zmq_min jup_med jup_min
+      execd_headers_med" in microseconds, the last being the median time
+      from sending POST /code to its response headers.
+  code_bench.py context EXECD N
+      N times POST /code/context {"language":"python"} on an execd without
+      a pool (each context deleted, and its kernel reaped, before the
+      next), then N times on an execd started with --pool python=1, each
+      taken while the pool's kernel is ready (its log said
+      "kernel=... ready") and, after each, waiting for the refill's ready
+      line.  Prints "nopool_med nopool_min pool_med pool_min pool_max" in
+      microseconds.
+
+Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
+here is stopped by its pid, also on SIGTERM; every context and kernel
+created here is deleted.
+"""
+
+import base64
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import zmq
+
+WARMUPS = 10
+BLOCK = 10          # round trips per side before switching sides
+TIMEOUT = 30        # seconds, for one reply or one readiness wait
+CODE = "1+1"
+START_TIMEOUT = 30  # seconds for a server to answer
+READY_TIMEOUT = 60  # seconds for a pool kernel to be ready
+
+QUICKACK = getattr(socket, "TCP_QUICKACK", 12)
+_procs = []         # (Popen, name) still to stop
+
+
+def now_us():
+    """CLOCK_MONOTONIC in microseconds."""
+    return time.monotonic_ns() // 1000
+
+
+def die(msg):
+    raise RuntimeError(msg)
+
+
+def on_signal(signum, frame):
+    """SIGTERM/SIGINT/SIGHUP: unwind, so that every finally runs."""
+    raise SystemExit(128 + signum)
+
+
+# --- processes -------------------------------------------------------------
+
+def children(pid):
+    """Pids whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def gone(pid):
+    """True when pid no longer runs (or is a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return True
+    return st[st.rindex(")") + 2] == "Z"
+
+
+def stop(proc, grace=5.0):
+    """SIGTERM, wait at most grace seconds, then SIGKILL; reap it."""
+    _procs[:] = [p for p in _procs if p[0] is not proc]
+    if proc.poll() is not None:
+        return proc.returncode
+    kids = children(proc.pid)
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(grace)
+    # Kernels it started and left behind (execd reaps its own; this is
+    # for a server that did not).
+    deadline = time.monotonic() + 2
+    for k in kids:
+        while not gone(k) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not gone(k):
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
+    return proc.returncode
+
+
+def stop_all():
+    for proc, _ in list(_procs):
+        stop(proc)
+
+
+def spawn(name, argv, log_path, env=None):
+    log = open(log_path, "wb")
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, env=env)
+    finally:
+        log.close()
+    _procs.append((proc, name))
+    return proc
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# --- execd ------------------------------------------------------------------
+
+class Execd:
+    """One execd on 127.0.0.1 at a port it picks, with one keep-alive
+    HTTP connection."""
+
+    def __init__(self, binary, tmp, name, *args):
+        self.log_path = os.path.join(tmp, name + ".log")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("EXECD_")}
+        self.proc = spawn(name, [binary, "--listen", "127.0.0.1:0",
+                                 "--runtime-dir",
+                                 os.path.join(tmp, name + "-runtime")]
+                          + list(args), self.log_path, env)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)",
+                          read(self.log_path))
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.proc.poll() is not None:
+                die("execd exited with %s at start: %s"
+                    % (self.proc.returncode, read(self.log_path)[-600:]))
+            if time.monotonic() > deadline:
+                die("execd did not start: " + read(self.log_path)[-600:])
+            time.sleep(0.01)
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                               timeout=TIMEOUT)
+        self.request("GET", "/ping")
+
+    def request(self, method, path, body=None):
+        """(status, body bytes) on the keep-alive connection."""
+        hdrs = {}
+        if body is not None:
+            body = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=body, headers=hdrs)
+        r = self.conn.getresponse()
+        return r.status, r.read()
+
+    def json(self, method, path, body=None, want=200):
+        st, data = self.request(method, path, body)
+        if st != want:
+            die("execd: %s %s: %d %s" % (method, path, st, data[:400]))
+        return json.loads(data) if data else None
+
+    def close(self):
+        self.conn.close()
+        return stop(self.proc)
+
+
+def execd_run(ex, body):
+    """One POST /code, whole stream read: (total_us, headers_us)."""
+    c = ex.conn
+    t0 = now_us()
+    c.request("POST", "/code", body=body,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    t1 = now_us()
+    data = r.read()
+    t2 = now_us()
+    if r.status != 200 or b'"execution_complete"' not in data:
+        die("execd: POST /code: %d %r" % (r.status, data[-400:]))
+    return t2 - t0, t1 - t0, data
+
+
+# --- a bare ZeroMQ client ----------------------------------------------------
+
+DELIM = b"<IDS|MSG>"
+
+
+def iso_now():
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+
+
+def header(session, msg_type):
+    return {"msg_id": uuid.uuid4().hex, "session": session,
+            "username": "bench", "date": iso_now(), "msg_type": msg_type,
+            "version": "5.3"}
+
+
+def execute_content():
+    return {"code": CODE, "silent": False, "store_history": True,
+            "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": True}
+
+
+class ZmqClient:
+    """DEALER on shell, SUB on iopub, HMAC-SHA256 signing; nothing more."""
+
+    def __init__(self, info):
+        if info.get("signature_scheme", "hmac-sha256") != "hmac-sha256":
+            die("unexpected signature scheme %r" % info["signature_scheme"])
+        self.key = info["key"].encode()
+        self.session = uuid.uuid4().hex
+        self.ctx = zmq.Context()
+        tr, ip = info["transport"], info["ip"]
+
+        def url(port):
+            if tr == "ipc":
+                return "ipc://%s-%s" % (ip, port)
+            return "tcp://%s:%s" % (ip, port)
+
+        self.shell = self.ctx.socket(zmq.DEALER)
+        self.shell.linger = 0
+        self.shell.connect(url(info["shell_port"]))
+        self.iopub = self.ctx.socket(zmq.SUB)
+        self.iopub.linger = 0
+        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.iopub.connect(url(info["iopub_port"]))
+        self.poller = zmq.Poller()
+        self.poller.register(self.shell, zmq.POLLIN)
+        self.poller.register(self.iopub, zmq.POLLIN)
+
+    def send(self, msg_type, content):
+        h = header(self.session, msg_type)
+        parts = [json.dumps(h).encode(), b"{}", b"{}",
+                 json.dumps(content).encode()]
+        mac = hmac.new(self.key, digestmod=hashlib.sha256)
+        for p in parts:
+            mac.update(p)
+        self.shell.send_multipart([DELIM, mac.hexdigest().encode()] + parts)
+        return h["msg_id"]
+
+    @staticmethod
+    def split(frames):
+        """(header, parent_header, content) of a received message."""
+        i = frames.index(DELIM)
+        return (json.loads(frames[i + 2]), json.loads(frames[i + 3]),
+                frames[i + 5])
+
+    def wait(self, msg_id, reply_type, timeout=TIMEOUT):
+        """Until the reply_type and the iopub idle of msg_id are in."""
+        replied = idle = False
+        deadline = time.monotonic() + timeout
+        while not (replied and idle):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                die("zmq: no %s%s for %s" % (
+                    "" if replied else reply_type,
+                    "" if idle else " idle", msg_id))
+            for sock, _ in self.poller.poll(left * 1000):
+                h, p, content = self.split(sock.recv_multipart())
+                if p.get("msg_id") != msg_id:
+                    continue
+                if sock is self.shell and h["msg_type"] == reply_type:
+                    if json.loads(content).get("status") != "ok":
+                        die("zmq: %s: %s" % (reply_type, content[:400]))
+                    replied = True
+                elif (sock is self.iopub and h["msg_type"] == "status"
+                      and b'"idle"' in content):
+                    idle = True
+
+    def ready(self):
+        """kernel_info_request until iopub answers (the SUB has joined)."""
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            mid = self.send("kernel_info_request", {})
+            try:
+                self.wait(mid, "kernel_info_reply", timeout=1)
+                return
+            except RuntimeError:
+                continue
+        die("zmq: the kernel's iopub never answered")
+
+    def drain(self):
+        """Drop what queued up (other clients' runs on the same kernel)."""
+        while self.poller.poll(0):
+            for sock, _ in self.poller.poll(0):
+                sock.recv_multipart()
+
+    def round_trip(self):
+        t0 = now_us()
+        self.wait(self.send("execute_request", execute_content()),
+                  "execute_reply")
+        return now_us() - t0
+
+    def close(self):
+        self.shell.close()
+        self.iopub.close()
+        self.ctx.term()
+
+
+# --- Jupyter Server ----------------------------------------------------------
+
+class JupyterServer:
+    """Debian's jupyter_server on a free port of 127.0.0.1, with a token."""
+
+    def __init__(self, python, tmp):
+        self.dir = os.path.join(tmp, "jupyter")
+        env = dict(os.environ)
+        for sub in ("runtime", "config", "data", "root"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        env["JUPYTER_RUNTIME_DIR"] = os.path.join(self.dir, "runtime")
+        env["JUPYTER_CONFIG_DIR"] = os.path.join(self.dir, "config")
+        env["JUPYTER_DATA_DIR"] = os.path.join(self.dir, "data")
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # as execd does
+        self.token = secrets.token_hex(16)
+        self.port = free_port()
+        self.log_path = os.path.join(self.dir, "server.log")
+        self.proc = spawn("jupyter-server", [
+            python, "-m", "jupyter_server", "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            "--ServerApp.port=%d" % self.port,
+            "--ServerApp.port_retries=0",
+            "--ServerApp.token=" + self.token,
+            "--ServerApp.root_dir=" + os.path.join(self.dir, "root"),
+            "--ServerApp.open_browser=False",
+        ] + (["--allow-root"] if os.geteuid() == 0 else []),
+            self.log_path, env)
+        self.hdrs = {"Authorization": "token " + self.token}
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                die("jupyter server exited with %s at start: %s"
+                    % (self.proc.returncode, read(self.log_path)[-800:]))
+            try:
+                st, _ = self.request("GET", "/api/status")
+                if st == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                die("jupyter server did not answer /api/status: "
+                    + read(self.log_path)[-800:])
+            time.sleep(0.1)
+        self.kernel = None
+
+    def request(self, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port,
+                                       timeout=TIMEOUT)
+        try:
+            hdrs = dict(self.hdrs)
+            if body is not None:
+                body = json.dumps(body).encode()
+                hdrs["Content-Type"] = "application/json"
+            c.request(method, path, body=body, headers=hdrs)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def start_kernel(self):
+        st, data = self.request("POST", "/api/kernels", {"name": "python3"})
+        if st not in (200, 201):
+            die("jupyter server: POST /api/kernels: %d %r" % (st, data[:400]))
+        self.kernel = json.loads(data)["id"]
+        return self.kernel
+
+    def close(self):
+        if self.kernel is not None and self.proc.poll() is None:
+            try:
+                self.request("DELETE", "/api/kernels/" + self.kernel)
+            except OSError:
+                pass
+        return stop(self.proc)
+
+
+class WsClient:
+    """A minimal WebSocket client (RFC 6455, text frames, no extensions)
+    on /api/kernels/{id}/channels, speaking Jupyter's JSON messages."""
+
+    def __init__(self, server, kernel_id):
+        self.session = uuid.uuid4().hex
+        self.sock = socket.create_connection(("127.0.0.1", server.port),
+                                             TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        key = base64.b64encode(secrets.token_bytes(16)).decode()
+        req = ("GET /api/kernels/%s/channels?session_id=%s HTTP/1.1\r\n"
+               "Host: 127.0.0.1:%d\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
+               "Authorization: token %s\r\n\r\n"
+               % (kernel_id, self.session, server.port, key, server.token))
+        self.sock.sendall(req.encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                die("jupyter server closed the WebSocket handshake")
+            self.buf += chunk
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        if not head.startswith(b"HTTP/1.1 101"):
+            die("WebSocket handshake: %r" % head[:400])
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            # Jupyter Server writes a reply's frames without TCP_NODELAY:
+            # acknowledge at once, or Nagle there and a delayed ACK here
+            # add ~40 ms to most round trips.  Linux clears the flag, so
+            # set it before every read.
+            self.sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                die("jupyter server closed the WebSocket")
+            self.buf += chunk
+
+    def recv_frame(self):
+        """(opcode, fin, payload) of the next frame."""
+        self._need(2)
+        b0, b1 = self.buf[0], self.buf[1]
+        n, off = b1 & 0x7F, 2
+        if n == 126:
+            self._need(4)
+            n, off = struct.unpack(">H", self.buf[2:4])[0], 4
+        elif n == 127:
+            self._need(10)
+            n, off = struct.unpack(">Q", self.buf[2:10])[0], 10
+        mask = b""
+        if b1 & 0x80:
+            self._need(off + 4)
+            mask, off = self.buf[off:off + 4], off + 4
+        self._need(off + n)
+        payload, self.buf = self.buf[off:off + n], self.buf[off + n:]
+        if mask:
+            payload = bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+        return b0 & 0x0F, bool(b0 & 0x80), payload
+
+    def send_frame(self, opcode, payload):
+        mask = secrets.token_bytes(4)
+        n = len(payload)
+        if n < 126:
+            head = struct.pack(">BB", 0x80 | opcode, 0x80 | n)
+        elif n < 65536:
+            head = struct.pack(">BBH", 0x80 | opcode, 0x80 | 126, n)
+        else:
+            head = struct.pack(">BBQ", 0x80 | opcode, 0x80 | 127, n)
+        pad = (-n) % 4
+        words = int.from_bytes(payload + b"\0" * pad, "big")
+        rep = int.from_bytes(mask * ((n + pad) // 4), "big")
+        masked = (words ^ rep).to_bytes(n + pad, "big")[:n] if n else b""
+        self.sock.sendall(head + mask + masked)
+
+    def recv_msg(self):
+        """The next text message, answering pings on the way."""
+        parts = []
+        while True:
+            op, fin, payload = self.recv_frame()
+            if op == 0x9:
+                self.send_frame(0xA, payload)
+                continue
+            if op == 0xA:
+                continue
+            if op == 0x8:
+                die("jupyter server closed the WebSocket: %r" % payload)
+            parts.append(payload)
+            if fin:
+                return b"".join(parts)
+
+    def send(self, msg_type, content):
+        h = header(self.session, msg_type)
+        self.send_frame(0x1, json.dumps({
+            "header": h, "parent_header": {}, "metadata": {},
+            "content": content, "buffers": [], "channel": "shell",
+        }).encode())
+        return h["msg_id"]
+
+    def wait(self, msg_id, reply_type, timeout=TIMEOUT):
+        replied = idle = False
+        self.sock.settimeout(timeout)
+        try:
+            while not (replied and idle):
+                m = json.loads(self.recv_msg())
+                if m.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                t = m["header"]["msg_type"]
+                if m["channel"] == "shell" and t == reply_type:
+                    if m["content"].get("status") != "ok":
+                        die("jupyter server: %s: %r" % (t, m["content"]))
+                    replied = True
+                elif (m["channel"] == "iopub" and t == "status"
+                      and m["content"]["execution_state"] == "idle"):
+                    idle = True
+        except socket.timeout:
+            die("jupyter server: no %s%s for %s" % (
+                "" if replied else reply_type, "" if idle else " idle",
+                msg_id))
+
+    def ready(self):
+        self.wait(self.send("kernel_info_request", {}), "kernel_info_reply")
+
+    def round_trip(self):
+        t0 = now_us()
+        self.wait(self.send("execute_request", execute_content()),
+                  "execute_reply")
+        return now_us() - t0
+
+    @staticmethod
+    def fresh_round_trip(server, kernel_id):
+        """Upstream's way: a new WebSocket for the one execute_request,
+        closed once the reply and the idle are in."""
+        t0 = now_us()
+        ws = WsClient(server, kernel_id)
+        try:
+            ws.wait(ws.send("execute_request", execute_content()),
+                    "execute_reply")
+            return now_us() - t0
+        finally:
+            ws.close()
+
+    def close(self):
+        try:
+            self.send_frame(0x8, struct.pack(">H", 1000))
+        except OSError:
+            pass
+        self.sock.close()
+
+
+# --- the verbs ---------------------------------------------------------------
+
+def cmd_exec(binary, n, tmp):
+    ex = js = zc = ws = None
+    ctx_id = None
+    try:
+        ex = Execd(binary, tmp, "execd", "--log-level", "warn")
+        ctx_id = ex.json("POST", "/code/context", {"language": "python"})["id"]
+        info = ex.json("GET", "/code/contexts/%s/connection" % ctx_id)
+        for f in ("transport", "ip", "key", "shell_port", "iopub_port",
+                  "connection_file"):
+            if f not in info:
+                die("connection info without %r: %r" % (f, sorted(info)))
+        zc = ZmqClient(info)
+        zc.ready()
+        js = JupyterServer(sys.executable, tmp)
+        ws = WsClient(js, js.start_kernel())
+        ws.ready()
+
+        body = json.dumps({"code": CODE, "context": {"id": ctx_id}}).encode()
+        _, _, data = execd_run(ex, body)
+        events = [json.loads(e) for e in data.split(b"\n\n") if e.strip()]
+        if not any(e.get("type") == "result"
+                   and e.get("results", {}).get("text") == "2"
+                   for e in events) or events[-1]["type"] != \
+                "execution_complete":
+            die("execd: 1+1 gave %r" % data[:600])
+        for _ in range(WARMUPS):
+            execd_run(ex, body)
+            zc.round_trip()
+            ws.round_trip()
+            WsClient.fresh_round_trip(js, js.kernel)
+        zc.drain()
+
+        e_t, e_h, z_t, j_t, f_t = [], [], [], [], []
+        done = 0
+        while done < n:
+            k = min(BLOCK, n - done)
+            for _ in range(k):
+                t, h, _ = execd_run(ex, body)
+                e_t.append(t)
+                e_h.append(h)
+            zc.drain()
+            for _ in range(k):
+                z_t.append(zc.round_trip())
+            for _ in range(k):
+                j_t.append(ws.round_trip())
+            for _ in range(k):
+                f_t.append(WsClient.fresh_round_trip(js, js.kernel))
+            done += k
+        med = statistics.median
+        print("%d %d %d %d %d %d %d %d %d" % (
+            med(e_t), min(e_t), med(z_t), min(z_t), med(j_t), min(j_t),
+            med(f_t), min(f_t), med(e_h)))
+    finally:
+        if ws is not None:
+            ws.close()
+        if js is not None:
+            js.close()
+        if zc is not None:
+            zc.close()
+        if ex is not None:
+            if ctx_id is not None and ex.proc.poll() is None:
+                try:
+                    ex.request("DELETE", "/code/contexts/" + ctx_id)
+                except OSError:
+                    pass
+            ex.close()
+
+
+def log_count(ex, pattern):
+    return len(re.findall(pattern, read(ex.log_path)))
+
+
+def wait_log(ex, pattern, count, timeout, what):
+    """Until pattern occurs count times in ex's log."""
+    deadline = time.monotonic() + timeout
+    while log_count(ex, pattern) < count:
+        if ex.proc.poll() is not None:
+            die("execd exited while waiting for %s: %s"
+                % (what, read(ex.log_path)[-600:]))
+        if time.monotonic() > deadline:
+            die("no %s within %d s: %s" % (what, timeout,
+                                           read(ex.log_path)[-600:]))
+        time.sleep(0.005)
+
+
+READY = r"kernel=[0-9a-f]+ ready\b"
+
+
+def create_delete(ex):
+    """One timed POST /code/context; the context deleted and reaped after."""
+    t0 = now_us()
+    st, data = ex.request("POST", "/code/context", {"language": "python"})
+    t = now_us() - t0
+    if st != 200:
+        die("execd: POST /code/context: %d %r" % (st, data[:400]))
+    cid = json.loads(data)["id"]
+    st, data = ex.request("DELETE", "/code/contexts/" + cid)
+    if st not in (200, 204):
+        die("execd: DELETE /code/contexts/%s: %d %r" % (cid, st, data[:400]))
+    wait_log(ex, r"reaped: kernel=%s\b" % cid, 1, 10, "reaping of " + cid)
+    return t
+
+
+def cmd_context(binary, n, tmp):
+    nopool, pool = [], []
+    ex = Execd(binary, tmp, "execd-nopool", "--log-level", "info")
+    try:
+        for _ in range(n):
+            nopool.append(create_delete(ex))
+    finally:
+        ex.close()
+    ex = Execd(binary, tmp, "execd-pool", "--log-level", "info",
+               "--pool", "python=1")
+    try:
+        for i in range(n):
+            wait_log(ex, READY, i + 1, READY_TIMEOUT,
+                     "ready pool kernel (%d)" % (i + 1))
+            pool.append(create_delete(ex))
+        # Leave no kernel starting behind: the last refill, then stop.
+        wait_log(ex, READY, n + 1, READY_TIMEOUT, "last refill")
+    finally:
+        ex.close()
+    print("%d %d %d %d %d" % (statistics.median(nopool), min(nopool),
+                              statistics.median(pool), min(pool),
+                              max(pool)))
+
+
+def main(argv):
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    if len(argv) != 4 or argv[1] not in ("exec", "context"):
+        sys.stderr.write("usage: code_bench.py exec|context EXECD N\n")
+        return 2
+    binary, n = argv[2], int(argv[3])
+    tmp = tempfile.mkdtemp(prefix="execd-code-bench.")
+    try:
+        if argv[1] == "exec":
+            cmd_exec(binary, n, tmp)
+        else:
+            cmd_context(binary, n, tmp)
+    except RuntimeError as e:
+        sys.stderr.write("code_bench.py: %s\n" % e)
+        return 1
+    finally:
+        stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,493 @@
+/*
+ * context.c -- the registry of code contexts and their kernels.
+ *
+ * This file maps ids and languages to kernels and tells waiters when a
+ * context becomes ready or fails; it knows nothing of HTTP or of the
+ * events a run streams (route_code.c does).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../sse/sse_fmt.h"
+#include "context.h"
+#include "log.h"
+#include "loop.h"
+#include "xmalloc.h"
+
+struct waiter {
+	context_wait_cb	*cb;
+	void		*arg;
+	struct waiter	*next;
+};
+
+struct context {
+	struct context_set	*set;
+	struct kernel		*k;
+	char			 id[33];
+	char			*language;
+	char			*cwd;
+	bool			 is_default;
+	bool			 deleted;
+	bool			 pooled;	/* warm, not yet handed out */
+	const struct kp_kernelspec *spec;
+	int			 runs;
+	uint64_t		 last_use;	/* loop_now_ms */
+	struct waiter		*waiters;
+	struct context		*next;
+};
+
+struct pool {
+	const struct kp_kernelspec	*spec;
+	unsigned			 want;
+	unsigned			 failures;	/* in a row */
+};
+
+#define MAX_POOLS		8
+#define POOL_RETRY_MS		5000
+#define POOL_MAX_FAILURES	3
+
+struct context_set {
+	struct loop			*loop;
+	const struct kernel_conf	*conf;
+	struct kp_kernelspec		**specs;
+	struct context			*list;
+	struct pool			 pools[MAX_POOLS];
+	size_t				 npools;
+	unsigned			 idle_s;
+	uint64_t			 t_cull, t_refill;
+	bool				 closing;
+};
+
+static void	on_kernel(struct kernel *, enum kernel_event, const char *,
+		    void *);
+static void	wake(struct context *, const char *);
+static int	start(struct context_set *, const struct kp_kernelspec *,
+		    const char *, const char *, bool, bool, struct context **,
+		    char *, size_t);
+static void	refill(struct context_set *);
+static void	on_refill(struct loop *, uint64_t, void *);
+static void	on_cull(struct loop *, uint64_t, void *);
+
+/* A registry; kernelspecs are discovered once, here. */
+struct context_set *
+context_set_new(struct loop *loop, const struct kernel_conf *conf)
+{
+	struct context_set *cs = xcalloc(1, sizeof(*cs));
+	char **dirs = kp_kernelspec_dirs();
+
+	cs->loop = loop;
+	cs->conf = conf;
+	if (kp_kernelspec_find_all(dirs, &cs->specs, NULL) < 0)
+		cs->specs = xcalloc(1, sizeof(*cs->specs));
+	kp_kernelspec_dirs_free(dirs);
+	return cs;
+}
+
+/* Free the registry; contexts must all be gone (their kernels reaped). */
+void
+context_set_free(struct context_set *cs)
+{
+	struct context *c;
+
+	if (cs == NULL)
+		return;
+	if (cs->t_cull != 0)
+		loop_timer_cancel(cs->loop, cs->t_cull);
+	if (cs->t_refill != 0)
+		loop_timer_cancel(cs->loop, cs->t_refill);
+	while ((c = cs->list) != NULL) {
+		cs->list = c->next;
+		free(c->language);
+		free(c->cwd);
+		free(c);
+	}
+	kp_kernelspec_list_free(cs->specs);
+	free(cs);
+}
+
+/* The spec serving language; see context.h. */
+const struct kp_kernelspec *
+context_spec(struct context_set *cs, const char *language)
+{
+	for (size_t i = 0; cs->specs[i] != NULL; i++)
+		if (strcmp(cs->specs[i]->name, language) == 0)
+			return cs->specs[i];
+	for (size_t i = 0; cs->specs[i] != NULL; i++)
+		if (strcasecmp(cs->specs[i]->language, language) == 0)
+			return cs->specs[i];
+	return NULL;
+}
+
+/* Installed languages with their kernel names, for error messages. */
+char *
+context_languages(struct context_set *cs)
+{
+	struct sse_buf b;
+
+	sse_buf_init(&b);
+	for (size_t i = 0; cs->specs[i] != NULL; i++)
+		sse_buf_addf(&b, "%s%s (%s)", i ? ", " : "",
+		    cs->specs[i]->language, cs->specs[i]->name);
+	if (b.len == 0)
+		sse_buf_adds(&b, "none");
+	return b.p;
+}
+
+/* A context on a new kernel (pooled: warm, unlisted). */
+static int
+start(struct context_set *cs, const struct kp_kernelspec *spec,
+    const char *language, const char *cwd, bool is_default, bool pooled,
+    struct context **out, char *err, size_t errlen)
+{
+	struct context *c = xcalloc(1, sizeof(*c));
+	int rc;
+
+	c->set = cs;
+	c->spec = spec;
+	c->language = xstrdup(language);
+	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	c->is_default = is_default;
+	c->pooled = pooled;
+	c->last_use = loop_now_ms();
+	if ((rc = kernel_start(cs->loop, cs->conf, spec, cwd, on_kernel, c,
+	    &c->k, err, errlen)) < 0) {
+		free(c->language);
+		free(c->cwd);
+		free(c);
+		return rc;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", kernel_id(c->k));
+	c->next = cs->list;
+	cs->list = c;
+	*out = c;
+	return 0;
+}
+
+/* A ready pooled context of spec, or NULL. */
+static struct context *
+take_pooled(struct context_set *cs, const struct kp_kernelspec *spec)
+{
+	for (struct context *c = cs->list; c != NULL; c = c->next)
+		if (c->pooled && !c->deleted && c->spec == spec &&
+		    kernel_ready(c->k))
+			return c;
+	return NULL;
+}
+
+/* A context for language; see context.h. */
+int
+context_create(struct context_set *cs, const char *language, const char *cwd,
+    bool is_default, struct context **out, char *err, size_t errlen)
+{
+	const struct kp_kernelspec *spec = context_spec(cs, language);
+	struct context *c;
+	int rc;
+
+	if (spec == NULL)
+		return -ENOENT;
+	if (cwd == NULL && (c = take_pooled(cs, spec)) != NULL) {
+		c->pooled = false;
+		free(c->language);
+		c->language = xstrdup(language);
+		c->is_default = is_default;
+		c->last_use = loop_now_ms();
+		log_info("context=%s language=%s taken from the pool", c->id,
+		    language);
+		/* Replace it after this reply has gone out, not before. */
+		if (cs->t_refill == 0)
+			cs->t_refill = loop_timer_add(cs->loop, 0, on_refill,
+			    cs);
+		*out = c;
+		return 0;
+	}
+	if ((rc = start(cs, spec, language, cwd, is_default, false, &c, err,
+	    errlen)) < 0)
+		return rc;
+	log_info("context=%s language=%s created", c->id, language);
+	*out = c;
+	return 0;
+}
+
+/* Start kernels until every pool has what it wants (ready or starting). */
+static void
+refill(struct context_set *cs)
+{
+	struct context *c;
+	unsigned have;
+	char err[512];
+
+	if (cs->closing)
+		return;
+	for (size_t i = 0; i < cs->npools; i++) {
+		struct pool *p = &cs->pools[i];
+
+		if (p->failures >= POOL_MAX_FAILURES)
+			continue;
+		have = 0;
+		for (c = cs->list; c != NULL; c = c->next)
+			if (c->pooled && !c->deleted && c->spec == p->spec)
+				have++;
+		while (have < p->want) {
+			if (start(cs, p->spec, p->spec->language, NULL, false,
+			    true, &c, err, sizeof(err)) < 0) {
+				log_warnx("pool %s: %s", p->spec->name, err);
+				p->failures++;
+				break;
+			}
+			have++;
+		}
+	}
+}
+
+static void
+on_refill(struct loop *l, uint64_t id, void *arg)
+{
+	struct context_set *cs = arg;
+
+	cs->t_refill = 0;
+	refill(cs);
+}
+
+/* Pools and culling; see context.h. */
+int
+context_set_policy(struct context_set *cs, const struct context_pool *pool,
+    size_t npool, unsigned idle_s)
+{
+	const struct kp_kernelspec *spec;
+	int rc = 0;
+
+	for (size_t i = 0; i < npool && cs->npools < MAX_POOLS; i++) {
+		if ((spec = context_spec(cs, pool[i].spec)) == NULL) {
+			log_warnx("pool: no kernel for %s", pool[i].spec);
+			rc = -ENOENT;
+			continue;
+		}
+		cs->pools[cs->npools++] = (struct pool){ spec, pool[i].n, 0 };
+	}
+	cs->idle_s = idle_s;
+	if (idle_s > 0)
+		cs->t_cull = loop_timer_add(cs->loop, 1000, on_cull, cs);
+	refill(cs);
+	return rc;
+}
+
+/* Delete contexts that ran nothing for idle_s seconds. */
+static void
+on_cull(struct loop *l, uint64_t id, void *arg)
+{
+	struct context_set *cs = arg;
+	uint64_t now = loop_now_ms(), limit = (uint64_t)cs->idle_s * 1000;
+
+	cs->t_cull = 0;
+	for (struct context *c = cs->list; c != NULL; c = c->next) {
+		if (c->deleted || c->pooled || c->runs > 0 ||
+		    now - c->last_use < limit)
+			continue;
+		log_info("context=%s idle for %u s: deleting it", c->id,
+		    cs->idle_s);
+		context_delete(c);
+	}
+	cs->t_cull = loop_timer_add(l, 1000, on_cull, cs);
+}
+
+/* Count a run in or out, and note the use. */
+void
+context_use(struct context *c, int delta)
+{
+	c->runs += delta;
+	c->last_use = loop_now_ms();
+}
+
+/* Delete everything, pooled contexts included, and stop refilling. */
+void
+context_set_shutdown(struct context_set *cs)
+{
+	cs->closing = true;
+	if (cs->t_cull != 0)
+		loop_timer_cancel(cs->loop, cs->t_cull);
+	if (cs->t_refill != 0)
+		loop_timer_cancel(cs->loop, cs->t_refill);
+	cs->t_cull = cs->t_refill = 0;
+	for (struct context *c = cs->list; c != NULL; c = c->next)
+		context_delete(c);
+}
+
+/* A live context by id. */
+struct context *
+context_find(struct context_set *cs, const char *id)
+{
+	for (struct context *c = cs->list; c != NULL; c = c->next)
+		if (!c->deleted && !c->pooled && strcmp(c->id, id) == 0)
+			return c;
+	return NULL;
+}
+
+/* The live default context of a language. */
+struct context *
+context_default(struct context_set *cs, const char *language)
+{
+	for (struct context *c = cs->list; c != NULL; c = c->next)
+		if (!c->deleted && !c->pooled && c->is_default &&
+		    strcmp(c->language, language) == 0)
+			return c;
+	return NULL;
+}
+
+/* Visit live contexts, newest first; fn may delete the one it is given. */
+void
+context_each(struct context_set *cs, const char *language,
+    void (*fn)(struct context *, void *), void *arg)
+{
+	struct context *c, *next;
+
+	for (c = cs->list; c != NULL; c = next) {
+		next = c->next;
+		if (!c->deleted && !c->pooled && (language == NULL ||
+		    strcmp(c->language, language) == 0))
+			fn(c, arg);
+	}
+}
+
+/* Hide the context and stop its kernel; freed when the kernel is gone. */
+void
+context_delete(struct context *c)
+{
+	if (c->deleted)
+		return;
+	c->deleted = true;
+	log_info("context=%s deleted", c->id);
+	wake(c, "the context was deleted");
+	kernel_shutdown(c->k);
+}
+
+/* Tell every waiter; why is NULL for "ready". */
+static void
+wake(struct context *c, const char *why)
+{
+	struct waiter *w;
+
+	while ((w = c->waiters) != NULL) {
+		c->waiters = w->next;
+		w->cb(c, why, w->arg);
+		free(w);
+	}
+}
+
+/* Wait for readiness; see context.h. */
+void
+context_wait(struct context *c, context_wait_cb *cb, void *arg)
+{
+	struct waiter *w, **pp;
+
+	if (!c->deleted && kernel_ready(c->k)) {
+		cb(c, NULL, arg);
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->cb = cb;
+	w->arg = arg;
+	for (pp = &c->waiters; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = w;	/* in arrival order */
+}
+
+/* Forget a wait by its arg. */
+void
+context_wait_cancel(struct context *c, void *arg)
+{
+	for (struct waiter **pp = &c->waiters; *pp != NULL;
+	    pp = &(*pp)->next) {
+		if ((*pp)->arg == arg) {
+			struct waiter *w = *pp;
+
+			*pp = w->next;
+			free(w);
+			return;
+		}
+	}
+}
+
+static void
+unlink_context(struct context *c)
+{
+	for (struct context **pp = &c->set->list; *pp != NULL;
+	    pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+	}
+}
+
+/* Kernel events: wake waiters; a dead kernel takes its context along. */
+static void
+on_kernel(struct kernel *k, enum kernel_event ev, const char *why,
+    void *arg)
+{
+	struct context *c = arg;
+
+	switch (ev) {
+	case KERNEL_READY:
+		if (c->pooled)
+			for (size_t i = 0; i < c->set->npools; i++)
+				if (c->set->pools[i].spec == c->spec)
+					c->set->pools[i].failures = 0;
+		wake(c, NULL);
+		break;
+	case KERNEL_RESTARTING:
+		log_warnx("context=%s restarting: %s", c->id, why);
+		break;
+	case KERNEL_DEAD:
+		if (!c->deleted)
+			log_warnx("context=%s is dead: %s", c->id, why);
+		if (c->pooled && !c->deleted && !c->set->closing) {
+			/* A warm kernel that could not start: try later. */
+			for (size_t i = 0; i < c->set->npools; i++)
+				if (c->set->pools[i].spec == c->spec)
+					c->set->pools[i].failures++;
+			if (c->set->t_refill == 0)
+				c->set->t_refill = loop_timer_add(c->set->loop,
+				    POOL_RETRY_MS, on_refill, c->set);
+		}
+		c->deleted = true;
+		wake(c, why);
+		unlink_context(c);
+		free(c->language);
+		free(c->cwd);
+		free(c);
+		break;
+	}
+}
+
+const char *
+context_id(const struct context *c)
+{
+	return c->id;
+}
+
+const char *
+context_language(const struct context *c)
+{
+	return c->language;
+}
+
+const char *
+context_cwd(const struct context *c)
+{
+	return c->cwd;
+}
+
+bool
+context_ready(const struct context *c)
+{
+	return !c->deleted && kernel_ready(c->k);
+}
+
+struct kernel *
+context_kernel(const struct context *c)
+{
+	return c->k;
+}

@@ -1,0 +1,86 @@
+/*
+ * context.h -- code contexts: a kernel per context, found by id, one
+ * default context per language, and the wait for readiness.
+ *
+ * A context is listed from its creation; it is usable once its kernel is
+ * ready.  Deleting a context hides it at once and frees it once its
+ * kernel is gone.  Loop thread only.
+ */
+#ifndef EXECD_CONTEXT_H
+#define EXECD_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernel.h"
+
+struct execd;
+struct context;
+
+/* Called once per wait: ok, or why the context could not become ready. */
+typedef void context_wait_cb(struct context *, const char *why, void *arg);
+
+struct context_set;
+
+/* Warm kernels to keep per kernelspec, and when to cull idle contexts. */
+struct context_pool {
+	const char	*spec;		/* kernelspec name or language */
+	unsigned	 n;
+};
+
+struct context_set	*context_set_new(struct loop *,
+			    const struct kernel_conf *);
+/*
+ * Keep n ready kernels per pool entry (started now, refilled after each
+ * take), and delete contexts that ran nothing for idle_s seconds (0:
+ * never).  Unknown languages are skipped with -ENOENT for the first.
+ */
+int			 context_set_policy(struct context_set *,
+			    const struct context_pool *, size_t npool,
+			    unsigned idle_s);
+/* Delete every context, pooled ones included; refill stops. */
+void			 context_set_shutdown(struct context_set *);
+void			 context_set_free(struct context_set *);
+
+/*
+ * The kernelspec for a language: a spec named so, else the first (by
+ * name) whose language is it.  NULL when none is installed.
+ */
+const struct kp_kernelspec *context_spec(struct context_set *,
+			    const char *language);
+/* "python (python3), fake (fake)": what is installed, for messages. */
+char			*context_languages(struct context_set *);
+
+/*
+ * A new context for language in cwd (NULL: execd's), taken ready from the
+ * warm pool when one waits there and no cwd is asked.  0 with *out set;
+ * -ENOENT when no kernel serves the language; -errno with a message in
+ * err when the kernel could not be started.
+ */
+int	context_create(struct context_set *, const char *language,
+	    const char *cwd, bool is_default, struct context **out, char *err,
+	    size_t errlen);
+struct context	*context_find(struct context_set *, const char *id);
+struct context	*context_default(struct context_set *, const char *language);
+/* Call fn for each live context (of language, when not NULL). */
+void	context_each(struct context_set *, const char *language,
+	    void (*fn)(struct context *, void *), void *arg);
+/* A run starts (+1) or ends (-1): a context with runs is never idle. */
+void	context_use(struct context *, int delta);
+/* Delete: shut the kernel down, hide the context now. */
+void	context_delete(struct context *);
+
+/*
+ * Wait until the context is ready (at once if it is).  The callback runs
+ * exactly once unless context_wait_cancel() is called first.
+ */
+void	context_wait(struct context *c, context_wait_cb *cb, void *arg);
+void	context_wait_cancel(struct context *, void *arg);
+
+const char	*context_id(const struct context *);
+const char	*context_language(const struct context *);
+const char	*context_cwd(const struct context *);	/* NULL: none */
+bool		 context_ready(const struct context *);
+struct kernel	*context_kernel(const struct context *);
+
+#endif

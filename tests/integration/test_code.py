@@ -1,0 +1,355 @@
+"""Code contexts and runs on real kernels (Debian's ipykernel)."""
+import json
+import os
+import signal
+import threading
+import time
+
+from lib import Execd, expect_error, kinds, run_code, wait_for
+
+
+def new_context(d, language="python", **kw):
+    st, h, body = d.request("POST", "/code/context",
+                            body=dict(language=language, **kw), timeout=90)
+    assert st == 200, body
+    return json.loads(body)
+
+
+def texts(evs, kind):
+    return "".join(e["text"] for e in evs if e["type"] == kind)
+
+
+def test_context_lifecycle_and_listing():
+    with Execd() as d:
+        a = new_context(d)
+        assert a["language"] == "python" and len(a["id"]) == 32, a
+        b = new_context(d, cwd="/tmp")
+        assert b["cwd"] == "/tmp", b
+        st, lst = d.get_json("/code/contexts")
+        assert {c["id"] for c in lst} == {a["id"], b["id"]}, lst
+        st, lst = d.get_json("/code/contexts?language=javascript")
+        assert st == 200 and lst == [], lst
+        st, got = d.get_json("/code/contexts/" + a["id"])
+        assert got == {"id": a["id"], "language": "python"}, got
+        st, h, body = d.request("DELETE", "/code/contexts/" + a["id"])
+        assert st == 200 and body == b"" and h["content-length"] == "0"
+        st, h, body = d.request("GET", "/code/contexts/" + a["id"])
+        expect_error(st, body, 404, "CONTEXT_NOT_FOUND")
+        st, h, body = d.request("DELETE", "/code/contexts/" + a["id"])
+        expect_error(st, body, 404, "CONTEXT_NOT_FOUND")
+        st, h, body = d.request("DELETE", "/code/contexts")
+        expect_error(st, body, 400, "MISSING_QUERY")
+        st, h, body = d.request("DELETE", "/code/contexts?language=python")
+        assert st == 200
+        st, lst = d.get_json("/code/contexts")
+        assert lst == [], lst
+
+
+def test_run_events_in_upstream_order():
+    with Execd() as d:
+        c = new_context(d)
+        st, evs = run_code(d, "import sys; print('a'); "
+                           "print('b', file=sys.stderr); 40+2", id=c["id"])
+        assert st == 200, evs
+        assert evs[0] == {"type": "init", "text": c["id"],
+                          "timestamp": evs[0]["timestamp"]}, evs[0]
+        assert evs[1]["type"] == "ping" and evs[1]["text"] == "pong"
+        assert texts(evs, "stdout") == "a\n"
+        assert texts(evs, "stderr") == "b\n"
+        k = kinds(evs)
+        assert k[-3:] == ["execution_count", "result",
+                          "execution_complete"], k
+        res = [e for e in evs if e["type"] == "result"][0]
+        assert res["results"] == {"text": "42"}, res
+        assert isinstance(evs[-1].get("execution_time", 0), int)
+        for e in evs:
+            assert isinstance(e["timestamp"], int)
+
+
+def test_state_kept_and_errors_reported():
+    with Execd() as d:
+        c = new_context(d)
+        run_code(d, "x = 41", id=c["id"])
+        st, evs = run_code(d, "x + 1", id=c["id"])
+        assert [e for e in evs if e["type"] == "result"][0]["results"] == \
+            {"text": "42"}
+        st, evs = run_code(d, "1/0", id=c["id"])
+        k = kinds(evs)
+        assert k[-3:] == ["status", "error", "execution_complete"], k
+        err = [e for e in evs if e["type"] == "error"][0]["error"]
+        assert err["ename"] == "ZeroDivisionError", err
+        assert err["evalue"] == "division by zero"
+        assert isinstance(err["traceback"], list) and err["traceback"]
+
+
+def test_display_data_reaches_the_client():
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+           "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    with Execd() as d:
+        st, evs = run_code(d, "from IPython.display import display\n"
+                           "display({'image/png': '%s', 'text/plain': "
+                           "'<img>'}, raw=True)" % png, language="python")
+        res = [e for e in evs if e["type"] == "result"]
+        assert res and res[0]["results"]["image/png"] == png, evs
+        assert res[0]["results"]["text"] == "<img>"
+
+
+def test_default_context_created_once_and_listed():
+    with Execd() as d:
+        st, evs = run_code(d, "y = 7", language="python")
+        cid = evs[0]["text"]
+        st, evs = run_code(d, "print(y)", language="python")
+        assert evs[0]["text"] == cid
+        assert texts(evs, "stdout") == "7\n"
+        st, lst = d.get_json("/code/contexts?language=python")
+        assert [c["id"] for c in lst] == [cid], lst
+
+
+def test_contexts_are_isolated():
+    with Execd() as d:
+        a, b = new_context(d), new_context(d)
+        run_code(d, "v = 'a'", id=a["id"])
+        st, evs = run_code(d, "print(v)", id=b["id"])
+        assert [e for e in evs if e["type"] == "error"][0]["error"][
+            "ename"] == "NameError"
+
+
+def test_interrupt_a_long_sleep():
+    with Execd() as d:
+        c = new_context(d)
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            d, "import time; time.sleep(100)", id=c["id"])))
+        t.start()
+        time.sleep(1.0)
+        st, h, body = d.request("DELETE", "/code?id=" + c["id"])
+        assert st == 200, body
+        t.join(15)
+        assert not t.is_alive()
+        st, evs = out["r"]
+        err = [e for e in evs if e["type"] == "error"][0]["error"]
+        assert err["ename"] == "KeyboardInterrupt", evs
+        st, h, body = d.request("DELETE", "/code?id=nope")
+        expect_error(st, body, 404, "CONTEXT_NOT_FOUND")
+        st, h, body = d.request("DELETE", "/code")
+        expect_error(st, body, 400, "MISSING_QUERY")
+
+
+def kernel_pid(d, cid):
+    st, conn = d.get_json("/code/contexts/%s/connection" % cid)
+    path = conn["connection_file"]
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    if path.encode() in f.read():
+                        return int(p)
+            except OSError:
+                pass
+    raise AssertionError("no kernel process for " + path)
+
+
+def test_kernel_killed_mid_run_ends_the_stream_and_restarts():
+    with Execd() as d:
+        c = new_context(d)
+        run_code(d, "z = 1", id=c["id"])
+        pid = kernel_pid(d, c["id"])
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            d, "import time; time.sleep(100)", id=c["id"])))
+        t.start()
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)
+        t.join(20)
+        assert not t.is_alive(), "the stream did not end"
+        st, evs = out["r"]
+        err = [e for e in evs if e["type"] == "error"][-1]["error"]
+        assert "killed by signal 9" in err["evalue"], err
+        assert kinds(evs)[-1] == "error", kinds(evs)
+        # The context lives on, restarted with fresh state.
+        st, evs = run_code(d, "print(z)", id=c["id"])
+        assert [e for e in evs if e["type"] == "error"][0]["error"][
+            "ename"] == "NameError", evs
+
+
+def test_a_failed_run_does_not_abort_the_next_queued_one():
+    with Execd() as d:
+        c = new_context(d)
+        res = {}
+        t = threading.Thread(target=lambda: res.update(a=run_code(
+            d, "import time; time.sleep(1); 1/0", id=c["id"])))
+        t.start()
+        time.sleep(0.3)
+        st, evs = run_code(d, "print('ran')", id=c["id"])
+        t.join(30)
+        assert texts(evs, "stdout") == "ran\n", evs
+        assert [e for e in res["a"][1] if e["type"] == "error"]
+
+
+def test_runs_on_one_context_queue_in_order():
+    with Execd() as d:
+        c = new_context(d)
+        res = {}
+
+        def go(name, code):
+            res[name] = (time.monotonic(), run_code(d, code, id=c["id"]))
+        t1 = threading.Thread(target=go, args=(
+            "first", "import time; time.sleep(1.5); print('first')"))
+        t1.start()
+        time.sleep(0.3)
+        t2 = threading.Thread(target=go, args=("second", "print('second')"))
+        t2.start()
+        t1.join(30)
+        t2.join(30)
+        assert texts(res["first"][1][1], "stdout") == "first\n"
+        assert texts(res["second"][1][1], "stdout") == "second\n"
+        assert res["first"][0] <= res["second"][0]
+
+
+def test_runs_on_two_contexts_run_in_parallel():
+    with Execd() as d:
+        a, b = new_context(d), new_context(d)
+        res = {}
+        t = threading.Thread(target=lambda: res.update(a=run_code(
+            d, "import time; time.sleep(4)", id=a["id"])))
+        t.start()
+        time.sleep(0.5)
+        st, evs = run_code(d, "print('quick')", id=b["id"])
+        assert texts(evs, "stdout") == "quick\n"
+        assert t.is_alive(), "b waited for a"
+        t.join(30)
+
+
+def test_timeout_interrupts_with_an_error_event():
+    with Execd() as d:
+        st, evs = run_code(d, "import time; time.sleep(30)",
+                           language="python", timeout=60)
+        st, h, body = d.request("POST", "/code", body={
+            "code": "import time; time.sleep(30)", "timeout": 500,
+            "context": {"language": "python"}}, timeout=30)
+        evs = [json.loads(x) for x in body.split(b"\n") if x.strip()] \
+            if st == 200 else []
+        errs = [e["error"] for e in evs if e["type"] == "error"]
+        assert [e["ename"] for e in errs] == ["TimeoutError"], evs
+
+
+def test_output_cap_marks_the_cut():
+    with Execd("--max-output", "1K") as d:
+        st, evs = run_code(d, "print('x' * 5000)", language="python")
+        out = texts(evs, "stdout")
+        assert len(out) == 1024, len(out)
+        assert "bytes dropped" in texts(evs, "stderr"), evs
+
+
+def test_invalid_utf8_output_never_breaks_json():
+    with Execd() as d:
+        # A lone surrogate (what undecodable bytes become in Python)
+        # reaches us as a raw invalid byte in the kernel's JSON.
+        st, evs = run_code(d, "print('ok' + '\\udcff')", language="python")
+        assert texts(evs, "stdout") == "ok\ufffd\n", evs
+
+
+def test_request_errors_before_any_event():
+    with Execd() as d:
+        st, h, body = d.request("POST", "/code", body={
+            "code": "1", "context": {"language": "cobol"}})
+        obj = expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        assert "python" in obj["message"], obj
+        st, h, body = d.request("POST", "/code", body={
+            "code": "1", "context": {"id": "nope"}})
+        expect_error(st, body, 404, "CONTEXT_NOT_FOUND")
+        st, h, body = d.request("POST", "/code", body={
+            "context": {"language": "python"}})
+        obj = expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        assert "'code'" in obj["message"]
+        st, h, body = d.request("POST", "/code", body={
+            "code": "1", "timeout": "soon",
+            "context": {"language": "python"}})
+        obj = expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        assert "'timeout'" in obj["message"]
+        st, h, body = d.request("POST", "/code/context",
+                                body={"language": "cobol"})
+        expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        st, h, body = d.request("POST", "/code/context", body={
+            "language": "python", "cwd": "relative"})
+        expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+
+
+def test_connection_info_lets_jupyter_client_attach():
+    import subprocess
+    with Execd() as d:
+        c = new_context(d)
+        run_code(d, "shared = 'from-execd'", id=c["id"])
+        st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
+        assert st == 200
+        for k in ("shell_port", "iopub_port", "key", "transport",
+                  "signature_scheme", "connection_file"):
+            assert k in conn, conn
+        assert os.stat(conn["connection_file"]).st_mode & 0o777 == 0o600
+        assert conn["transport"] == "ipc", conn     # ipykernel: ipc
+        script = (
+            "from jupyter_client import BlockingKernelClient\n"
+            "c = BlockingKernelClient(connection_file=%r)\n"
+            "c.load_connection_file(); c.start_channels()\n"
+            "c.wait_for_ready(timeout=30)\n"
+            "out = []\n"
+            "c.execute_interactive('print(shared)', timeout=30,"
+            " output_hook=lambda m: out.append("
+            "m['content'].get('text', '')))\n"
+            "print(''.join(out).strip())\n" % conn["connection_file"])
+        r = subprocess.run(["/usr/bin/python3", "-c", script],
+                           capture_output=True, text=True, timeout=60)
+        assert r.stdout.strip() == "from-execd", r
+
+
+def test_shutdown_ends_runs_and_stops_kernels():
+    d = Execd().start()
+    c = new_context(d)
+    pid = kernel_pid(d, c["id"])
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=run_code(
+        d, "import time; time.sleep(100)", id=c["id"])))
+    t.start()
+    time.sleep(1.0)
+    assert d.stop() == 0
+    t.join(10)
+    st, evs = out["r"]
+    errs = [e["error"]["ename"] for e in evs if e["type"] == "error"]
+    assert errs == ["Shutdown"], evs
+    assert wait_for(lambda: not os.path.exists("/proc/%d" % pid), 5)
+
+
+def test_warm_pool_hands_out_ready_kernels_and_refills():
+    with Execd("--pool", "python=1") as d:
+        assert wait_for(lambda: " ready" in d.read_log(), 60), d.read_log()
+        st, lst = d.get_json("/code/contexts")
+        assert lst == [], lst          # pooled kernels are not contexts
+        c = new_context(d)
+        log = d.read_log()
+        assert "context=%s language=python taken from the pool" % c["id"] \
+            in log, log
+        # A replacement starts at once.
+        assert wait_for(lambda: d.read_log().count(" ready") >= 2, 60)
+        st, evs = run_code(d, "print(1 + 1)", id=c["id"])
+        assert texts(evs, "stdout") == "2\n"
+        # With a cwd, a fresh kernel starts there instead.
+        c2 = new_context(d, cwd="/tmp")
+        st, evs = run_code(d, "import os; print(os.getcwd())", id=c2["id"])
+        assert texts(evs, "stdout") == "/tmp\n", evs
+
+
+def test_idle_contexts_are_culled_but_not_while_running():
+    with Execd("--context-idle-timeout", "2") as d:
+        idle = new_context(d)
+        busy = new_context(d)
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            d, "import time; time.sleep(5); print('done')", id=busy["id"])))
+        t.start()
+        assert wait_for(lambda: idle["id"] not in [
+            c["id"] for c in d.get_json("/code/contexts")[1]], 10)
+        ids = [c["id"] for c in d.get_json("/code/contexts")[1]]
+        assert busy["id"] in ids, ids
+        t.join(30)
+        assert texts(out["r"][1], "stdout") == "done\n"
+        assert wait_for(lambda: d.get_json("/code/contexts")[1] == [], 10)
