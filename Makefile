@@ -125,6 +125,7 @@ lint:
 	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) \
 	    --include=tests/cppcheck.h \
 	    execd sse fs kernelproto
+	/usr/bin/python3 -m pyflakes tests bench
 
 clean:
 	rm -rf build

@@ -216,3 +216,32 @@ def run_code(d, code, timeout=60, **ctx):
 def kinds(evs):
     """Event types, without pings."""
     return [e["type"] for e in evs if e["type"] != "ping"]
+
+
+def new_context(d, language="python", **kw):
+    """POST /code/context; returns the context object."""
+    st, h, body = d.request("POST", "/code/context",
+                            body=dict(language=language, **kw), timeout=90)
+    assert st == 200, body
+    return json.loads(body)
+
+
+def texts(evs, kind):
+    """The text of every event of one kind, joined."""
+    return "".join(e["text"] for e in evs if e["type"] == kind)
+
+
+def interrupted_run(d, cid, code, after=1.0):
+    """Run code in context cid, DELETE /code?id= after a while; the
+    run's events once its stream has ended."""
+    import threading
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=run_code(
+        d, code, id=cid)))
+    t.start()
+    time.sleep(after)
+    st, h, body = d.request("DELETE", "/code?id=" + cid)
+    assert st == 200, body
+    t.join(15)
+    assert not t.is_alive(), "the run did not end"
+    return out["r"][1]

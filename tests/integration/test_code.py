@@ -1,22 +1,11 @@
 """Code contexts and runs on real kernels (Debian's ipykernel)."""
-import json
 import os
 import signal
 import threading
 import time
 
-from lib import Execd, expect_error, kinds, run_code, wait_for
-
-
-def new_context(d, language="python", **kw):
-    st, h, body = d.request("POST", "/code/context",
-                            body=dict(language=language, **kw), timeout=90)
-    assert st == 200, body
-    return json.loads(body)
-
-
-def texts(evs, kind):
-    return "".join(e["text"] for e in evs if e["type"] == kind)
+from lib import (Execd, events, expect_error, interrupted_run, kinds,
+                 new_context, run_code, texts, wait_for)
 
 
 def test_context_lifecycle_and_listing():
@@ -117,16 +106,7 @@ def test_contexts_are_isolated():
 def test_interrupt_a_long_sleep():
     with Execd() as d:
         c = new_context(d)
-        out = {}
-        t = threading.Thread(target=lambda: out.update(r=run_code(
-            d, "import time; time.sleep(100)", id=c["id"])))
-        t.start()
-        time.sleep(1.0)
-        st, h, body = d.request("DELETE", "/code?id=" + c["id"])
-        assert st == 200, body
-        t.join(15)
-        assert not t.is_alive()
-        st, evs = out["r"]
+        evs = interrupted_run(d, c["id"], "import time; time.sleep(100)")
         err = [e for e in evs if e["type"] == "error"][0]["error"]
         assert err["ename"] == "KeyboardInterrupt", evs
         st, h, body = d.request("DELETE", "/code?id=nope")
@@ -222,15 +202,17 @@ def test_runs_on_two_contexts_run_in_parallel():
 
 def test_timeout_interrupts_with_an_error_event():
     with Execd() as d:
-        st, evs = run_code(d, "import time; time.sleep(30)",
-                           language="python", timeout=60)
         st, h, body = d.request("POST", "/code", body={
             "code": "import time; time.sleep(30)", "timeout": 500,
             "context": {"language": "python"}}, timeout=30)
-        evs = [json.loads(x) for x in body.split(b"\n") if x.strip()] \
-            if st == 200 else []
+        assert st == 200, body
+        evs = events(body)
         errs = [e["error"] for e in evs if e["type"] == "error"]
         assert [e["ename"] for e in errs] == ["TimeoutError"], evs
+        assert kinds(evs)[-1] == "execution_complete", evs
+        # The context is usable at once.
+        st, evs = run_code(d, "print('next')", language="python")
+        assert texts(evs, "stdout") == "next\n", evs
 
 
 def test_output_cap_marks_the_cut():

@@ -22,11 +22,11 @@ What tslab sends is not what ipykernel sends, and these tests pin it:
 import json
 import os
 import subprocess
-import threading
 import time
 
 import lib
-from lib import EXECD, Execd, kinds, run_code
+from lib import (EXECD, Execd, interrupted_run, kinds, new_context, run_code,
+                 texts)
 
 _specs = []
 FAILED_RUN_SETTLE = 0.5     # tslab aborts runs for 200 ms after a failure
@@ -47,17 +47,6 @@ def jupyter_path():
 
 def daemon(*args):
     return Execd(*args, env={"JUPYTER_PATH": jupyter_path()})
-
-
-def new_context(d, language, **kw):
-    st, h, body = d.request("POST", "/code/context",
-                            body=dict(language=language, **kw), timeout=90)
-    assert st == 200, body
-    return json.loads(body)
-
-
-def texts(evs, kind):
-    return "".join(e["text"] for e in evs if e["type"] == kind)
 
 
 def of_type(evs, kind):
@@ -175,16 +164,7 @@ def test_javascript_interrupt_breaks_a_busy_loop():
     with daemon() as d:
         c = new_context(d, "javascript")
         run_code(d, "let before = 1", id=c["id"])
-        out = {}
-        t = threading.Thread(target=lambda: out.update(r=run_code(
-            d, "while (true) {}", id=c["id"])))
-        t.start()
-        time.sleep(1.0)
-        st, h, body = d.request("DELETE", "/code?id=" + c["id"])
-        assert st == 200, body
-        t.join(15)
-        assert not t.is_alive()
-        st, evs = out["r"]
+        evs = interrupted_run(d, c["id"], "while (true) {}")
         assert "Script execution was interrupted by `SIGINT`" in texts(
             evs, "stderr"), evs
         assert kinds(evs)[-1] == "execution_complete", evs
