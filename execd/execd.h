@@ -25,6 +25,7 @@ struct execd {
 	void			*zctx;
 	struct kernel_conf	 kconf;
 	struct context_set	*contexts;
+	char			*cmd_dir;	/* background output */
 	/* Last metrics sample, the base for the next CPU percentage. */
 	struct metrics_sample	 msample;
 	double			 mcpu_pct;

@@ -674,6 +674,23 @@ reply_raw(struct http_req *req, unsigned status, const char *body, size_t n,
 	queue(req, status, resp);
 }
 
+/* A body of any type, with one optional extra header. */
+void
+http_reply_text(struct http_req *req, unsigned status, const char *type,
+    const void *body, size_t n, const char *hname, const char *hval)
+{
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_buffer(n, (void *)(uintptr_t)body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL)
+		fatalx("cannot make a response");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (hname != NULL)
+		MHD_add_response_header(resp, hname, hval);
+	queue(req, status, resp);
+}
+
 /* 200, no body. */
 void
 http_reply_empty(struct http_req *req)

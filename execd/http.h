@@ -109,6 +109,9 @@ void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
 
 /* 200 with an empty body and Content-Length: 0. */
 void	http_reply_empty(struct http_req *);
+/* status with a body of type, and one extra header (hname NULL: none). */
+void	http_reply_text(struct http_req *, unsigned status, const char *type,
+	    const void *body, size_t n, const char *hname, const char *hval);
 /* status with v as JSON (takes ownership of v). */
 void	http_reply_json(struct http_req *, unsigned status, json_t *v);
 /* status with {"code":code,"message":...}. */

@@ -242,7 +242,9 @@ launch(struct kernel *k, char *err, size_t errlen)
 	kp_msg_new_id(k->session);
 	argv = kp_kernelspec_argv(k->spec, k->connfile);
 	env = kernel_env(k->spec);
-	if (argv == NULL || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+	/* Our end only is non-blocking: the kernel's writes must block. */
+	if (argv == NULL || pipe2(p, O_CLOEXEC) < 0 ||
+	    fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot prepare the kernel: %s",
 		    strerror(-rc));

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zmq.h>
@@ -24,6 +25,7 @@
 #include "../kernelproto/kp_kernelspec.h"
 #include "../fs/fs_ops.h"
 #include "child.h"
+#include "command.h"
 #include "context.h"
 #include "conf.h"
 #include "execd.h"
@@ -104,6 +106,9 @@ main(int argc, char **argv)
 		fatalx("event loop: %s", strerror(-rc));
 
 	http_free(app.http);
+	command_shutdown();
+	rmdir(app.cmd_dir);
+	free(app.cmd_dir);
 	context_set_free(app.contexts);
 	zmq_ctx_term(app.zctx);
 	loop_free(app.loop);
@@ -184,6 +189,15 @@ setup_kernels(struct conf *c)
 	    .grace_ms = c->grace_ms, .max_restarts = 3,
 	    .max_frame = 64 << 20, .cgroup = &metrics_src_system };
 	app.contexts = context_set_new(app.loop, &app.kconf);
+	/* Background command output: a private directory of this daemon. */
+	e = getenv("TMPDIR");
+	app.cmd_dir = xasprintf("%s/execd-%ld", e != NULL && e[0] == '/' ? e :
+	    "/tmp", (long)getpid());
+	if (mkdir(app.cmd_dir, 0700) < 0 && errno != EEXIST) {
+		log_warn("%s", app.cmd_dir);
+		return -1;
+	}
+	command_init(app.loop, app.cmd_dir);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];

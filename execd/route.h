@@ -27,7 +27,13 @@ void	route_context_get(struct http_req *);
 void	route_context_delete(struct http_req *);
 void	route_context_connection(struct http_req *);
 void	route_code_run(struct http_req *);
-void	route_code_interrupt(struct http_req *);
+
+/* route_cmd.c: shell commands, and the interrupt of commands and code. */
+void	route_command_run(struct http_req *);
+void	route_command_code(struct http_req *, const char *code);
+void	route_command_status(struct http_req *);
+void	route_command_logs(struct http_req *);
+void	route_interrupt(struct http_req *);
 
 /* route_fs.c: files and directories. */
 void	route_dirs_make(struct http_req *);

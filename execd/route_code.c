@@ -324,32 +324,6 @@ route_context_connection(struct http_req *req)
 	http_reply_json(req, 200, o);
 }
 
-/* DELETE /code?id=<context id>: interrupt what runs there. */
-void
-route_code_interrupt(struct http_req *req)
-{
-	struct execd *app = http_req_app(req);
-	const char *id = http_req_query(req, "id");
-	struct context *c;
-	int rc;
-
-	if (id == NULL || id[0] == '\0') {
-		http_reply_error(req, 400, HTTP_E_QUERY,
-		    "missing query parameter 'id'");
-		return;
-	}
-	if ((c = context_find(app->contexts, id)) == NULL) {
-		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
-		    "context %s not found", id);
-		return;
-	}
-	if ((rc = kernel_interrupt(context_kernel(c))) < 0) {
-		http_reply_errno(req, rc, "error interrupting context %s", id);
-		return;
-	}
-	http_reply_empty(req);
-}
-
 /*
  * POST /code {"code","context":{"id","language"},"timeout"}: run code in
  * a context (or the language's default one) and stream its events.
@@ -386,10 +360,14 @@ route_code_run(struct http_req *req)
 			    "context %s not found", id);
 			return;
 		}
-	} else if (lang[0] == '\0' || not_a_kernel_language(lang)) {
+	} else if (lang[0] == '\0' || strcmp(lang, "command") == 0) {
+		/* As upstream: no language means a shell command. */
+		route_command_code(req, body_str(body, "code", ""));
+		return;
+	} else if (not_a_kernel_language(lang)) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
-		    "a context id or a kernel language is required (running "
-		    "code as a shell command is not available yet)");
+		    "language '%s' is not supported by /code; use /command",
+		    lang);
 		return;
 	} else if ((c = context_default(app->contexts, lang)) == NULL) {
 		rc = context_create(app->contexts, lang, NULL, true, &c, err,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -20,11 +21,12 @@
 
 extern char **environ;
 
-enum step { S_DEVNULL, S_DUP, S_SETSID, S_CHDIR, S_EXEC };
+enum step { S_DEVNULL, S_DUP, S_SETSID, S_IDS, S_CHDIR, S_EXEC };
 
 static const char *const step_names[] = {
 	[S_DEVNULL] = "open /dev/null", [S_DUP] = "dup2",
-	[S_SETSID] = "setsid", [S_CHDIR] = "chdir", [S_EXEC] = "exec",
+	[S_SETSID] = "setsid", [S_IDS] = "set user and groups",
+	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
 };
 
 struct report {
@@ -77,7 +79,11 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			fail(errfd, S_DUP);
-	/* 3. Working directory, then exec with a PATH search. */
+	/* 3. Identity: groups first, while we may still change them. */
+	if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 ||
+	    setgid(o->gid) < 0 || setuid(o->uid) < 0))
+		fail(errfd, S_IDS);
+	/* 4. Working directory, then exec with a PATH search. */
 	if (o->cwd != NULL && chdir(o->cwd) < 0)
 		fail(errfd, S_CHDIR);
 	execvpe(o->argv[0], o->argv, o->envp ? o->envp : environ);
@@ -123,7 +129,8 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 	if (n == (ssize_t)sizeof(r)) {
 		/* The child is gone (127); child.c reaps it silently. */
 		snprintf(err, errlen, "%s %s: %s", step_names[r.step],
-		    r.step == S_CHDIR ? o->cwd : o->argv[0], strerror(r.err));
+		    r.step == S_CHDIR ? o->cwd : r.step == S_IDS ? "" :
+		    o->argv[0], strerror(r.err));
 		return -r.err;
 	}
 	*pid = c;

@@ -20,6 +20,11 @@ struct spawn_opts {
 	int		 stdin_fd;	/* -1: /dev/null */
 	int		 stdout_fd;	/* -1: /dev/null */
 	int		 stderr_fd;	/* -1: /dev/null */
+	int		 set_ids;	/* switch to uid, gid and groups */
+	uid_t		 uid;
+	gid_t		 gid;
+	const gid_t	*groups;	/* supplementary groups */
+	size_t		 ngroups;
 };
 
 /*

@@ -232,16 +232,19 @@ def texts(evs, kind):
 
 
 def interrupted_run(d, cid, code, after=1.0):
-    """Run code in context cid, DELETE /code?id= after a while; the
-    run's events once its stream has ended."""
+    """Run code in context cid and interrupt it (DELETE /code?id=) after
+    a while, again each second until the run ends (a kernel may still be
+    compiling when the first signal comes); the run's events."""
     import threading
     out = {}
     t = threading.Thread(target=lambda: out.update(r=run_code(
         d, code, id=cid)))
     t.start()
     time.sleep(after)
-    st, h, body = d.request("DELETE", "/code?id=" + cid)
-    assert st == 200, body
-    t.join(15)
+    deadline = time.monotonic() + 15
+    while t.is_alive() and time.monotonic() < deadline:
+        st, h, body = d.request("DELETE", "/code?id=" + cid)
+        assert st == 200, body
+        t.join(1.0)
     assert not t.is_alive(), "the run did not end"
     return out["r"][1]

@@ -1,0 +1,256 @@
+/*
+ * job.c -- one shell command as a process group on the loop.
+ *
+ * This file starts the process, reads its pipes without blocking, runs
+ * its timers (timeout, SIGKILL escalation, the drain after exit) and
+ * reports completion; what the output means (lines, events, files) is the
+ * caller's business.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "job.h"
+#include "log.h"
+#include "loop.h"
+#include "spawn.h"
+#include "xmalloc.h"
+
+#define READ_CHUNK	65536
+
+struct job {
+	struct loop	*loop;
+	pid_t		 pid;
+	int		 fd[3];		/* [1] stdout, [2] stderr; -1 closed */
+	bool		 reaped;
+	int		 status;
+	bool		 timed_out;
+	bool		 done;
+	unsigned	 grace_ms;
+	uint64_t	 t_timeout, t_kill, t_drain;
+	job_output_cb	*output;
+	job_done_cb	*donecb;
+	void		*arg;
+};
+
+static void	on_pipe(struct loop *, int, void *, int, void *);
+static void	on_reaped(pid_t, int, void *);
+static void	on_timeout(struct loop *, uint64_t, void *);
+static void	on_kill(struct loop *, uint64_t, void *);
+static void	on_drain(struct loop *, uint64_t, void *);
+static void	close_pipe(struct job *, int);
+static void	maybe_done(struct job *);
+
+static const char *
+shell(void)
+{
+	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+}
+
+/* Start the job; see job.h. */
+int
+job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
+    job_done_cb *done, void *arg, struct job **out, char *err, size_t errlen)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+	char *argv[] = { (char *)(uintptr_t)shell(), (char *)(uintptr_t)"-c",
+	    (char *)(uintptr_t)o->cmd, NULL };
+	struct spawn_opts so = { .argv = argv, .envp = o->envp, .cwd = o->cwd,
+	    .stdin_fd = -1, .set_ids = o->set_ids, .uid = o->uid,
+	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups };
+	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, rc;
+
+	j->loop = loop;
+	j->fd[0] = j->fd[1] = j->fd[2] = -1;
+	j->output = output;
+	j->donecb = done;
+	j->arg = arg;
+	j->grace_ms = o->grace_ms;
+	if (o->out_fd >= 0) {
+		so.stdout_fd = so.stderr_fd = o->out_fd;
+	} else {
+		/*
+		 * Only our ends are non-blocking: a child writing faster
+		 * than we read must block, not fail with EAGAIN.
+		 */
+		if (pipe2(p1, O_CLOEXEC) < 0 || pipe2(p2, O_CLOEXEC) < 0 ||
+		    fcntl(p1[0], F_SETFL, O_NONBLOCK) < 0 ||
+		    fcntl(p2[0], F_SETFL, O_NONBLOCK) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "pipe: %s", strerror(-rc));
+			goto fail;
+		}
+		so.stdout_fd = p1[1];
+		so.stderr_fd = p2[1];
+	}
+	if ((rc = spawn_start(&so, &j->pid, err, errlen)) < 0)
+		goto fail;
+	if (o->out_fd < 0) {
+		close(p1[1]);
+		close(p2[1]);
+		j->fd[1] = p1[0];
+		j->fd[2] = p2[0];
+		loop_add_fd(loop, j->fd[1], LOOP_READ, on_pipe, j);
+		loop_add_fd(loop, j->fd[2], LOOP_READ, on_pipe, j);
+	}
+	child_add(j->pid, j->pid, on_reaped, j);
+	if (o->timeout_ms > 0)
+		j->t_timeout = loop_timer_add(loop, o->timeout_ms, on_timeout,
+		    j);
+	*out = j;
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (p1[i] >= 0)
+			close(p1[i]);
+		if (p2[i] >= 0)
+			close(p2[i]);
+	}
+	free(j);
+	return rc;
+}
+
+/* Read what the pipe has (a bounded amount per call, for fairness). */
+static void
+on_pipe(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct job *j = arg;
+	char buf[READ_CHUNK];
+	int which = fd == j->fd[1] ? 1 : 2;
+	ssize_t n;
+
+	n = read(fd, buf, sizeof(buf));
+	if (n > 0) {
+		j->output(j, which, buf, (size_t)n, j->arg);
+		return;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	close_pipe(j, which);
+	maybe_done(j);
+}
+
+static void
+close_pipe(struct job *j, int which)
+{
+	if (j->fd[which] < 0)
+		return;
+	loop_del(j->loop, j->fd[which], NULL);
+	close(j->fd[which]);
+	j->fd[which] = -1;
+}
+
+/* Reaped: done once the pipes are drained, or after the drain time. */
+static void
+on_reaped(pid_t pid, int st, void *arg)
+{
+	struct job *j = arg;
+
+	j->reaped = true;
+	j->status = st;
+	if (j->fd[1] >= 0 || j->fd[2] >= 0)
+		j->t_drain = loop_timer_add(j->loop, JOB_DRAIN_MS, on_drain, j);
+	maybe_done(j);
+}
+
+/*
+ * The shell is gone but something it started still holds a pipe: take
+ * what is already there and stop waiting.
+ */
+static void
+on_drain(struct loop *l, uint64_t id, void *arg)
+{
+	struct job *j = arg;
+	char buf[READ_CHUNK];
+	ssize_t n;
+
+	j->t_drain = 0;
+	for (int w = 1; w <= 2; w++) {
+		while (j->fd[w] >= 0 && (n = read(j->fd[w], buf,
+		    sizeof(buf))) > 0)
+			j->output(j, w, buf, (size_t)n, j->arg);
+		close_pipe(j, w);
+	}
+	maybe_done(j);
+}
+
+static void
+maybe_done(struct job *j)
+{
+	if (j->done || !j->reaped || j->fd[1] >= 0 || j->fd[2] >= 0)
+		return;
+	j->done = true;
+	loop_timer_cancel(j->loop, j->t_timeout);
+	loop_timer_cancel(j->loop, j->t_kill);
+	loop_timer_cancel(j->loop, j->t_drain);
+	j->t_timeout = j->t_kill = j->t_drain = 0;
+	/* Last: the callback may free the job. */
+	j->donecb(j, j->status, j->timed_out, j->arg);
+}
+
+static void
+on_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct job *j = arg;
+
+	j->t_timeout = 0;
+	j->timed_out = true;
+	job_stop(j);
+}
+
+static void
+on_kill(struct loop *l, uint64_t id, void *arg)
+{
+	struct job *j = arg;
+
+	j->t_kill = 0;
+	kill(-j->pid, SIGKILL);
+}
+
+/* SIGTERM to the group, SIGKILL after the grace period. */
+int
+job_stop(struct job *j)
+{
+	if (j->reaped)
+		return -ESRCH;
+	if (kill(-j->pid, SIGTERM) < 0 && errno != ESRCH)
+		return -errno;
+	if (j->t_kill == 0)
+		j->t_kill = loop_timer_add(j->loop, j->grace_ms, on_kill, j);
+	return 0;
+}
+
+bool
+job_running(const struct job *j)
+{
+	return !j->reaped;
+}
+
+pid_t
+job_pid(const struct job *j)
+{
+	return j->pid;
+}
+
+/* Forget the job; a running one is killed, and reaped silently. */
+void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	if (!j->reaped) {
+		kill(-j->pid, SIGKILL);
+		child_forget(j->pid);
+	}
+	close_pipe(j, 1);
+	close_pipe(j, 2);
+	loop_timer_cancel(j->loop, j->t_timeout);
+	loop_timer_cancel(j->loop, j->t_kill);
+	loop_timer_cancel(j->loop, j->t_drain);
+	free(j);
+}
