@@ -571,6 +571,8 @@ parse_body(struct http_req *req)
 {
 	json_error_t e;
 
+	if (req->body.len == 0 && (req->route->flags & HTTP_R_BODY_OPT))
+		return 0;
 	if (req->body.len == 0) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY,
 		    "error parsing request, MAYBE invalid body format. "

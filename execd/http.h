@@ -55,6 +55,7 @@ struct http_conf {
 typedef void http_handler(struct http_req *);
 
 #define HTTP_R_BODY	0x01	/* the handler takes a JSON body */
+#define HTTP_R_BODY_OPT	0x02	/* ... which may be empty (json NULL) */
 
 struct http_route {
 	const char	*method;

@@ -334,6 +334,7 @@ begin_shutdown(void)
 	http_shutdown(app.http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_set_shutdown(app.contexts);
+	route_session_shutdown();
 	n = child_signal_all(SIGTERM);
 	if (n > 0)
 		log_info("sent SIGTERM to %d children", n);

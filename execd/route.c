@@ -37,6 +37,12 @@ const struct http_route route_table[] = {
 	    "status of a command" },
 	{ "GET", "/command/{id}/logs", 0, route_command_logs,
 	    "output of a background command from a byte offset" },
+	{ "POST", "/session", HTTP_R_BODY | HTTP_R_BODY_OPT,
+	    route_session_create, "create a bash session (a persistent shell)" },
+	{ "POST", "/session/{sessionId}/run", HTTP_R_BODY, route_session_run,
+	    "run a command in a session, streaming its output" },
+	{ "DELETE", "/session/{sessionId}", 0, route_session_delete,
+	    "delete a session (its shell's process group is killed)" },
 	{ "POST", "/directories", HTTP_R_BODY, route_dirs_make,
 	    "create directories (mkdir -p) with mode and owner" },
 };

@@ -35,6 +35,13 @@ void	route_command_status(struct http_req *);
 void	route_command_logs(struct http_req *);
 void	route_interrupt(struct http_req *);
 
+/* route_session.c: bash sessions. */
+void	route_session_create(struct http_req *);
+void	route_session_run(struct http_req *);
+void	route_session_delete(struct http_req *);
+int	route_session_kill(const char *id);	/* 0 or -ENOENT */
+void	route_session_shutdown(void);
+
 /* route_fs.c: files and directories. */
 void	route_dirs_make(struct http_req *);
 

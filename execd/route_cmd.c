@@ -30,12 +30,11 @@
 #include "execd.h"
 #include "http.h"
 #include "job.h"
+#include "outstream.h"
 #include "loop.h"
 #include "route.h"
 #include "xmalloc.h"
 
-#define PING_MS		3000
-#define LINE_MAX_BYTES	(1 << 20)	/* a longer partial line is sent */
 #define MAX_GROUPS	256
 #define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
 
@@ -58,11 +57,7 @@ struct cmd_req {
 struct watch {
 	struct execd		*app;
 	struct command		*cmd;
-	struct sse_stream	*s;
-	struct sse_buf		 line[3];	/* partial lines, 1 and 2 */
-	bool			 cr[3];		/* last byte was "\r" */
-	uint64_t		 ping;
-	uint64_t		 t0;
+	struct outstream	 out;
 };
 
 static const struct body_field cmd_fields[] = {
@@ -78,10 +73,8 @@ static const struct body_field cmd_fields[] = {
 static void	 start(struct http_req *, struct cmd_req *);
 static void	 on_output(struct job *, int, const char *, size_t, void *);
 static void	 on_done(struct job *, int, bool, void *);
-static void	 push(struct watch *, struct sse_event *);
 static void	 watch_gone(struct sse_stream *, void *);
 static void	 watch_shutdown(struct sse_stream *, void *);
-static void	 watch_ping(struct loop *, uint64_t, void *);
 
 /* Check the body into r; on failure reply 400 and return -1. */
 static int
@@ -236,6 +229,7 @@ start(struct http_req *req, struct cmd_req *r)
 	    .timeout_ms = (unsigned)r->timeout_ms,
 	    .grace_ms = app->conf->grace_ms, .out_fd = -1 };
 	struct command *c = command_new(r->command, r->background);
+	struct sse_stream *s;
 	struct watch *w = NULL;
 	char err[512], **env = make_env(r->envs);
 	int rc;
@@ -266,13 +260,12 @@ start(struct http_req *req, struct cmd_req *r)
 	free_env(env);
 	if (w == NULL) {
 		/* Background: init, complete, end; the job runs on. */
-		struct sse_stream *s = http_reply_stream(req, watch_shutdown,
-		    NULL, NULL);
 		struct sse_buf b;
 		struct sse_event ev = { .type = "init", .text = c->id,
 		    .timestamp = loop_wall_ms() };
 
-		if (s == NULL)
+		if ((s = http_reply_stream(req, watch_shutdown, NULL,
+		    NULL)) == NULL)
 			return;
 		sse_buf_init(&b);
 		sse_fmt_event(&b, &ev);
@@ -283,15 +276,13 @@ start(struct http_req *req, struct cmd_req *r)
 		sse_buf_reset(&b);
 		return;
 	}
-	w->t0 = loop_now_ms();
-	w->s = http_reply_stream(req, watch_shutdown, watch_gone, w);
-	if (w->s == NULL) {
+	s = http_reply_stream(req, watch_shutdown, watch_gone, w);
+	if (s == NULL) {
 		c->watcher = NULL;
 		free(w);
 		return;
 	}
-	push(w, &(struct sse_event){ .type = "init", .text = c->id });
-	watch_ping(app->loop, 0, w);
+	outstream_start(&w->out, app->loop, s, c->id);
 	return;
 fail:
 	free_env(env);
@@ -301,83 +292,15 @@ fail:
 	http_reply_errno(req, rc, "error running commands %s", err);
 }
 
-static void
-push(struct watch *w, struct sse_event *ev)
-{
-	struct sse_buf b;
-
-	if (w->s == NULL || sse_stream_ended(w->s))
-		return;
-	ev->timestamp = loop_wall_ms();
-	sse_buf_init(&b);
-	sse_fmt_event(&b, ev);
-	if (sse_stream_push(w->s, b.p, b.len) == -ENOBUFS) {
-		static const char over[] = "{\"type\":\"error\",\"error\":{"
-		    "\"ename\":\"StreamOverflow\",\"evalue\":\"the client is "
-		    "not reading: stream ended\",\"traceback\":[]}}\n\n";
-
-		sse_stream_finish(w->s, over, sizeof(over) - 1);
-	}
-	sse_buf_reset(&b);
-}
-
-static void
-watch_ping(struct loop *l, uint64_t id, void *arg)
-{
-	struct watch *w = arg;
-
-	w->ping = 0;
-	if (w->s == NULL || sse_stream_ended(w->s))
-		return;
-	push(w, &(struct sse_event){ .type = "ping", .text = "pong" });
-	w->ping = loop_timer_add(l, PING_MS, watch_ping, w);
-}
-
-/* One line of stream which: "" (a blank line) goes out as "\n". */
-static void
-emit_line(struct watch *w, int which, const char *p, size_t n)
-{
-	struct sse_event ev = { .type = which == 1 ? "stdout" : "stderr",
-	    .text = n > 0 ? p : "\n", .text_len = n > 0 ? n : 1 };
-
-	push(w, &ev);
-}
-
-/* Split output into lines on "\n", "\r" and "\r\n". */
+/* Output as it is read, one event per line. */
 static void
 on_output(struct job *j, int which, const char *p, size_t n, void *arg)
 {
 	struct command *c = arg;
 	struct watch *w = c->watcher;
-	struct sse_buf *lb;
-	size_t i, start = 0;
 
-	if (w == NULL)
-		return;		/* nobody is listening any more */
-	lb = &w->line[which];
-	for (i = 0; i < n; i++) {
-		if (p[i] != '\n' && p[i] != '\r') {
-			w->cr[which] = false;
-			continue;
-		}
-		if (p[i] == '\n' && w->cr[which] && i == start &&
-		    lb->len == 0) {
-			/* The "\n" of a "\r\n": already ended the line. */
-			w->cr[which] = false;
-			start = i + 1;
-			continue;
-		}
-		sse_buf_add(lb, p + start, i - start);
-		emit_line(w, which, lb->p != NULL ? lb->p : "", lb->len);
-		sse_buf_consume(lb, lb->len);
-		w->cr[which] = p[i] == '\r';
-		start = i + 1;
-	}
-	sse_buf_add(lb, p + start, n - start);
-	if (lb->len >= LINE_MAX_BYTES) {
-		emit_line(w, which, lb->p, lb->len);	/* bounded memory */
-		sse_buf_consume(lb, lb->len);
-	}
+	if (w != NULL)		/* else nobody is listening any more */
+		outstream_output(&w->out, which, p, n);
 }
 
 /* The job is complete: record it, and end the stream if one listens. */
@@ -386,35 +309,15 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 {
 	struct command *c = arg;
 	struct watch *w = c->watcher;
-	struct sse_event ev = { 0 };
-	json_t *e;
-	char code[16];
+	const char *tb;
 
 	command_finish(c, st, timed_out);
 	job_free(j);
 	c->job = NULL;
 	if (w == NULL)
 		return;
-	for (int s = 1; s <= 2; s++) {
-		if (w->line[s].len > 0)
-			emit_line(w, s, w->line[s].p, w->line[s].len);
-		sse_buf_reset(&w->line[s]);
-	}
-	if (c->exit_code == 0) {
-		ev.type = "execution_complete";
-		ev.execution_time = (long long)(loop_now_ms() - w->t0);
-		push(w, &ev);
-	} else {
-		snprintf(code, sizeof(code), "%d", c->exit_code);
-		e = json_pack("{s:s, s:s, s:[s]}", "ename", "CommandExecError",
-		    "evalue", code, "traceback", c->error);
-		ev.type = "error";
-		ev.error = e;
-		push(w, &ev);
-		json_decref(e);
-	}
-	if (w->s != NULL && !sse_stream_ended(w->s))
-		sse_stream_finish(w->s, NULL, 0);
+	tb = c->error != NULL ? c->error : "";
+	outstream_end(&w->out, c->exit_code, &tb, 1);
 }
 
 /* The client left: the command runs on, unreported. */
@@ -423,12 +326,9 @@ watch_gone(struct sse_stream *s, void *arg)
 {
 	struct watch *w = arg;
 
-	if (w->ping != 0)
-		loop_timer_cancel(w->app->loop, w->ping);
+	outstream_gone(&w->out);
 	if (w->cmd->watcher == w)
 		w->cmd->watcher = NULL;
-	for (int i = 1; i <= 2; i++)
-		sse_buf_reset(&w->line[i]);
 	free(w);
 }
 
@@ -436,11 +336,7 @@ watch_gone(struct sse_stream *s, void *arg)
 static void
 watch_shutdown(struct sse_stream *s, void *arg)
 {
-	static const char bye[] = "{\"type\":\"error\",\"error\":{\"ename\":"
-	    "\"Shutdown\",\"evalue\":\"execd is shutting down\","
-	    "\"traceback\":[]}}\n\n";
-
-	sse_stream_finish(s, bye, sizeof(bye) - 1);
+	sse_stream_finish(s, outstream_bye, strlen(outstream_bye));
 }
 
 /* GET /command/status/{id} */
@@ -538,8 +434,12 @@ route_interrupt(struct http_req *req)
 		return;
 	}
 	if ((c = command_find(id)) == NULL) {
-		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
-		    "no context or command %s", id);
+		/* As upstream: a session id deletes the session. */
+		if (route_session_kill(id) == 0)
+			http_reply_empty(req);
+		else
+			http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+			    "no context, command or session %s", id);
 		return;
 	}
 	if (!c->running || c->job == NULL || job_stop(c->job) < 0) {

@@ -53,8 +53,12 @@ static void
 child(const struct spawn_opts *o, pid_t parent, int errfd)
 {
 	int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd }, null;
+	int fd3 = -1;
 	sigset_t none;
 
+	/* 0. Keep the error pipe clear of the fds about to be set up. */
+	if (errfd < 10 && (errfd = fcntl(errfd, F_DUPFD_CLOEXEC, 10)) < 0)
+		_exit(127);
 	/* 1. Signals: defaults, nothing blocked, die with execd. */
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
@@ -68,6 +72,8 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	/* 2. Standard fds; everything else is close-on-exec or closed. */
 	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
 		fail(errfd, S_DEVNULL);
+	if (o->has_fd3 && (fd3 = fcntl(o->fd3, F_DUPFD_CLOEXEC, 10)) < 0)
+		fail(errfd, S_DUP);
 	for (int i = 0; i < 3; i++) {
 		if (fds[i] < 0)
 			fds[i] = null;
@@ -79,6 +85,8 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			fail(errfd, S_DUP);
+	if (fd3 >= 0 && dup2(fd3, 3) < 0)	/* dup2 clears CLOEXEC */
+		fail(errfd, S_DUP);
 	/* 3. Identity: groups first, while we may still change them. */
 	if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 ||
 	    setgid(o->gid) < 0 || setuid(o->uid) < 0))

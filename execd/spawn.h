@@ -25,6 +25,8 @@ struct spawn_opts {
 	gid_t		 gid;
 	const gid_t	*groups;	/* supplementary groups */
 	size_t		 ngroups;
+	int		 has_fd3;	/* fd3 becomes the child's fd 3 */
+	int		 fd3;
 };
 
 /*

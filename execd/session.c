@@ -1,0 +1,435 @@
+/*
+ * session.c -- one long-lived bash per session (see session.h for the
+ * protocol).  This file owns the shell process, its pipes and the run
+ * queue; HTTP and events are route_session.c's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kernelproto/kp_msg.h"
+#include "../sse/sse_fmt.h"
+#include "child.h"
+#include "log.h"
+#include "loop.h"
+#include "session.h"
+#include "spawn.h"
+#include "xmalloc.h"
+
+#define READ_CHUNK	65536
+
+struct srun {
+	char			*code;
+	char			*cwd;
+	unsigned		 timeout_ms;
+	session_output_cb	*output;
+	session_done_cb		*done;
+	void			*arg;
+	bool			 forgotten;
+	struct srun		*next;
+};
+
+struct session {
+	struct loop	*loop;
+	char		 id[33];
+	char		*file;		/* the code of the current run */
+	char		*cwd;
+	unsigned	 grace_ms;
+	pid_t		 pid;
+	int		 in_fd, out_fd, err_fd, st_fd;
+	struct sse_buf	 st;		/* status pipe bytes */
+	char		 nonce[33];
+	struct srun	*runs;		/* head runs when active */
+	bool		 active;
+	bool		 timed_out;
+	uint64_t	 t_timeout, t_kill;
+};
+
+static int	start_shell(struct session *, char *, size_t);
+static void	stop_shell(struct session *);
+static void	next_run(struct session *);
+static void	finish_run(struct session *, int, const char *);
+static void	on_read(struct loop *, int, void *, int, void *);
+static void	on_exit_shell(pid_t, int, void *);
+static void	on_timeout(struct loop *, uint64_t, void *);
+static void	on_kill(struct loop *, uint64_t, void *);
+static int	signal_descendants(pid_t, int);
+
+/* A new session with its shell running; see session.h. */
+struct session *
+session_new(struct loop *loop, const char *dir, const char *cwd,
+    unsigned grace_ms, char *err, size_t errlen)
+{
+	struct session *s = xcalloc(1, sizeof(*s));
+
+	s->loop = loop;
+	kp_msg_new_id(s->id);
+	s->file = xasprintf("%s/session-%s.sh", dir, s->id);
+	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	s->grace_ms = grace_ms;
+	s->in_fd = s->out_fd = s->err_fd = s->st_fd = -1;
+	sse_buf_init(&s->st);
+	if (start_shell(s, err, errlen) < 0) {
+		free(s->file);
+		free(s->cwd);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int
+pipe_for_us(int p[2], int ours)
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if (fcntl(p[ours], F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Start bash: stdin from us, stdout, stderr and fd 3 to us. */
+static int
+start_shell(struct session *s, char *err, size_t errlen)
+{
+	static const char init[] = "shopt -s expand_aliases\n";
+	char *argv[] = { (char *)(uintptr_t)"/bin/bash",
+	    (char *)(uintptr_t)"--noprofile", (char *)(uintptr_t)"--norc",
+	    NULL };
+	struct spawn_opts so = { .argv = argv, .cwd = s->cwd,
+	    .has_fd3 = 1 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
+	int st[2] = { -1, -1 }, rc;
+
+	if ((rc = pipe_for_us(in, 1)) < 0 || (rc = pipe_for_us(out, 0)) < 0 ||
+	    (rc = pipe_for_us(er, 0)) < 0 || (rc = pipe_for_us(st, 0)) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(-rc));
+		goto fail;
+	}
+	so.stdin_fd = in[0];
+	so.stdout_fd = out[1];
+	so.stderr_fd = er[1];
+	so.fd3 = st[1];
+	if ((rc = spawn_start(&so, &s->pid, err, errlen)) < 0)
+		goto fail;
+	close(in[0]);
+	close(out[1]);
+	close(er[1]);
+	close(st[1]);
+	s->in_fd = in[1];
+	s->out_fd = out[0];
+	s->err_fd = er[0];
+	s->st_fd = st[0];
+	loop_add_fd(s->loop, s->out_fd, LOOP_READ, on_read, s);
+	loop_add_fd(s->loop, s->err_fd, LOOP_READ, on_read, s);
+	loop_add_fd(s->loop, s->st_fd, LOOP_READ, on_read, s);
+	child_add(s->pid, s->pid, on_exit_shell, s);
+	if (write(s->in_fd, init, sizeof(init) - 1) < 0)
+		log_warn("session=%s init", s->id);
+	log_info("session=%s pid=%ld shell started", s->id, (long)s->pid);
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (er[i] >= 0)
+			close(er[i]);
+		if (st[i] >= 0)
+			close(st[i]);
+	}
+	return rc;
+}
+
+/* Close our ends and forget the shell (it is dead or being killed). */
+static void
+stop_shell(struct session *s)
+{
+	int *fds[] = { &s->in_fd, &s->out_fd, &s->err_fd, &s->st_fd };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (*fds[i] < 0)
+			continue;
+		if (i > 0)
+			loop_del(s->loop, *fds[i], NULL);
+		close(*fds[i]);
+		*fds[i] = -1;
+	}
+	sse_buf_reset(&s->st);
+	s->pid = 0;
+}
+
+const char *
+session_id(const struct session *s)
+{
+	return s->id;
+}
+
+/* Single quotes around p, with embedded quotes escaped for sh. */
+static void
+quote(struct sse_buf *b, const char *p)
+{
+	sse_buf_add(b, "'", 1);
+	for (; *p != '\0'; p++) {
+		if (*p == '\'')
+			sse_buf_adds(b, "'\\''");
+		else
+			sse_buf_add(b, p, 1);
+	}
+	sse_buf_add(b, "'", 1);
+}
+
+/* Queue a run; see session.h. */
+int
+session_run(struct session *s, const char *code, const char *cwd,
+    unsigned timeout_ms, session_output_cb *output, session_done_cb *done,
+    void *arg)
+{
+	struct srun *r = xcalloc(1, sizeof(*r)), **pp;
+
+	r->code = xstrdup(code);
+	r->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	r->timeout_ms = timeout_ms;
+	r->output = output;
+	r->done = done;
+	r->arg = arg;
+	for (pp = &s->runs; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = r;
+	next_run(s);
+	return 0;
+}
+
+/* Stop reporting the run with this arg. */
+void
+session_run_forget(struct session *s, void *arg)
+{
+	for (struct srun *r = s->runs; r != NULL; r = r->next)
+		if (r->arg == arg)
+			r->forgotten = true;
+}
+
+/*
+ * Start the run at the head of the queue: its code goes to a file, and
+ * the shell sources it with stdin from /dev/null and fd 3 closed, then
+ * writes "<nonce> <status>" on fd 3.
+ */
+static void
+next_run(struct session *s)
+{
+	struct srun *r = s->runs;
+	struct sse_buf b;
+	FILE *f;
+	ssize_t n;
+
+	if (s->active || r == NULL || s->pid == 0)
+		return;
+	s->active = true;
+	s->timed_out = false;
+	kp_msg_new_id(s->nonce);
+	if ((f = fopen(s->file, "we")) == NULL) {
+		finish_run(s, 1, "cannot write the run's code");
+		return;
+	}
+	if (r->cwd != NULL) {
+		sse_buf_init(&b);
+		sse_buf_adds(&b, "cd -- ");
+		quote(&b, r->cwd);
+		fprintf(f, "%s || return\n", b.p);
+		sse_buf_reset(&b);
+	}
+	fprintf(f, "%s\n", r->code);
+	fclose(f);
+	sse_buf_init(&b);
+	sse_buf_adds(&b, "{ . ");
+	quote(&b, s->file);
+	sse_buf_addf(&b, "; } 3>&- </dev/null; printf '%%s %%d\\n' %s \"$?\" "
+	    ">&3\n", s->nonce);
+	n = write(s->in_fd, b.p, b.len);
+	sse_buf_reset(&b);
+	if (n < 0) {
+		finish_run(s, 1, "cannot talk to the session's shell");
+		return;
+	}
+	if (r->timeout_ms > 0)
+		s->t_timeout = loop_timer_add(s->loop, r->timeout_ms,
+		    on_timeout, s);
+}
+
+/* Take what the output pipes hold now, for the current run. */
+static void
+drain(struct session *s)
+{
+	on_read(s->loop, s->out_fd, NULL, LOOP_READ, s);
+	on_read(s->loop, s->err_fd, NULL, LOOP_READ, s);
+}
+
+/* The current run ended: report it, then start the next. */
+static void
+finish_run(struct session *s, int status, const char *reset)
+{
+	struct srun *r = s->runs;
+	bool timed_out = s->timed_out;
+
+	loop_timer_cancel(s->loop, s->t_timeout);
+	loop_timer_cancel(s->loop, s->t_kill);
+	s->t_timeout = s->t_kill = 0;
+	s->active = false;
+	if (r == NULL)
+		return;
+	s->runs = r->next;
+	if (!r->forgotten)
+		r->done(status, timed_out, reset != NULL ? reset : "", r->arg);
+	free(r->code);
+	free(r->cwd);
+	free(r);
+	next_run(s);
+}
+
+/* Output, or the status line that ends a run. */
+static void
+on_read(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct session *s = arg;
+	char buf[READ_CHUNK], *nl, want[40];
+	struct srun *r = s->active ? s->runs : NULL;
+	ssize_t n;
+	int which = fd == s->out_fd ? 1 : 2;
+
+	if (fd < 0)
+		return;
+	if (fd != s->st_fd) {
+		/* A bounded amount per call; the loop comes back. */
+		while ((n = read(fd, buf, sizeof(buf))) > 0) {
+			if (r != NULL && !r->forgotten)
+				r->output(which, buf, (size_t)n, r->arg);
+			if (zs != NULL || n < (ssize_t)sizeof(buf))
+				break;
+		}
+		return;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		sse_buf_add(&s->st, buf, (size_t)n);
+	snprintf(want, sizeof(want), "%s ", s->nonce);
+	while ((nl = s->st.len > 0 ? memchr(s->st.p, '\n', s->st.len) :
+	    NULL) != NULL) {
+		*nl = '\0';
+		if (s->active && strncmp(s->st.p, want, strlen(want)) == 0) {
+			int status = atoi(s->st.p + strlen(want));
+
+			sse_buf_consume(&s->st, (size_t)(nl - s->st.p) + 1);
+			drain(s);
+			finish_run(s, status, NULL);
+			continue;
+		}
+		sse_buf_consume(&s->st, (size_t)(nl - s->st.p) + 1);
+	}
+}
+
+/* The shell ended: end the run, start a fresh shell for the next. */
+static void
+on_exit_shell(pid_t pid, int st, void *arg)
+{
+	struct session *s = arg;
+	int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	char err[256], note[256];
+
+	drain(s);
+	stop_shell(s);
+	snprintf(note, sizeof(note), "the session's shell %s %d; it was "
+	    "restarted with fresh state", WIFEXITED(st) ? "exited with" :
+	    "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) :
+	    WTERMSIG(st));
+	log_info("session=%s %s", s->id, note);
+	if (start_shell(s, err, sizeof(err)) < 0)
+		log_warnx("session=%s: %s", s->id, err);
+	if (s->active)
+		finish_run(s, status, note);
+}
+
+/* Descendants of pid (not pid), signalled depth first; how many. */
+static int
+signal_descendants(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p, *end;
+	FILE *f;
+	size_t len;
+	long c;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children",
+	    (long)pid, (long)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (p = buf; (c = strtol(p, &end, 10)) > 0 && end != p; p = end) {
+		n += signal_descendants((pid_t)c, sig);
+		if (kill((pid_t)c, sig) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The run's time is up: stop what the shell started (SIGTERM, SIGKILL
+ * after the grace period); the shell itself lives on.  Code that is the
+ * shell's own (a builtin loop) leaves nothing else to stop: then the
+ * shell goes, and the session is reset.
+ */
+static void
+on_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct session *s = arg;
+
+	s->t_timeout = 0;
+	s->timed_out = true;
+	signal_descendants(s->pid, SIGTERM);
+	s->t_kill = loop_timer_add(l, s->grace_ms, on_kill, s);
+}
+
+static void
+on_kill(struct loop *l, uint64_t id, void *arg)
+{
+	struct session *s = arg;
+
+	s->t_kill = 0;
+	if (signal_descendants(s->pid, SIGKILL) == 0 && s->pid > 0)
+		kill(-s->pid, SIGKILL);
+}
+
+/* Kill the shell's group; pending runs end with a note. */
+void
+session_free(struct session *s)
+{
+	struct srun *r;
+
+	if (s == NULL)
+		return;
+	if (s->pid > 0) {
+		kill(-s->pid, SIGKILL);
+		child_forget(s->pid);
+	}
+	stop_shell(s);
+	loop_timer_cancel(s->loop, s->t_timeout);
+	loop_timer_cancel(s->loop, s->t_kill);
+	while ((r = s->runs) != NULL) {
+		s->runs = r->next;
+		if (!r->forgotten)
+			r->done(137, false, "the session was deleted", r->arg);
+		free(r->code);
+		free(r->cwd);
+		free(r);
+	}
+	unlink(s->file);
+	free(s->file);
+	free(s->cwd);
+	free(s);
+}

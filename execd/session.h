@@ -1,0 +1,51 @@
+/*
+ * session.h -- persistent bash sessions: one bash process per session,
+ * whose working directory, variables (exported or not), functions and
+ * aliases survive between runs.
+ *
+ * Each run's code is written to a file that the shell sources with stdin
+ * from /dev/null and fd 3 closed; the shell then reports the exit status
+ * with a per-run random nonce on fd 3, a pipe that only execd reads, so
+ * output cannot fake the end of a run.  If the shell itself ends (exit,
+ * exec, set -e), the run ends with that status and the session starts a
+ * fresh shell and says it was reset.  Runs on one session queue in order.
+ * Loop thread only.
+ */
+#ifndef EXECD_SESSION_H
+#define EXECD_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct loop;
+struct session;
+
+/* Output of a run: stream 1 (stdout) or 2 (stderr), raw bytes. */
+typedef void session_output_cb(int stream, const char *p, size_t n,
+    void *arg);
+/*
+ * The run ended: exit status (128+N for a signal, as bash reports it),
+ * and a note when the session had to be reset ("" otherwise).  Called
+ * exactly once per run unless session_run_forget() came first.
+ */
+typedef void session_done_cb(int status, bool timed_out, const char *reset,
+    void *arg);
+
+/* A session whose shell starts in cwd (NULL: execd's); NULL on failure. */
+struct session	*session_new(struct loop *, const char *dir, const char *cwd,
+		    unsigned grace_ms, char *err, size_t errlen);
+/* Kill the shell's whole process group and free (runs end, reset). */
+void		 session_free(struct session *);
+const char	*session_id(const struct session *);
+
+/*
+ * Queue a run of code (cwd: a cd first, which sticks; NULL none).
+ * timeout_ms 0 for none.  0 or -errno.
+ */
+int	session_run(struct session *s, const char *code, const char *cwd,
+	    unsigned timeout_ms, session_output_cb *output,
+	    session_done_cb *done, void *arg);
+/* Stop reporting a run whose caller went away (it still runs). */
+void	session_run_forget(struct session *, void *arg);
+
+#endif
