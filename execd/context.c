@@ -15,6 +15,7 @@
 #include "context.h"
 #include "log.h"
 #include "loop.h"
+#include "session.h"
 #include "xmalloc.h"
 
 struct waiter {
@@ -26,6 +27,7 @@ struct waiter {
 struct context {
 	struct context_set	*set;
 	struct kernel		*k;
+	struct session		*sh;	/* a bash context without a kernel */
 	char			 id[33];
 	char			*language;
 	char			*cwd;
@@ -59,6 +61,7 @@ struct context_set {
 	unsigned			 idle_s;
 	uint64_t			 t_cull, t_refill;
 	bool				 closing;
+	char				*shell_dir;
 };
 
 static void	on_kernel(struct kernel *, enum kernel_event, const char *,
@@ -70,6 +73,9 @@ static int	start(struct context_set *, const struct kp_kernelspec *,
 static void	refill(struct context_set *);
 static void	on_refill(struct loop *, uint64_t, void *);
 static void	on_cull(struct loop *, uint64_t, void *);
+static void	unlink_context(struct context *);
+static int	shell_context(struct context_set *, const char *, bool,
+		    struct context **, char *, size_t);
 
 /* A registry; kernelspecs are discovered once, here. */
 struct context_set *
@@ -105,6 +111,7 @@ context_set_free(struct context_set *cs)
 		free(c);
 	}
 	kp_kernelspec_list_free(cs->specs);
+	free(cs->shell_dir);
 	free(cs);
 }
 
@@ -131,8 +138,8 @@ context_languages(struct context_set *cs)
 	for (size_t i = 0; cs->specs[i] != NULL; i++)
 		sse_buf_addf(&b, "%s%s (%s)", i ? ", " : "",
 		    cs->specs[i]->language, cs->specs[i]->name);
-	if (b.len == 0)
-		sse_buf_adds(&b, "none");
+	if (context_spec(cs, "bash") == NULL)
+		sse_buf_addf(&b, "%sbash (execd's shell)", b.len ? ", " : "");
 	return b.p;
 }
 
@@ -166,6 +173,37 @@ start(struct context_set *cs, const struct kp_kernelspec *spec,
 	return 0;
 }
 
+/*
+ * Without a bash kernel, a bash context is a persistent shell session:
+ * ready at once, state kept between runs.
+ */
+static int
+shell_context(struct context_set *cs, const char *cwd, bool is_default,
+    struct context **out, char *err, size_t errlen)
+{
+	struct context *c = xcalloc(1, sizeof(*c));
+
+	c->set = cs;
+	c->language = xstrdup("bash");
+	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	c->is_default = is_default;
+	c->last_use = loop_now_ms();
+	if ((c->sh = session_new(cs->loop, cs->shell_dir, cwd,
+	    cs->conf->grace_ms, err, errlen)) == NULL) {
+		free(c->language);
+		free(c->cwd);
+		free(c);
+		return -EIO;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", session_id(c->sh));
+	c->next = cs->list;
+	cs->list = c;
+	log_info("context=%s language=bash created (a shell session)",
+	    c->id);
+	*out = c;
+	return 0;
+}
+
 /* A ready pooled context of spec, or NULL. */
 static struct context *
 take_pooled(struct context_set *cs, const struct kp_kernelspec *spec)
@@ -186,6 +224,8 @@ context_create(struct context_set *cs, const char *language, const char *cwd,
 	struct context *c;
 	int rc;
 
+	if (spec == NULL && strcmp(language, "bash") == 0)
+		return shell_context(cs, cwd, is_default, out, err, errlen);
 	if (spec == NULL)
 		return -ENOENT;
 	if (cwd == NULL && (c = take_pooled(cs, spec)) != NULL) {
@@ -305,14 +345,18 @@ context_use(struct context *c, int delta)
 void
 context_set_shutdown(struct context_set *cs)
 {
+	struct context *c, *next;
+
 	cs->closing = true;
 	if (cs->t_cull != 0)
 		loop_timer_cancel(cs->loop, cs->t_cull);
 	if (cs->t_refill != 0)
 		loop_timer_cancel(cs->loop, cs->t_refill);
 	cs->t_cull = cs->t_refill = 0;
-	for (struct context *c = cs->list; c != NULL; c = c->next)
+	for (c = cs->list; c != NULL; c = next) {
+		next = c->next;
 		context_delete(c);
+	}
 }
 
 /* A live context by id. */
@@ -360,6 +404,15 @@ context_delete(struct context *c)
 	c->deleted = true;
 	log_info("context=%s deleted", c->id);
 	wake(c, "the context was deleted");
+	if (c->sh != NULL) {
+		/* A shell goes at once: no kernel to wait for. */
+		session_free(c->sh);
+		unlink_context(c);
+		free(c->language);
+		free(c->cwd);
+		free(c);
+		return;
+	}
 	kernel_shutdown(c->k);
 }
 
@@ -382,7 +435,7 @@ context_wait(struct context *c, context_wait_cb *cb, void *arg)
 {
 	struct waiter *w, **pp;
 
-	if (!c->deleted && kernel_ready(c->k)) {
+	if (context_ready(c)) {
 		cb(c, NULL, arg);
 		return;
 	}
@@ -483,11 +536,25 @@ context_cwd(const struct context *c)
 bool
 context_ready(const struct context *c)
 {
-	return !c->deleted && kernel_ready(c->k);
+	return !c->deleted && (c->sh != NULL || kernel_ready(c->k));
 }
 
 struct kernel *
 context_kernel(const struct context *c)
 {
 	return c->k;
+}
+
+struct session *
+context_shell(const struct context *c)
+{
+	return c->sh;
+}
+
+/* Where shell contexts keep their run files. */
+void
+context_set_shell_dir(struct context_set *cs, const char *dir)
+{
+	free(cs->shell_dir);
+	cs->shell_dir = xstrdup(dir);
 }

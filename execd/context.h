@@ -16,6 +16,7 @@
 
 struct execd;
 struct context;
+struct session;
 
 /* Called once per wait: ok, or why the context could not become ready. */
 typedef void context_wait_cb(struct context *, const char *why, void *arg);
@@ -81,6 +82,9 @@ const char	*context_id(const struct context *);
 const char	*context_language(const struct context *);
 const char	*context_cwd(const struct context *);	/* NULL: none */
 bool		 context_ready(const struct context *);
-struct kernel	*context_kernel(const struct context *);
+struct kernel	*context_kernel(const struct context *);	/* or NULL */
+/* A bash context served by a shell session when no bash kernel is. */
+struct session	*context_shell(const struct context *);	/* or NULL */
+void		 context_set_shell_dir(struct context_set *, const char *);
 
 #endif

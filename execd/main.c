@@ -198,6 +198,7 @@ setup_kernels(struct conf *c)
 		return -1;
 	}
 	command_init(app.loop, app.cmd_dir);
+	context_set_shell_dir(app.contexts, app.cmd_dir);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];

@@ -33,6 +33,7 @@
 #include "outstream.h"
 #include "loop.h"
 #include "route.h"
+#include "session.h"
 #include "xmalloc.h"
 
 #define MAX_GROUPS	256
@@ -426,7 +427,14 @@ route_interrupt(struct http_req *req)
 		return;
 	}
 	if ((ctx = context_find(app->contexts, id)) != NULL) {
-		if ((rc = kernel_interrupt(context_kernel(ctx))) < 0)
+		if (context_shell(ctx) != NULL)
+			rc = session_interrupt(context_shell(ctx));
+		else
+			rc = kernel_interrupt(context_kernel(ctx));
+		if (rc == -ESRCH)
+			http_reply_error(req, 409, HTTP_E_RUNTIME, "nothing "
+			    "runs in context %s", id);
+		else if (rc < 0)
 			http_reply_errno(req, rc, "error interrupting context "
 			    "%s", id);
 		else

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "loop.h"
 #include "route.h"
+#include "session.h"
 #include "xmalloc.h"
 
 #define PING_MS		3000
@@ -78,6 +79,10 @@ static void	 run_ping(struct loop *, uint64_t, void *);
 static void	 run_timeout(struct loop *, uint64_t, void *);
 static void	 push(struct run *, struct sse_event *);
 static void	 reply_errors(struct run *, const json_t *);
+static void	 shell_output(int, const char *, size_t, void *);
+static void	 shell_done(int, bool, const char *, void *);
+static void	 error_events(struct run *, const char *, const char *,
+		    json_t *);
 
 static const struct kernel_exec_cb run_cb = { run_output, run_done };
 
@@ -299,6 +304,12 @@ route_context_connection(struct http_req *req)
 
 	if (c == NULL)
 		return;
+	if (context_shell(c) != NULL) {
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s is a "
+		    "shell session, not a kernel: there is nothing to attach "
+		    "to", context_id(c));
+		return;
+	}
 	if (!context_ready(c)) {
 		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s is "
 		    "not ready", context_id(c));
@@ -438,6 +449,14 @@ run_start(struct run *r)
 	r->t0 = loop_now_ms();
 	push(r, &ev);
 	run_ping(r->app->loop, 0, r);
+	if (context_shell(r->ctx) != NULL) {
+		/* A bash context without a kernel: its shell runs the code. */
+		r->running = true;
+		context_use(r->ctx, +1);
+		session_run(context_shell(r->ctx), r->code, NULL,
+		    (unsigned)r->timeout_ms, shell_output, shell_done, r);
+		return;
+	}
 	if ((rc = kernel_execute(context_kernel(r->ctx), r->code, &run_cb, r,
 	    r->msg_id)) < 0) {
 		run_done(context_kernel(r->ctx), NULL, rc == -EINVAL ?
@@ -450,6 +469,52 @@ run_start(struct run *r)
 	if (r->timeout_ms > 0)
 		r->tmo = loop_timer_add(r->app->loop, (uint64_t)r->timeout_ms,
 		    run_timeout, r);
+}
+
+/* Shell output, verbatim, as a kernel's stream text would be. */
+static void
+shell_output(int which, const char *p, size_t n, void *arg)
+{
+	struct run *r = arg;
+	struct sse_event ev = { .type = which == 1 ? "stdout" : "stderr",
+	    .text = p, .text_len = n };
+	size_t cap = r->app->conf->max_output;
+
+	if (n == 0)
+		return;
+	if (r->out_bytes + n > cap) {
+		r->dropped += n - (r->out_bytes < cap ? cap - r->out_bytes : 0);
+		n = r->out_bytes < cap ? cap - r->out_bytes : 0;
+		if (n == 0)
+			return;
+		ev.text_len = n;
+	}
+	r->out_bytes += n;
+	push(r, &ev);
+}
+
+/* The shell's run ended: a non-zero status is an error, as in Jupyter. */
+static void
+shell_done(int status, bool timed_out, const char *reset, void *arg)
+{
+	struct run *r = arg;
+	char value[16], line[64];
+	json_t *tb;
+
+	if (status != 0 || timed_out) {
+		snprintf(value, sizeof(value), "%d", timed_out ? -1 : status);
+		snprintf(line, sizeof(line), timed_out ? "timed out after %lld "
+		    "ms" : "exit status %lld", timed_out ? r->timeout_ms :
+		    (long long)status);
+		tb = json_pack("[s]", line);
+		if (reset[0] != '\0')
+			json_array_append_new(tb, json_string(reset));
+		error_events(r, timed_out ? "TimeoutError" :
+		    "CommandExecError", value, tb);
+		json_decref(tb);
+	}
+	r->timed_out = false;	/* reported here */
+	run_done(NULL, &(struct kp_msg){ 0 }, NULL, r);
 }
 
 /* Encode and queue one event; a client that stopped reading is cut off. */
@@ -657,7 +722,10 @@ run_forget(struct run *r)
 {
 	if (!r->running)
 		return;
-	kernel_execute_forget(context_kernel(r->ctx), r->msg_id);
+	if (context_shell(r->ctx) != NULL)
+		session_run_forget(context_shell(r->ctx), r);
+	else
+		kernel_execute_forget(context_kernel(r->ctx), r->msg_id);
 	context_use(r->ctx, -1);
 	r->running = false;
 }

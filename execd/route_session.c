@@ -131,7 +131,7 @@ on_done(int status, bool timed_out, const char *reset, void *arg)
 
 	w->running = false;
 	if (timed_out)
-		snprintf(first, sizeof(first), "signal: terminated (timeout)");
+		snprintf(first, sizeof(first), "interrupted (timeout)");
 	else
 		snprintf(first, sizeof(first), "exit status %d", status);
 	outstream_end(&w->out, timed_out ? -1 : status, tb,

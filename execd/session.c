@@ -97,7 +97,19 @@ pipe_for_us(int p[2], int ours)
 static int
 start_shell(struct session *s, char *err, size_t errlen)
 {
-	static const char init[] = "shopt -s expand_aliases\n";
+	/*
+	 * SIGINT during a run ends the sourced code (status 130) and keeps
+	 * the shell: that is how interrupts and timeouts stop a run, even
+	 * one of the shell's own loops.  The INT trap returns from the
+	 * innermost function or the sourced file; the DEBUG trap (inherited
+	 * by functions through functrace) keeps returning, level by level,
+	 * until the sourced file is left.
+	 */
+	static const char init[] = "shopt -s expand_aliases\n"
+	    "set -o functrace\n"
+	    "trap '__execd_int=1; return 130' INT\n"
+	    "trap '[[ -n $__execd_int && ${#BASH_SOURCE[@]} -gt 0 ]] && "
+	    "return 130' DEBUG\n";
 	char *argv[] = { (char *)(uintptr_t)"/bin/bash",
 	    (char *)(uintptr_t)"--noprofile", (char *)(uintptr_t)"--norc",
 	    NULL };
@@ -249,8 +261,8 @@ next_run(struct session *s)
 	sse_buf_init(&b);
 	sse_buf_adds(&b, "{ . ");
 	quote(&b, s->file);
-	sse_buf_addf(&b, "; } 3>&- </dev/null; printf '%%s %%d\\n' %s \"$?\" "
-	    ">&3\n", s->nonce);
+	sse_buf_addf(&b, "; } 3>&- </dev/null; __execd_s=$?; __execd_int=; "
+	    "printf '%%s %%d\\n' %s \"$__execd_s\" >&3\n", s->nonce);
 	n = write(s->in_fd, b.p, b.len);
 	sse_buf_reset(&b);
 	if (n < 0) {
@@ -379,10 +391,10 @@ signal_descendants(pid_t pid, int sig)
 }
 
 /*
- * The run's time is up: stop what the shell started (SIGTERM, SIGKILL
- * after the grace period); the shell itself lives on.  Code that is the
- * shell's own (a builtin loop) leaves nothing else to stop: then the
- * shell goes, and the session is reset.
+ * The run's time is up: interrupt it (what it started, and the shell,
+ * whose INT trap ends the sourced code), and after the grace period kill
+ * what is left; if the shell itself does not come back, the session is
+ * reset.
  */
 static void
 on_timeout(struct loop *l, uint64_t id, void *arg)
@@ -391,7 +403,7 @@ on_timeout(struct loop *l, uint64_t id, void *arg)
 
 	s->t_timeout = 0;
 	s->timed_out = true;
-	signal_descendants(s->pid, SIGTERM);
+	session_interrupt(s);
 	s->t_kill = loop_timer_add(l, s->grace_ms, on_kill, s);
 }
 
@@ -403,6 +415,17 @@ on_kill(struct loop *l, uint64_t id, void *arg)
 	s->t_kill = 0;
 	if (signal_descendants(s->pid, SIGKILL) == 0 && s->pid > 0)
 		kill(-s->pid, SIGKILL);
+}
+
+/* SIGINT to what the current run started; -ESRCH when nothing runs. */
+int
+session_interrupt(struct session *s)
+{
+	if (!s->active || s->pid == 0)
+		return -ESRCH;
+	signal_descendants(s->pid, SIGINT);
+	kill(s->pid, SIGINT);
+	return 0;
 }
 
 /* Kill the shell's group; pending runs end with a note. */

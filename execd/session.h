@@ -45,6 +45,8 @@ const char	*session_id(const struct session *);
 int	session_run(struct session *s, const char *code, const char *cwd,
 	    unsigned timeout_ms, session_output_cb *output,
 	    session_done_cb *done, void *arg);
+/* SIGINT to what the current run started.  0, or -ESRCH if none runs. */
+int	session_interrupt(struct session *);
 /* Stop reporting a run whose caller went away (it still runs). */
 void	session_run_forget(struct session *, void *arg);
 

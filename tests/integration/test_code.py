@@ -335,3 +335,32 @@ def test_idle_contexts_are_culled_but_not_while_running():
         t.join(30)
         assert texts(out["r"][1], "stdout") == "done\n"
         assert wait_for(lambda: d.get_json("/code/contexts")[1] == [], 10)
+
+
+def test_bash_contexts_are_shell_sessions_without_a_bash_kernel():
+    with Execd() as d:
+        st, evs = run_code(d, "x=42; cd /tmp; f() { echo fn; }",
+                           language="bash")
+        assert kinds(evs) == ["init", "execution_complete"], evs
+        cid = evs[0]["text"]
+        st, evs = run_code(d, "echo $x; pwd; f", language="bash")
+        assert evs[0]["text"] == cid
+        assert texts(evs, "stdout") == "42\n/tmp\nfn\n", evs
+        st, evs = run_code(d, "echo oops >&2; false", id=cid)
+        assert texts(evs, "stderr") == "oops\n", evs
+        err = [e for e in evs if e["type"] == "error"][0]["error"]
+        assert err["evalue"] == "1", err
+        evs = interrupted_run(d, cid, "sleep 100; echo not-reached")
+        assert "not-reached" not in texts(evs, "stdout"), evs
+        assert [e for e in evs if e["type"] == "error"], evs
+        c = new_context(d, "bash", cwd="/usr")
+        st, evs = run_code(d, "pwd", id=c["id"])
+        assert texts(evs, "stdout") == "/usr\n", evs
+        st, h, body = d.request("GET", "/code/contexts/%s/connection"
+                                % c["id"])
+        expect_error(st, body, 409)
+        st, lst = d.get_json("/code/contexts?language=bash")
+        assert {x["id"] for x in lst} == {cid, c["id"]}, lst
+        st, h, body = d.request("DELETE", "/code/contexts?language=bash")
+        assert st == 200
+        assert d.get_json("/code/contexts")[1] == []
