@@ -75,3 +75,16 @@ def test_listen_without_token_warns_in_first_line():
         assert "WITHOUT an access token" in first, first
         st, body = d.get_json("/metrics")
         assert st == 200 and json.dumps(body)
+
+
+def test_children_do_not_inherit_the_token():
+    with Execd("--listen", "127.0.0.1:0",
+               env={"EXECD_ACCESS_TOKEN": TOKEN}) as d:
+        st, h, body = d.request(
+            "POST", "/command",
+            body={"command": "echo ${EXECD_ACCESS_TOKEN:-none}"},
+            headers={"X-EXECD-ACCESS-TOKEN": TOKEN})
+        assert st == 200, body
+        out = [json.loads(x) for x in body.split(b"\n") if x.strip()]
+        assert [e["text"] for e in out if e["type"] == "stdout"] == \
+            ["none"], out
