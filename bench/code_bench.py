@@ -707,17 +707,57 @@ def cmd_context(binary, n, tmp):
                               max(pool)))
 
 
+def spawn_true(sh="/bin/sh"):
+    """Spawn `sh -c true` directly and wait for it: microseconds."""
+    t0 = now_us()
+    pid = os.posix_spawn(sh, [sh, "-c", "true"], os.environ)
+    os.waitpid(pid, 0)
+    return now_us() - t0
+
+
+def cmd_command(binary, n, tmp):
+    """POST /command of `true` to its final event, vs spawning it."""
+    ex = Execd(binary, tmp, "execd-command", "--log-level", "warn")
+    body = json.dumps({"command": "true"}).encode()
+    ours, base, bash = [], [], []
+    try:
+        for i in range(n + 10):
+            c = ex.conn
+            t0 = now_us()
+            c.request("POST", "/command", body=body,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            t = now_us() - t0
+            if r.status != 200 or b'"execution_complete"' not in data:
+                die("execd: POST /command: %d %r" % (r.status, data[-400:]))
+            b = spawn_true()
+            bb = spawn_true("/bin/bash")
+            if i >= 10:
+                ours.append(t)
+                base.append(b)
+                bash.append(bb)
+    finally:
+        ex.close()
+    print("%d %d %d %d %d" % (statistics.median(ours), min(ours),
+                              statistics.median(base), min(base),
+                              statistics.median(bash)))
+
+
 def main(argv):
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
-    if len(argv) != 4 or argv[1] not in ("exec", "context"):
-        sys.stderr.write("usage: code_bench.py exec|context EXECD N\n")
+    if len(argv) != 4 or argv[1] not in ("exec", "context", "command"):
+        sys.stderr.write("usage: code_bench.py exec|context|command "
+                         "EXECD N\n")
         return 2
     binary, n = argv[2], int(argv[3])
     tmp = tempfile.mkdtemp(prefix="execd-code-bench.")
     try:
         if argv[1] == "exec":
             cmd_exec(binary, n, tmp)
+        elif argv[1] == "command":
+            cmd_command(binary, n, tmp)
         else:
             cmd_context(binary, n, tmp)
     except RuntimeError as e:

@@ -464,6 +464,21 @@ row "POST /code/context, pool" "$(us_ms "$CP_MED" 2) ms" \
 	"$(calc "sprintf(\"%.3f\", $CP_MED / $CN_MED)")" "< $POOL_MAX_MS ms" \
 	"$(calc "($CP_MED < $POOL_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
 
+# --- 10: POST /command of true vs spawning /bin/sh -c true -----------------
+
+run_bg 120 "$T/command.out" "$T/command.log" \
+	"$KPY" "$HERE/code_bench.py" command "$EXECD" 200 ||
+	fail "POST /command runs: $(tail -c 600 "$T/command.log")"
+C_CMD=$(cat "$T/command.out")
+# shellcheck disable=SC2086
+set -- $C_CMD
+[ $# -eq 5 ] || fail "code_bench.py command printed '$C_CMD'"
+CMD_BASH=$5
+RATIO=$(calc "sprintf(\"%.2f\", $1 / $3)")
+row "POST /command true (median)" "$(us_ms "$1" 2) ms" \
+	"$(us_ms "$3" 2) ms sh -c true" "$RATIO" "ratio <= 2" \
+	"$(verdict_le "$RATIO" 2)"
+
 # --- notes -----------------------------------------------------------------
 
 echo
@@ -475,6 +490,8 @@ note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1
 [ "$E_EXIT" = 0 ] || note "execd exited with status $E_EXIT on SIGTERM (expected 0)"
 [ "$E_BAD" = 0 ] || note "execd exited non-zero on SIGTERM in $E_BAD of $STARTS start-up runs"
 [ "$N_BAD" = 0 ] || note "nginx exited non-zero on SIGTERM in $N_BAD of $STARTS start-up runs"
+note "POST /command runs bash, as upstream does: spawning /bin/bash -c true" \
+	"alone takes $(us_ms "$CMD_BASH" 2) ms here (/bin/sh is dash)"
 note "1+1 round trip, fastest of $EXECS: execd $(us_ms "$KE_MIN" 2) ms," \
 	"jupyter_client $(us_ms "$KB_MIN" 2) ms"
 note "kernel start to ready over $KSTARTS runs: execd min" \
