@@ -159,20 +159,30 @@ fail:
 	return rc;
 }
 
+/*
+ * Stop watching and close one of our pipe ends.  A pipe at EOF stays
+ * readable, so it must not stay on the loop.
+ */
+static void
+close_fd(struct session *s, int *fd)
+{
+	if (*fd < 0)
+		return;
+	loop_del(s->loop, *fd, NULL);
+	close(*fd);
+	*fd = -1;
+}
+
 /* Close our ends and forget the shell (it is dead or being killed). */
 static void
 stop_shell(struct session *s)
 {
-	int *fds[] = { &s->in_fd, &s->out_fd, &s->err_fd, &s->st_fd };
-
-	for (size_t i = 0; i < 4; i++) {
-		if (*fds[i] < 0)
-			continue;
-		if (i > 0)
-			loop_del(s->loop, *fds[i], NULL);
-		close(*fds[i]);
-		*fds[i] = -1;
-	}
+	if (s->in_fd >= 0)	/* never on the loop */
+		close(s->in_fd);
+	s->in_fd = -1;
+	close_fd(s, &s->out_fd);
+	close_fd(s, &s->err_fd);
+	close_fd(s, &s->st_fd);
 	sse_buf_reset(&s->st);
 	s->pid = 0;
 }
@@ -317,17 +327,20 @@ on_read(struct loop *l, int fd, void *zs, int rev, void *arg)
 	if (fd < 0)
 		return;
 	if (fd != s->st_fd) {
-		/* A bounded amount per call; the loop comes back. */
 		while ((n = read(fd, buf, sizeof(buf))) > 0) {
 			if (r != NULL && !r->forgotten)
 				r->output(which, buf, (size_t)n, r->arg);
-			if (zs != NULL || n < (ssize_t)sizeof(buf))
+			if (n < (ssize_t)sizeof(buf))
 				break;
 		}
+		if (n == 0)	/* the shell closed it (exec 1>&-) */
+			close_fd(s, which == 1 ? &s->out_fd : &s->err_fd);
 		return;
 	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		sse_buf_add(&s->st, buf, (size_t)n);
+	if (n == 0)		/* only when the shell is gone */
+		close_fd(s, &s->st_fd);
 	snprintf(want, sizeof(want), "%s ", s->nonce);
 	while ((nl = s->st.len > 0 ? memchr(s->st.p, '\n', s->st.len) :
 	    NULL) != NULL) {

@@ -1,5 +1,7 @@
 """Bash sessions: one persistent shell per session."""
 import json
+import os
+import time
 
 from lib import Execd, events, expect_error, kinds
 
@@ -94,3 +96,21 @@ def test_timeout_stops_the_run_and_keeps_the_session():
         assert err["evalue"] == "-1" and "timeout" in err["traceback"][0]
         st, evs = run(d, sid, "echo $kept")
         assert lines(evs) == ["yes"], evs
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_shell_that_closes_its_stdout_does_not_spin_the_daemon():
+    with Execd() as d:
+        sid = new_session(d)
+        st, evs = run(d, sid, "exec 1>&- 2>&-")
+        assert kinds(evs)[-1] == "execution_complete", evs
+        before = cpu_seconds(d.proc.pid)
+        time.sleep(1.0)
+        assert cpu_seconds(d.proc.pid) - before < 0.3
+        st, evs = run(d, sid, "true")     # the session still answers
+        assert kinds(evs)[-1] == "execution_complete", evs
