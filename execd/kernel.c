@@ -39,7 +39,8 @@
 #include "xmalloc.h"
 
 #define TAIL_MAX	4096	/* stderr kept for error reports */
-#define NUDGE_MS	100	/* kernel_info retry while starting */
+#define NUDGE_MS	100	/* kernel_info retry, reply in, no iopub yet */
+#define ASK_AGAIN_MS	1000	/* kernel_info retry, no reply yet */
 
 enum kstate { K_STARTING, K_READY, K_STOPPING, K_GONE };
 
@@ -280,6 +281,12 @@ launch(struct kernel *k, char *err, size_t errlen)
 	k->info_reply = k->iopub_seen = false;
 	k->hb_missed = 0;
 	send_info_request(k);
+	/*
+	 * Ask again each second until a reply comes, as jupyter_client does:
+	 * a kernel still binding its sockets may lose the first request
+	 * (tslab's zeromq.js does, with "Socket is blocked by a bind").
+	 */
+	k->t_nudge = loop_timer_add(k->loop, ASK_AGAIN_MS, on_nudge, k);
 	k->t_ready = loop_timer_add(k->loop, k->conf->ready_timeout_ms,
 	    on_ready_timeout, k);
 	log_info("kernel=%s pid=%ld spec=%s started", k->id, (long)k->pid,
@@ -543,8 +550,9 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 		k->info_reply = true;
 		if (k->iopub_seen) {
 			become_ready(k);
-		} else if (k->t_nudge == 0) {
-			/* Ask again until iopub shows it is subscribed. */
+		} else {
+			/* Ask again soon until iopub shows it subscribed. */
+			loop_timer_cancel(k->loop, k->t_nudge);
 			k->t_nudge = loop_timer_add(k->loop, NUDGE_MS,
 			    on_nudge, k);
 		}
@@ -586,10 +594,11 @@ on_nudge(struct loop *l, uint64_t id, void *arg)
 	struct kernel *k = arg;
 
 	k->t_nudge = 0;
-	if (k->state != K_STARTING || k->iopub_seen)
+	if (k->state != K_STARTING || (k->info_reply && k->iopub_seen))
 		return;
 	send_info_request(k);
-	k->t_nudge = loop_timer_add(l, NUDGE_MS, on_nudge, k);
+	k->t_nudge = loop_timer_add(l, k->info_reply ? NUDGE_MS : ASK_AGAIN_MS,
+	    on_nudge, k);
 }
 
 static void
