@@ -296,11 +296,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		return 0;
 	case O_KERNEL_TRANSPORT:
 		if (strcmp(v, "auto") == 0)
-			c->kernel_transport = 0;
+			c->kernel_transport = KERNEL_AUTO;
 		else if (strcmp(v, "ipc") == 0)
-			c->kernel_transport = 1;
+			c->kernel_transport = KERNEL_IPC;
 		else if (strcmp(v, "tcp") == 0)
-			c->kernel_transport = 2;
+			c->kernel_transport = KERNEL_TCP;
 		else
 			goto bad;
 		return 0;
@@ -352,7 +352,8 @@ static bool
 is_ignored(const char *name, size_t n)
 {
 	for (size_t i = 0; i < NIGNORED; i++)
-		if (strlen(ignored[i]) == n && strncmp(ignored[i], name, n) == 0)
+		if (strlen(ignored[i]) == n &&
+		    strncmp(ignored[i], name, n) == 0)
 			return true;
 	return false;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kernel.h"
 #include "log.h"
 
 #define EXECD_VERSION	"0.1.0"
@@ -31,7 +32,7 @@ struct conf {
 	size_t		 stream_cap;
 	unsigned	 grace_ms;
 	char		*runtime_dir;	/* kernel connection files */
-	int		 kernel_transport;	/* enum kernel_transport */
+	enum kernel_transport kernel_transport;
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
 	char		*pool;		/* "python=1,javascript=2" */

@@ -87,7 +87,7 @@ struct http_req {
 	json_t			*json;
 	bool			 started;
 	bool			 in_handler;
-	bool			 deferred;	/* suspended, awaiting a reply */
+	bool			 deferred;	/* suspended, awaiting reply */
 	struct MHD_Response	*held;		/* reply made while suspended */
 	unsigned		 held_status;
 	http_defer_cancel_cb	*cancel;

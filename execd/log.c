@@ -83,7 +83,7 @@ log_msg(enum log_level l, const char *func, int with_errno, const char *fmt,
 	errno = saved;
 }
 
-/* Log at error level and exit 1; for start-up failures and broken invariants. */
+/* Log at error level and exit 1: start-up failures, broken invariants. */
 void
 fatal_msg(const char *func, int with_errno, const char *fmt, ...)
 {

@@ -16,7 +16,8 @@ enum log_level {
 };
 
 void	log_init(enum log_level);
-int	log_level_parse(const char *, enum log_level *);	/* 0 or -EINVAL */
+/* A level name or upstream's number; 0 or -EINVAL. */
+int	log_level_parse(const char *, enum log_level *);
 int	log_enabled(enum log_level);
 void	log_msg(enum log_level, const char *func, int with_errno,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -185,7 +185,7 @@ setup_kernels(struct conf *c)
 		return -1;
 	app.kconf = (struct kernel_conf){ .zctx = app.zctx,
 	    .runtime_dir = c->runtime_dir,
-	    .transport = (enum kernel_transport)c->kernel_transport,
+	    .transport = c->kernel_transport,
 	    .ready_timeout_ms = c->kernel_ready_s * 1000,
 	    .hb_interval_ms = 1000, .hb_misses = 3,
 	    .grace_ms = c->grace_ms, .max_restarts = 3,

@@ -364,6 +364,7 @@ route_command_logs(struct http_req *req)
 	struct command *c = command_find(id);
 	char *end, hdr[32], *buf;
 	long long off = 0;
+	size_t want;
 	struct stat st;
 	ssize_t n = 0;
 	int fd;
@@ -381,8 +382,8 @@ route_command_logs(struct http_req *req)
 	if (cur != NULL && cur[0] != '\0') {
 		off = strtoll(cur, &end, 10);
 		if (*end != '\0' || off < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid cursor "
-			    "'%s': a byte offset, 0 or more", cur);
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "cursor '%s': a byte offset, 0 or more", cur);
 			return;
 		}
 	}
@@ -393,13 +394,13 @@ route_command_logs(struct http_req *req)
 		http_reply_errno(req, -EIO, "cannot read the output of %s", id);
 		return;
 	}
-	buf = xmalloc(LOG_READ_MAX);
-	if (off < st.st_size) {
-		n = pread(fd, buf, (size_t)(st.st_size - off) < LOG_READ_MAX ?
-		    (size_t)(st.st_size - off) : LOG_READ_MAX, off);
-		if (n < 0)
-			n = 0;
-	}
+	/* Only what is there, and at most LOG_READ_MAX of it. */
+	want = off < st.st_size ? (size_t)(st.st_size - off) : 0;
+	if (want > LOG_READ_MAX)
+		want = LOG_READ_MAX;
+	buf = xmalloc(want);
+	if (want > 0 && (n = pread(fd, buf, want, off)) < 0)
+		n = 0;
 	close(fd);
 	snprintf(hdr, sizeof(hdr), "%lld", off + n);
 	http_reply_text(req, 200, "text/plain; charset=utf-8", buf, (size_t)n,

@@ -29,22 +29,20 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "outstream.h"
 #include "route.h"
 #include "session.h"
 #include "xmalloc.h"
 
-#define PING_MS		3000
 
 struct run {
 	struct execd		*app;
 	struct http_req		*req;		/* until the stream opens */
 	struct context		*ctx;
-	struct sse_stream	*s;
+	struct outstream	 out;		/* once the stream opens */
 	char			*code;
 	char			 msg_id[33];
 	bool			 running;	/* sent to the kernel */
-	uint64_t		 t0;
-	uint64_t		 ping;
 	uint64_t		 tmo;
 	long long		 timeout_ms;
 	bool			 timed_out;
@@ -75,9 +73,7 @@ static void	 run_done(struct kernel *, const struct kp_msg *,
 		    const char *, void *);
 static void	 run_gone(struct sse_stream *, void *);
 static void	 run_shutdown(struct sse_stream *, void *);
-static void	 run_ping(struct loop *, uint64_t, void *);
 static void	 run_timeout(struct loop *, uint64_t, void *);
-static void	 push(struct run *, struct sse_event *);
 static void	 reply_errors(struct run *, const json_t *);
 static void	 shell_output(int, const char *, size_t, void *);
 static void	 shell_done(int, bool, const char *, void *);
@@ -435,20 +431,18 @@ run_cancel(struct http_req *req, void *arg)
 static void
 run_start(struct run *r)
 {
-	struct sse_event ev = { .type = "init", .text = context_id(r->ctx) };
+	struct sse_stream *s;
 	int rc;
 
-	r->s = http_reply_stream(r->req, run_shutdown, run_gone, r);
+	s = http_reply_stream(r->req, run_shutdown, run_gone, r);
 	r->req = NULL;
-	if (r->s == NULL) {
+	if (s == NULL) {
 		run_free(r);
 		return;
 	}
-	if (sse_stream_ended(r->s))	/* opened during shutdown */
+	outstream_start(&r->out, r->app->loop, s, context_id(r->ctx));
+	if (sse_stream_ended(s))	/* opened during shutdown */
 		return;
-	r->t0 = loop_now_ms();
-	push(r, &ev);
-	run_ping(r->app->loop, 0, r);
 	if (context_shell(r->ctx) != NULL) {
 		/* A bash context without a kernel: its shell runs the code. */
 		r->running = true;
@@ -490,7 +484,7 @@ shell_output(int which, const char *p, size_t n, void *arg)
 		ev.text_len = n;
 	}
 	r->out_bytes += n;
-	push(r, &ev);
+	outstream_push(&r->out, &ev);
 }
 
 /* The shell's run ended: a non-zero status is an error, as in Jupyter. */
@@ -515,46 +509,6 @@ shell_done(int status, bool timed_out, const char *reset, void *arg)
 	}
 	r->timed_out = false;	/* reported here */
 	run_done(NULL, &(struct kp_msg){ 0 }, NULL, r);
-}
-
-/* Encode and queue one event; a client that stopped reading is cut off. */
-static void
-push(struct run *r, struct sse_event *ev)
-{
-	struct sse_buf b;
-	struct sse_event over = { .type = "error", .timestamp =
-	    loop_wall_ms() };
-	json_t *err;
-
-	if (r->s == NULL || sse_stream_ended(r->s))
-		return;
-	sse_buf_init(&b);
-	ev->timestamp = loop_wall_ms();
-	sse_fmt_event(&b, ev);
-	if (sse_stream_push(r->s, b.p, b.len) == -ENOBUFS) {
-		sse_buf_reset(&b);
-		err = json_pack("{s:s, s:s, s:[]}", "ename", "StreamOverflow",
-		    "evalue", "the client is not reading: stream ended",
-		    "traceback");
-		over.error = err;
-		sse_fmt_event(&b, &over);
-		json_decref(err);
-		sse_stream_finish(r->s, b.p, b.len);
-	}
-	sse_buf_reset(&b);
-}
-
-static void
-run_ping(struct loop *l, uint64_t id, void *arg)
-{
-	struct run *r = arg;
-	struct sse_event ev = { .type = "ping", .text = "pong" };
-
-	r->ping = 0;
-	if (r->s == NULL || sse_stream_ended(r->s))
-		return;
-	push(r, &ev);
-	r->ping = loop_timer_add(l, PING_MS, run_ping, r);
 }
 
 /* The run's time is up: interrupt; run_done reports the timeout. */
@@ -591,9 +545,9 @@ error_events(struct run *r, const char *ename, const char *evalue,
 	    evalue, "traceback", traceback ? traceback : json_null());
 
 	r->saw_error = true;
-	push(r, &st);
+	outstream_push(&r->out, &st);
 	ev.error = e;
-	push(r, &ev);
+	outstream_push(&r->out, &ev);
 	json_decref(e);
 }
 
@@ -626,7 +580,7 @@ run_output(struct kernel *k, const struct kp_msg *m, void *arg)
 		    "stderr" : "stdout";
 		ev.text = text;
 		ev.text_len = n;
-		push(r, &ev);
+		outstream_push(&r->out, &ev);
 	} else if (strcmp(type, "execute_result") == 0 ||
 	    strcmp(type, "display_data") == 0 ||
 	    strcmp(type, "update_display_data") == 0) {
@@ -636,13 +590,13 @@ run_output(struct kernel *k, const struct kp_msg *m, void *arg)
 			ev.type = "execution_count";
 			ev.execution_count = json_integer_value(
 			    json_object_get(c, "execution_count"));
-			push(r, &ev);
+			outstream_push(&r->out, &ev);
 		}
 		if (json_object_size(json_object_get(c, "data")) == 0)
 			return;
 		res = results(json_object_get(c, "data"));
 		ev = (struct sse_event){ .type = "result", .results = res };
-		push(r, &ev);
+		outstream_push(&r->out, &ev);
 		json_decref(res);
 	} else if (strcmp(type, "error") == 0) {
 		if (r->timed_out && strcmp(json_string_value(json_object_get(c,
@@ -695,7 +649,8 @@ run_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 	if (r->dropped > 0) {
 		snprintf(msg, sizeof(msg), "\n[execd: output limit reached, "
 		    "%zu bytes dropped]\n", r->dropped);
-		push(r, &(struct sse_event){ .type = "stderr", .text = msg });
+		outstream_push(&r->out, &(struct sse_event){ .type = "stderr",
+		    .text = msg });
 	}
 	if (r->timed_out) {
 		snprintf(msg, sizeof(msg), "execution timed out after %lld ms "
@@ -706,11 +661,11 @@ run_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 		error_events(r, "KernelError", why, NULL);
 	} else {
 		reply_errors(r, reply->content);
-		ev.execution_time = (long long)(loop_now_ms() - r->t0);
-		push(r, &ev);
+		ev.execution_time = (long long)(loop_now_ms() - r->out.t0);
+		outstream_push(&r->out, &ev);
 	}
-	if (r->s != NULL && !sse_stream_ended(r->s))
-		sse_stream_finish(r->s, NULL, 0);
+	if (r->out.s != NULL && !sse_stream_ended(r->out.s))
+		sse_stream_finish(r->out.s, NULL, 0);
 }
 
 /*
@@ -747,7 +702,7 @@ run_gone(struct sse_stream *s, void *arg)
 {
 	struct run *r = arg;
 
-	r->s = NULL;
+	outstream_gone(&r->out);
 	run_forget(r);
 	run_free(r);
 }
@@ -755,8 +710,7 @@ run_gone(struct sse_stream *s, void *arg)
 static void
 run_free(struct run *r)
 {
-	if (r->ping != 0)
-		loop_timer_cancel(r->app->loop, r->ping);
+	outstream_gone(&r->out);	/* no-op unless a stream opened */
 	if (r->tmo != 0)
 		loop_timer_cancel(r->app->loop, r->tmo);
 	free(r->code);

@@ -23,7 +23,7 @@ enum kp_chan_id {
 
 struct kp_conn {
 	char		 transport[4];		/* "tcp" or "ipc" */
-	char		 ip[256];		/* address, or ipc path prefix */
+	char		 ip[256];		/* address, ipc path prefix */
 	int		 port[KP_NCHAN];
 	unsigned char	 key[KP_KEY_MAX];	/* the key's bytes as written */
 	size_t		 keylen;		/* 0: no signing */
