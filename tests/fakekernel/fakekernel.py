@@ -31,7 +31,8 @@ per line (blank lines and lines starting with '#' are skipped):
     input PROMPT          input_request on stdin, echo the value on stdout;
                           StdinNotImplementedError if allow_stdin is false
 
-Start-up fault modes: --no-kernel-info, --exit-at-start CODE,
+Start-up fault modes: --no-kernel-info, --lose-first-info,
+--exit-at-start CODE,
 --no-heartbeat, --stderr-lines N, --slow-start SECONDS.  Extra flags may
 also be given in the environment variable FAKEKERNEL_FLAGS.
 """
@@ -270,6 +271,11 @@ class Kernel:
         msg_type = req.header.get("msg_type")
         if msg_type == "kernel_info_request" and self.opts.no_kernel_info:
             log("ignoring kernel_info_request (--no-kernel-info)")
+            return
+        if msg_type == "kernel_info_request" and self.opts.lose_first_info:
+            # As a kernel still binding its sockets may (tslab does).
+            self.opts.lose_first_info = False
+            log("losing the first kernel_info_request")
             return
         handlers = {
             "kernel_info_request": self.do_kernel_info,
@@ -609,6 +615,8 @@ def parse_args(argv):
                    help="the kernel's connection file")
     p.add_argument("--no-kernel-info", action="store_true",
                    help="never answer kernel_info_request")
+    p.add_argument("--lose-first-info", action="store_true",
+                   help="drop the first kernel_info_request")
     p.add_argument("--exit-at-start", type=int, metavar="CODE",
                    help="say so on stderr and exit with CODE at start")
     p.add_argument("--no-heartbeat", action="store_true",

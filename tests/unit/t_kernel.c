@@ -397,6 +397,21 @@ test_fake_never_ready_times_out(void)
 }
 
 static void
+test_fake_first_kernel_info_lost(void)
+{
+	unsigned saved = conf.ready_timeout_ms;
+
+	/* Ready well before the timeout: execd asks again. */
+	conf.ready_timeout_ms = 5000;
+	if (start(fake("fake-lose1")) != NULL) {
+		T_OK(wait_for(&S.ready, 1, 10000));
+		T_EQ_INT(S.dead, 0);
+		stop();
+	}
+	conf.ready_timeout_ms = saved;
+}
+
+static void
 test_fake_dies_mid_execution(void)
 {
 	if (start(fake("fake")) == NULL)
@@ -620,6 +635,7 @@ setup(void)
 	write_spec("fake-msgint", "", "message");
 	write_spec("fake-exit3", "\"--exit-at-start\", \"3\", ", "signal");
 	write_spec("fake-noinfo", "\"--no-kernel-info\", ", "signal");
+	write_spec("fake-lose1", "\"--lose-first-info\", ", "signal");
 	write_spec("fake-nohb", "\"--no-heartbeat\", ", "signal");
 	kp_kernelspec_find_all(fdirs, &fake_specs, NULL);
 }
@@ -638,6 +654,7 @@ static const struct t_case cases[] = {
 	    test_python_jupyter_client_attaches },
 	{ "fake exit at start", test_fake_exit_at_start_reports_status_and_stderr },
 	{ "fake never ready", test_fake_never_ready_times_out },
+	{ "fake loses the first kernel_info", test_fake_first_kernel_info_lost },
 	{ "fake dies mid-execution", test_fake_dies_mid_execution },
 	{ "fake interrupt by message", test_fake_interrupt_by_message },
 	{ "fake bad messages dropped", test_fake_bad_messages_are_dropped },
