@@ -1,0 +1,527 @@
+/*
+ * fs_atomic.c -- temporary file, fsync, rename: whole files or nothing.
+ *
+ * fs_atomic_open() decides, before a byte is written, which file will be
+ * replaced (a symbolic link is followed hop by hop to its final target,
+ * so the link itself survives) and with which mode and owner, then makes
+ * the temporary with O_EXCL in the same directory so the final rename(2)
+ * cannot cross filesystems.  fs_replace() is a streaming search and
+ * replace on top: it makes no temporary at all until it meets the first
+ * match, then copies the untouched prefix with pread(2).  Nothing here
+ * keeps state between calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_atomic.h"
+#include "fs_ops.h"
+
+#define TMP_SUFFIX	".execd-"
+#define TMP_RAND	6	/* random characters after the suffix */
+#define TMP_TRIES	100
+#define LINK_HOPS	40	/* as the kernel's own limit */
+#define REPLACE_CHUNK	(64 * 1024)
+
+/* Output of fs_replace(): buffered writes into the temporary. */
+struct out {
+	struct fs_atomic *a;
+	char		*buf;
+	size_t		 len;
+};
+
+static int	errf(char *, size_t, int, const char *, const char *);
+static void	atomic_reset(struct fs_atomic *);
+static int	target_find(struct fs_atomic *, mode_t, char *, size_t);
+static int	tmp_create(struct fs_atomic *, char *, size_t);
+static void	tmp_name(char *, size_t, const char *);
+static int	owner_apply(struct fs_atomic *, uid_t, gid_t);
+static int	out_put(struct out *, const void *, size_t);
+static int	out_flush(struct out *);
+static int	prefix_copy(int, struct out *, off_t);
+static ssize_t	read_full(int, void *, size_t);
+
+/* Message "<what> <path>: <strerror>" and -e. */
+static int
+errf(char *err, size_t errlen, int e, const char *what, const char *path)
+{
+	if (errlen > 0)
+		snprintf(err, errlen, "%s%s%s: %s", what, *what ? " " : "",
+		    path, strerror(e));
+	return -e;
+}
+
+/* The state that holds nothing. */
+static void
+atomic_reset(struct fs_atomic *a)
+{
+	a->fd = -1;
+	a->dirfd = -1;
+	a->tmp[0] = '\0';
+	a->name[0] = '\0';
+	a->mode = 0;
+	a->uid = (uid_t)-1;
+	a->gid = (gid_t)-1;
+}
+
+/*
+ * Follow a->path to the file to replace, leaving its path in a->path and
+ * the mode and owner to give it in a->mode, a->uid, a->gid.
+ */
+static int
+target_find(struct fs_atomic *a, mode_t newmode, char *err, size_t errlen)
+{
+	char link[PATH_MAX], *slash;
+	struct stat st;
+	size_t len, dl;
+	ssize_t n;
+	bool created;
+	int hops, rc;
+
+	for (hops = 0;; hops++) {
+		len = strlen(a->path);
+		if (len == 0 || a->path[len - 1] == '/')
+			return errf(err, errlen, EISDIR, "", a->path);
+		if (lstat(a->path, &st) < 0) {
+			if (errno != ENOENT)
+				return errf(err, errlen, errno, "lstat",
+				    a->path);
+			break;
+		}
+		if (S_ISDIR(st.st_mode))
+			return errf(err, errlen, EISDIR, "", a->path);
+		if (S_ISREG(st.st_mode)) {
+			a->mode = st.st_mode & 07777;
+			a->uid = st.st_uid;
+			a->gid = st.st_gid;
+			return 0;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			if (errlen > 0)
+				snprintf(err, errlen, "%s: not a regular file",
+				    a->path);
+			return -EINVAL;
+		}
+		if (hops >= LINK_HOPS)
+			return errf(err, errlen, ELOOP, "", a->path);
+		if ((n = readlink(a->path, link, sizeof(link))) < 0)
+			return errf(err, errlen, errno, "readlink", a->path);
+		if (n == 0 || (size_t)n >= sizeof(link))
+			return errf(err, errlen, n == 0 ? ENOENT :
+			    ENAMETOOLONG, "readlink", a->path);
+		link[n] = '\0';
+		/* A relative target is relative to the link's directory. */
+		slash = strrchr(a->path, '/');
+		dl = link[0] == '/' || slash == NULL ? 0 :
+		    (size_t)(slash - a->path) + 1;
+		if (dl + (size_t)n >= sizeof(a->path))
+			return errf(err, errlen, ENAMETOOLONG, "", a->path);
+		memcpy(a->path + dl, link, (size_t)n + 1);
+	}
+	/* Not there: a new file, whose directory only path itself creates. */
+	a->mode = newmode;
+	a->uid = (uid_t)-1;
+	a->gid = (gid_t)-1;
+	if (hops > 0 || (slash = strrchr(a->path, '/')) == NULL ||
+	    slash == a->path)
+		return 0;
+	*slash = '\0';
+	rc = fs_mkdirs(a->path, 0, (uid_t)-1, (gid_t)-1, &created, err,
+	    errlen);
+	*slash = '/';
+	return rc;
+}
+
+/* ".<base>.execd-XXXXXX" with base cut to fit NAME_MAX, random X. */
+static void
+tmp_name(char *out, size_t outlen, const char *base)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char r[TMP_RAND];
+	char x[TMP_RAND + 1];
+	struct timespec ts;
+	int bl = NAME_MAX - 1 - (int)(sizeof(TMP_SUFFIX) - 1) - TMP_RAND;
+
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		/* No entropy yet: O_EXCL keeps us safe, retries do the rest. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (size_t i = 0; i < sizeof(r); i++)
+			r[i] = (unsigned char)(ts.tv_nsec >> (i * 5)) ^
+			    (unsigned char)getpid() ^ (unsigned char)(i * 37);
+	}
+	for (size_t i = 0; i < sizeof(r); i++)
+		x[i] = set[r[i] % (sizeof(set) - 1)];
+	x[TMP_RAND] = '\0';
+	snprintf(out, outlen, ".%.*s%s%s", bl, base, TMP_SUFFIX, x);
+}
+
+/* Open a->path's directory and make the temporary in it. */
+static int
+tmp_create(struct fs_atomic *a, char *err, size_t errlen)
+{
+	char *slash = strrchr(a->path, '/');
+	const char *base = slash != NULL ? slash + 1 : a->path;
+	int e;
+
+	if (strlen(base) > NAME_MAX)
+		return errf(err, errlen, ENAMETOOLONG, "", a->path);
+	memcpy(a->name, base, strlen(base) + 1);
+	if (slash == NULL)
+		a->dirfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (slash == a->path)
+		a->dirfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else {
+		*slash = '\0';
+		a->dirfd = open(a->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		e = errno;
+		*slash = '/';
+		errno = e;
+	}
+	if (a->dirfd < 0)
+		return errf(err, errlen, errno, "open directory of", a->path);
+	for (int i = 0; i < TMP_TRIES; i++) {
+		tmp_name(a->tmp, sizeof(a->tmp), a->name);
+		a->fd = openat(a->dirfd, a->tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (a->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	e = errno;
+	a->tmp[0] = '\0';
+	return errf(err, errlen, e, "create temporary file beside",
+	    a->path);
+}
+
+/* See fs_atomic.h. */
+int
+fs_atomic_open(struct fs_atomic *a, const char *path, mode_t newmode,
+    char *err, size_t errlen)
+{
+	size_t len = strlen(path);
+	int rc;
+
+	atomic_reset(a);
+	if (len == 0)
+		return errf(err, errlen, ENOENT, "", path);
+	if (len >= sizeof(a->path))
+		return errf(err, errlen, ENAMETOOLONG, "", path);
+	memcpy(a->path, path, len + 1);
+	if ((rc = target_find(a, newmode, err, errlen)) < 0 ||
+	    (rc = tmp_create(a, err, errlen)) < 0) {
+		fs_atomic_abort(a);
+		atomic_reset(a);
+		return rc;
+	}
+	return 0;
+}
+
+/* Write everything; see fs_atomic.h. */
+int
+fs_atomic_write(struct fs_atomic *a, const void *p, size_t n)
+{
+	const char *s = p;
+	ssize_t w;
+
+	if (a->fd < 0)
+		return -EBADF;
+	while (n > 0) {
+		if ((w = write(a->fd, s, n)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Give the temporary the owner asked for (uid, gid) or, where they are -1,
+ * the one kept from the old file.  Only a failure for an id asked for is
+ * an error: keeping the old owner is best effort for an unprivileged
+ * daemon.
+ */
+static int
+owner_apply(struct fs_atomic *a, uid_t uid, gid_t gid)
+{
+	uid_t tu = uid != (uid_t)-1 ? uid : a->uid;
+	gid_t tg = gid != (gid_t)-1 ? gid : a->gid;
+	struct stat st;
+
+	if (fstat(a->fd, &st) < 0)
+		return -errno;
+	if ((tu == (uid_t)-1 || tu == st.st_uid) &&
+	    (tg == (gid_t)-1 || tg == st.st_gid))
+		return 0;
+	if (fchown(a->fd, tu, tg) == 0)
+		return 0;
+	if (uid != (uid_t)-1 || gid != (gid_t)-1) {
+		/* Retry with what was asked for alone. */
+		if (fchown(a->fd, uid, gid) < 0)
+			return -errno;
+		return 0;
+	}
+	/* Only kept ids, and we may not give both: the group, at least? */
+	if (tg != (gid_t)-1 && fchown(a->fd, (uid_t)-1, tg) < 0)
+		return 0;	/* no: the new file stays ours */
+	return 0;
+}
+
+/* See fs_atomic.h. */
+int
+fs_atomic_commit(struct fs_atomic *a, mode_t mode, uid_t uid, gid_t gid,
+    char *err, size_t errlen)
+{
+	int rc, fd;
+
+	if (a->fd < 0 || a->dirfd < 0 || a->tmp[0] == '\0')
+		return errf(err, errlen, EBADF, "commit", a->path);
+	/* 1. Data on disk, then owner, then mode (chown may clear suid). */
+	if (fsync(a->fd) < 0) {
+		rc = errf(err, errlen, errno, "fsync", a->path);
+		goto fail;
+	}
+	if ((rc = owner_apply(a, uid, gid)) < 0) {
+		rc = errf(err, errlen, -rc, "chown", a->path);
+		goto fail;
+	}
+	if (fchmod(a->fd, mode != 0 ? mode : a->mode) < 0) {
+		rc = errf(err, errlen, errno, "chmod", a->path);
+		goto fail;
+	}
+	fd = a->fd;
+	a->fd = -1;
+	if (close(fd) < 0) {
+		rc = errf(err, errlen, errno, "close", a->path);
+		goto fail;
+	}
+	/* 2. In place in one step; the directory entry made durable. */
+	if (renameat(a->dirfd, a->tmp, a->dirfd, a->name) < 0) {
+		rc = errf(err, errlen, errno, "rename to", a->path);
+		goto fail;
+	}
+	a->tmp[0] = '\0';
+	(void)fsync(a->dirfd);
+	fs_atomic_abort(a);
+	return 0;
+fail:
+	fs_atomic_abort(a);
+	return rc;
+}
+
+/* See fs_atomic.h. */
+void
+fs_atomic_abort(struct fs_atomic *a)
+{
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
+	if (a->tmp[0] != '\0' && a->dirfd >= 0)
+		unlinkat(a->dirfd, a->tmp, 0);
+	a->tmp[0] = '\0';
+	if (a->dirfd >= 0)
+		close(a->dirfd);
+	a->dirfd = -1;
+}
+
+/* Write out the buffered bytes. 0 or -errno. */
+static int
+out_flush(struct out *o)
+{
+	int rc;
+
+	if (o->len == 0)
+		return 0;
+	rc = fs_atomic_write(o->a, o->buf, o->len);
+	o->len = 0;
+	return rc;
+}
+
+/* Buffer n bytes for the temporary (large runs go straight through). */
+static int
+out_put(struct out *o, const void *p, size_t n)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (o->len + n > REPLACE_CHUNK && (rc = out_flush(o)) < 0)
+		return rc;
+	if (n >= REPLACE_CHUNK)
+		return fs_atomic_write(o->a, p, n);
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	return 0;
+}
+
+/* Copy bytes [0, upto) of in to the output. 0 or -errno. */
+static int
+prefix_copy(int in, struct out *o, off_t upto)
+{
+	off_t off = 0;
+	ssize_t r;
+	size_t want;
+	int rc;
+
+	if ((rc = out_flush(o)) < 0)
+		return rc;
+	while (off < upto) {
+		want = upto - off < REPLACE_CHUNK ? (size_t)(upto - off) :
+		    REPLACE_CHUNK;
+		if ((r = pread(in, o->buf, want, off)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;	/* shrunk under us */
+		if ((rc = fs_atomic_write(o->a, o->buf, (size_t)r)) < 0)
+			return rc;
+		off += r;
+	}
+	return 0;
+}
+
+/* read() until n bytes or end of file. Bytes read, or -errno. */
+static ssize_t
+read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		if ((r = read(fd, (char *)p + got, n - got)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+/* Streaming search and replace; see fs_atomic.h. */
+int
+fs_replace(const char *path, const char *old, size_t oldlen,
+    const char *new_, size_t newlen, unsigned long long *count, char *err,
+    size_t errlen)
+{
+	struct fs_atomic a;
+	struct out o = { .a = &a };
+	struct stat st;
+	unsigned long long n = 0;
+	const char *m;
+	char *buf = NULL;
+	size_t have = 0, pos, keep, off;
+	off_t base = 0;
+	ssize_t r;
+	bool opened = false, eof = false;
+	int in, rc;
+
+	atomic_reset(&a);
+	/* O_NONBLOCK: opening a fifo must not hang before we refuse it. */
+	if ((in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+	    O_NOCTTY)) < 0)
+		return errf(err, errlen, errno, "open", path);
+	if (fstat(in, &st) < 0) {
+		rc = errf(err, errlen, errno, "stat", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? errf(err, errlen, EISDIR, "", path) :
+		    -EINVAL;
+		if (rc == -EINVAL && errlen > 0)
+			snprintf(err, errlen, "%s: not a regular file", path);
+		goto out;
+	}
+	/* Checked after the file, as upstream: a missing file is 404. */
+	if (oldlen == 0) {
+		if (errlen > 0)
+			snprintf(err, errlen, "old content must not be empty");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (oldlen > SIZE_MAX - 2 * REPLACE_CHUNK) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((buf = malloc(REPLACE_CHUNK + oldlen - 1)) == NULL ||
+	    (o.buf = malloc(REPLACE_CHUNK)) == NULL) {
+		rc = errf(err, errlen, ENOMEM, "replace in", path);
+		goto out;
+	}
+	while (!eof) {
+		/* 1. Top up: the carried tail, then one chunk. */
+		if ((r = read_full(in, buf + have, REPLACE_CHUNK)) < 0) {
+			rc = errf(err, errlen, (int)-r, "read", path);
+			goto out;
+		}
+		eof = r < REPLACE_CHUNK;
+		have += (size_t)r;
+		/* 2. Every match, leftmost first, none overlapping. */
+		for (pos = 0; (m = memmem(buf + pos, have - pos, old,
+		    oldlen)) != NULL; pos = off + oldlen) {
+			off = (size_t)(m - buf);
+			if (!opened) {
+				rc = fs_atomic_open(&a, path, st.st_mode &
+				    07777, err, errlen);
+				if (rc < 0)
+					goto out;
+				opened = true;
+				rc = prefix_copy(in, &o, base + (off_t)off);
+			} else
+				rc = out_put(&o, buf + pos, off - pos);
+			if (rc < 0 || (rc = out_put(&o, new_, newlen)) < 0)
+				goto wfail;
+			n++;
+		}
+		/* 3. Keep what could start a match; pass the rest on. */
+		keep = have - pos;
+		if (eof)
+			keep = 0;
+		else if (keep > oldlen - 1)
+			keep = oldlen - 1;
+		if (opened && (rc = out_put(&o, buf + pos,
+		    have - pos - keep)) < 0)
+			goto wfail;
+		memmove(buf, buf + have - keep, keep);
+		base += (off_t)(have - keep);
+		have = keep;
+	}
+	if (opened) {
+		if ((rc = out_flush(&o)) < 0)
+			goto wfail;
+		if ((rc = fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+		    errlen)) < 0)
+			goto out;
+	}
+	*count = n;
+	rc = 0;
+	goto out;
+wfail:
+	rc = errf(err, errlen, -rc, "write temporary file for", path);
+out:
+	if (opened)
+		fs_atomic_abort(&a);
+	free(o.buf);
+	free(buf);
+	close(in);
+	return rc;
+}

@@ -1,0 +1,742 @@
+/*
+ * t_fs_atomic.c -- unit tests for fs_atomic.c.
+ *
+ * Each test works in a fresh temporary directory (in $TMPDIR, else /tmp)
+ * under a umask of 022, and checks contents, modes, owners and inodes
+ * with lstat() and readlink().  After every test the directories involved
+ * must hold no ".*.execd-*" temporary.  Covered: commit of a new file
+ * (newmode, parents created), of an existing 0640 file (mode kept, new
+ * inode), an explicit mode and owner, abort (old content, no debris,
+ * idempotent, after a failed open), links (the final target replaced, the
+ * links intact, a dangling link's target created), refusals (directory,
+ * trailing slash, fifo), a base name of NAME_MAX bytes; fs_replace:
+ * counts, overlapping patterns, matches across the 64 KiB chunk
+ * boundaries, patterns longer than a chunk, no match leaving the inode
+ * alone, a 5 MiB file and random files against an in-memory reference,
+ * mode kept, links, errors.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../t.h"
+#include "../../fs/fs_atomic.h"
+
+#define CHUNK	(64 * 1024)
+
+static char	*tmp_new(void);
+static void	 tmp_free(char *);
+static int	 rm_at(int, const char *);
+static char	*cat(const char *, const char *);
+static void	 put(const char *, const void *, size_t, mode_t);
+static char	*get(const char *, size_t *);
+static const char *text(const char *);
+static int	 debris(const char *);
+static mode_t	 mode_of(const char *);
+static ino_t	 ino_of(const char *);
+static char	*ref_replace(const char *, size_t, const char *, const char *,
+		    unsigned long long *, size_t *);
+static int	 replace_s(const char *, const char *, const char *,
+		    unsigned long long *);
+
+/* A fresh temporary directory; the caller frees it with tmp_free. */
+static char *
+tmp_new(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir;
+
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	if (asprintf(&dir, "%s/t_fs_atomic.XXXXXX", tmp) < 0 ||
+	    mkdtemp(dir) == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return dir;
+}
+
+/* Remove name under dfd, whatever it is. */
+static int
+rm_at(int dfd, const char *name)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, n;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0);
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0)
+		return -1;
+	do {
+		n = 0;
+		if ((d = fdopendir(dup(fd))) == NULL)
+			break;
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") != 0 &&
+			    strcmp(de->d_name, "..") != 0 &&
+			    rm_at(fd, de->d_name) == 0)
+				n++;
+		}
+		closedir(d);
+	} while (n > 0);
+	close(fd);
+	return unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* Check for debris, remove the tree and free its name. */
+static void
+tmp_free(char *dir)
+{
+	T_EQ_INT(debris(dir), 0);
+	if (rm_at(AT_FDCWD, dir) < 0)
+		perror(dir);
+	free(dir);
+}
+
+/* dir + "/" + rel, in a buffer that lives until the next call but three. */
+static char *
+cat(const char *dir, const char *rel)
+{
+	static char buf[4][PATH_MAX];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
+	return buf[k];
+}
+
+/* Create path with n bytes of p and the exact mode, or exit. */
+static void
+put(const char *path, const void *p, size_t n, mode_t mode)
+{
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, p, n) != (ssize_t)n || fchmod(fd, mode) < 0) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+}
+
+/* The whole file in a malloc'd buffer (NUL added), or NULL. */
+static char *
+get(const char *path, size_t *len)
+{
+	struct stat st;
+	char *b;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (b = malloc((size_t)st.st_size + 1)) ==
+	    NULL) {
+		close(fd);
+		return NULL;
+	}
+	if (read(fd, b, (size_t)st.st_size) != st.st_size) {
+		free(b);
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	b[st.st_size] = '\0';
+	*len = (size_t)st.st_size;
+	return b;
+}
+
+/* A small file's content, or "(none)". */
+static const char *
+text(const char *path)
+{
+	static char buf[4096];
+	size_t n;
+	char *b = get(path, &n);
+
+	if (b == NULL)
+		return "(none)";
+	snprintf(buf, sizeof(buf), "%s", b);
+	free(b);
+	return buf;
+}
+
+/* Number of ".*.execd-*" names in dir. */
+static int
+debris(const char *dir)
+{
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += fnmatch(".*.execd-*", de->d_name, FNM_PERIOD) == 0;
+	closedir(d);
+	return n;
+}
+
+/* Permission bits (links not followed), 07777 if missing. */
+static mode_t
+mode_of(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 07777;
+	return st.st_mode & 07777;
+}
+
+/* Inode number (links not followed), 0 if missing. */
+static ino_t
+ino_of(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	return st.st_ino;
+}
+
+/* The obvious in-memory replace, for comparison. */
+static char *
+ref_replace(const char *in, size_t n, const char *old, const char *new_,
+    unsigned long long *count, size_t *outlen)
+{
+	size_t ol = strlen(old), nl = strlen(new_), o = 0;
+	char *out = malloc(n * (nl > ol ? nl : 1) + 1);
+
+	*count = 0;
+	for (size_t i = 0; i < n;) {
+		if (i + ol <= n && memcmp(in + i, old, ol) == 0) {
+			memcpy(out + o, new_, nl);
+			o += nl;
+			i += ol;
+			(*count)++;
+		} else
+			out[o++] = in[i++];
+	}
+	*outlen = o;
+	return out;
+}
+
+/* fs_replace with C strings. */
+static int
+replace_s(const char *path, const char *old, const char *new_,
+    unsigned long long *count)
+{
+	char err[PATH_MAX + 128];
+
+	return fs_replace(path, old, strlen(old), new_, strlen(new_), count,
+	    err, sizeof(err));
+}
+
+/* A new file: parents made, content whole, newmode, no temporary left. */
+static void
+test_commit_new(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	struct fs_atomic a;
+	struct stat st;
+
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "p/q/new"), 0755, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(mode_of(cat(d, "p/q")), 0755);
+	T_EQ_INT(debris(cat(d, "p/q")), 1);
+	T_OK(!(lstat(cat(d, "p/q/new"), &st) == 0));
+	T_EQ_INT(fs_atomic_write(&a, "hello ", 6), 0);
+	T_EQ_INT(fs_atomic_write(&a, "", 0), 0);
+	T_EQ_INT(fs_atomic_write(&a, "world", 5), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(cat(d, "p/q/new")), "hello world");
+	T_EQ_INT(mode_of(cat(d, "p/q/new")), 0755);
+	T_EQ_INT(debris(cat(d, "p/q")), 0);
+	T_EQ_INT(lstat(cat(d, "p/q/new"), &st), 0);
+	T_EQ_INT(st.st_uid, geteuid());
+	/* The struct holds nothing now: writes fail, abort is harmless. */
+	T_EQ_INT(fs_atomic_write(&a, "x", 1), -EBADF);
+	fs_atomic_abort(&a);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), -EBADF);
+	/* Another newmode, and an empty file. */
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "empty"), 0604, err, sizeof(err)),
+	    0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(mode_of(cat(d, "empty")), 0604);
+	T_EQ_STR(text(cat(d, "empty")), "");
+	tmp_free(d);
+}
+
+/* An existing file keeps its mode; the new content has a new inode. */
+static void
+test_commit_existing(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	struct fs_atomic a;
+	ino_t ino;
+
+	put(cat(d, "f"), "old content", 11, 0640);
+	ino = ino_of(cat(d, "f"));
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&a, "new", 3), 0);
+	/* Until commit, the old file is what readers see. */
+	T_EQ_STR(text(cat(d, "f")), "old content");
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(cat(d, "f")), "new");
+	T_EQ_INT(mode_of(cat(d, "f")), 0640);
+	T_OK(ino_of(cat(d, "f")) != ino);
+	/* Special bits are kept too. */
+	T_EQ_INT(chmod(cat(d, "f"), 02750), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(mode_of(cat(d, "f")), 02750);
+	/* An explicit mode wins. */
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&a, "x", 1), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0600, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(mode_of(cat(d, "f")), 0600);
+	T_EQ_STR(text(cat(d, "f")), "x");
+	tmp_free(d);
+}
+
+/* Owners: ours is fine; another needs root (-EPERM otherwise). */
+static void
+test_commit_owner(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	struct fs_atomic a;
+	struct stat st;
+
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "mine"), 0644, err, sizeof(err)),
+	    0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, getuid(), getgid(), err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&a, "t", 1), 0);
+	if (geteuid() != 0) {
+		T_EQ_INT(fs_atomic_commit(&a, 0, 0, (gid_t)-1, err,
+		    sizeof(err)), -EPERM);
+		T_OK(lstat(cat(d, "theirs"), &st) < 0);
+		tmp_free(d);
+		return;
+	}
+	T_EQ_INT(fs_atomic_commit(&a, 0, 65534, 65533, err, sizeof(err)), 0);
+	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(st.st_uid, 65534);
+	T_EQ_INT(st.st_gid, 65533);
+	/* Kept on the next write; a setgid bit survives the chown. */
+	T_EQ_INT(chmod(cat(d, "theirs"), 02640), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(st.st_uid, 65534);
+	T_EQ_INT(st.st_gid, 65533);
+	T_EQ_INT(st.st_mode & 07777, 02640);
+	/* One changed, the other kept. */
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, 0, (gid_t)-1, err, sizeof(err)), 0);
+	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(st.st_uid, 0);
+	T_EQ_INT(st.st_gid, 65533);
+	tmp_free(d);
+}
+
+/* Abort: the old content stays, no temporary is left, twice is fine. */
+static void
+test_abort(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	struct fs_atomic a;
+	ino_t ino;
+
+	put(cat(d, "f"), "keep me", 7, 0640);
+	ino = ino_of(cat(d, "f"));
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&a, "garbage", 7), 0);
+	T_EQ_INT(debris(d), 1);
+	fs_atomic_abort(&a);
+	T_EQ_INT(debris(d), 0);
+	T_EQ_STR(text(cat(d, "f")), "keep me");
+	T_EQ_INT(ino_of(cat(d, "f")), ino);
+	T_EQ_INT(mode_of(cat(d, "f")), 0640);
+	fs_atomic_abort(&a);
+	/* A new file aborted: nothing at all. */
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "g"), 0755, err, sizeof(err)), 0);
+	fs_atomic_abort(&a);
+	T_OK(ino_of(cat(d, "g")) == 0);
+	/* After a failed open, abort is a no-op. */
+	T_EQ_INT(mkdir(cat(d, "dir"), 0755), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "dir"), 0755, err, sizeof(err)),
+	    -EISDIR);
+	fs_atomic_abort(&a);
+	fs_atomic_abort(&a);
+	T_EQ_INT(fs_atomic_write(&a, "x", 1), -EBADF);
+	T_EQ_INT(debris(cat(d, "dir")), 0);
+	tmp_free(d);
+}
+
+/* Through links: the final target is replaced, the links stay links. */
+static void
+test_symlink(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "", buf[PATH_MAX];
+	struct fs_atomic a;
+	ssize_t n;
+
+	T_EQ_INT(mkdir(cat(d, "sub"), 0755), 0);
+	put(cat(d, "sub/target"), "old", 3, 0640);
+	T_EQ_INT(symlink("sub/target", cat(d, "link")), 0);
+	T_EQ_INT(symlink(cat(d, "link"), cat(d, "link2")), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "link2"), 0755, err, sizeof(err)),
+	    0);
+	T_EQ_INT(debris(cat(d, "sub")), 1);
+	T_EQ_INT(debris(d), 0);
+	T_EQ_INT(fs_atomic_write(&a, "new", 3), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(cat(d, "sub/target")), "new");
+	T_EQ_INT(mode_of(cat(d, "sub/target")), 0640);
+	n = readlink(cat(d, "link"), buf, sizeof(buf) - 1);
+	T_EQ_INT(n, 10);
+	buf[n < 0 ? 0 : n] = '\0';
+	T_EQ_STR(buf, "sub/target");
+	n = readlink(cat(d, "link2"), buf, sizeof(buf) - 1);
+	buf[n < 0 ? 0 : n] = '\0';
+	T_EQ_STR(buf, cat(d, "link"));
+	T_EQ_INT(debris(cat(d, "sub")), 0);
+	/* A dangling link: its target is created, the link kept. */
+	T_EQ_INT(symlink("sub/fresh", cat(d, "dl")), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "dl"), 0604, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&a, "f", 1), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(cat(d, "sub/fresh")), "f");
+	T_EQ_INT(mode_of(cat(d, "sub/fresh")), 0604);
+	T_EQ_INT(mode_of(cat(d, "dl")), 0777);
+	/* ... but not the target's missing directory. */
+	T_EQ_INT(symlink("nodir/x", cat(d, "dl2")), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "dl2"), 0644, err, sizeof(err)),
+	    -ENOENT);
+	T_OK(ino_of(cat(d, "nodir")) == 0);
+	/* A link to a directory, a loop. */
+	T_EQ_INT(symlink("sub", cat(d, "ldir")), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "ldir"), 0644, err, sizeof(err)),
+	    -EISDIR);
+	T_EQ_INT(symlink("loop", cat(d, "loop")), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "loop"), 0644, err, sizeof(err)),
+	    -ELOOP);
+	tmp_free(d);
+}
+
+/* Directories, trailing slashes, fifos and long names. */
+static void
+test_open_refused(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "", name[NAME_MAX + 2];
+	struct fs_atomic a;
+
+	T_EQ_INT(fs_atomic_open(&a, d, 0644, err, sizeof(err)), -EISDIR);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "x/"), 0644, err, sizeof(err)),
+	    -EISDIR);
+	T_OK(ino_of(cat(d, "x")) == 0);
+	T_EQ_INT(mkfifo(cat(d, "fifo"), 0600), 0);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "fifo"), 0644, err, sizeof(err)),
+	    -EINVAL);
+	T_OK(strstr(err, "not a regular file") != NULL);
+	put(cat(d, "file"), "", 0, 0644);
+	T_EQ_INT(fs_atomic_open(&a, cat(d, "file/x"), 0644, err, sizeof(err)),
+	    -ENOTDIR);
+	T_EQ_INT(fs_atomic_open(&a, "", 0644, err, sizeof(err)), -ENOENT);
+	/* A base name of NAME_MAX bytes still gets its temporary. */
+	memset(name, 'b', NAME_MAX);
+	name[NAME_MAX] = '\0';
+	T_EQ_INT(fs_atomic_open(&a, cat(d, name), 0644, err, sizeof(err)), 0);
+	T_EQ_INT(strlen(a.tmp), NAME_MAX);
+	T_EQ_INT(fs_atomic_write(&a, "L", 1), 0);
+	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(cat(d, name)), "L");
+	name[NAME_MAX] = 'b';
+	name[NAME_MAX + 1] = '\0';
+	T_EQ_INT(fs_atomic_open(&a, cat(d, name), 0644, err, sizeof(err)),
+	    -ENAMETOOLONG);
+	tmp_free(d);
+}
+
+/* Counts, overlapping patterns, deletion, growth, no match. */
+static void
+test_replace_basic(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	unsigned long long n = 99;
+	struct stat st1, st2;
+
+	put(cat(d, "f"), "hello world, hello you", 22, 0640);
+	T_EQ_INT(replace_s(cat(d, "f"), "hello", "bye", &n), 0);
+	T_EQ_INT(n, 2);
+	T_EQ_STR(text(cat(d, "f")), "bye world, bye you");
+	T_EQ_INT(mode_of(cat(d, "f")), 0640);
+	put(cat(d, "a"), "aaaa", 4, 0644);
+	T_EQ_INT(replace_s(cat(d, "a"), "aa", "b", &n), 0);
+	T_EQ_INT(n, 2);
+	T_EQ_STR(text(cat(d, "a")), "bb");
+	put(cat(d, "a"), "aaaaa", 5, 0644);
+	T_EQ_INT(replace_s(cat(d, "a"), "aaa", "X", &n), 0);
+	T_EQ_INT(n, 1);
+	T_EQ_STR(text(cat(d, "a")), "Xaa");
+	put(cat(d, "a"), "abababa", 7, 0644);
+	T_EQ_INT(replace_s(cat(d, "a"), "aba", "<>", &n), 0);
+	T_EQ_INT(n, 2);
+	T_EQ_STR(text(cat(d, "a")), "<>b<>");
+	/* Replacing with nothing; replacing with more. */
+	put(cat(d, "a"), "x-y-z-", 6, 0644);
+	T_EQ_INT(replace_s(cat(d, "a"), "-", "", &n), 0);
+	T_EQ_INT(n, 3);
+	T_EQ_STR(text(cat(d, "a")), "xyz");
+	T_EQ_INT(replace_s(cat(d, "a"), "y", "[long]", &n), 0);
+	T_EQ_INT(n, 1);
+	T_EQ_STR(text(cat(d, "a")), "x[long]z");
+	/* Binary bytes, NUL included. */
+	put(cat(d, "bin"), "a\0b\0a\0b", 7, 0644);
+	T_EQ_INT(fs_replace(cat(d, "bin"), "\0b", 2, "\0\0\0", 3, &n, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(n, 2);
+	/* No match: the very same inode and times, count 0. */
+	T_EQ_INT(lstat(cat(d, "f"), &st1), 0);
+	n = 99;
+	T_EQ_INT(replace_s(cat(d, "f"), "absent", "x", &n), 0);
+	T_EQ_INT(n, 0);
+	T_EQ_INT(lstat(cat(d, "f"), &st2), 0);
+	T_EQ_INT(st2.st_ino, st1.st_ino);
+	T_EQ_INT(st2.st_mtim.tv_nsec, st1.st_mtim.tv_nsec);
+	T_EQ_INT(st2.st_ctim.tv_nsec, st1.st_ctim.tv_nsec);
+	T_EQ_STR(text(cat(d, "f")), "bye world, bye you");
+	/* A pattern longer than the file; an empty file. */
+	T_EQ_INT(replace_s(cat(d, "a"), "much longer than the file", "", &n),
+	    0);
+	T_EQ_INT(n, 0);
+	put(cat(d, "e"), "", 0, 0644);
+	T_EQ_INT(replace_s(cat(d, "e"), "x", "y", &n), 0);
+	T_EQ_INT(n, 0);
+	tmp_free(d);
+}
+
+/* Errors: missing, directory, fifo, empty pattern; count untouched. */
+static void
+test_replace_errors(void)
+{
+	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	unsigned long long n = 77;
+
+	T_EQ_INT(replace_s(cat(d, "none"), "a", "b", &n), -ENOENT);
+	T_OK(ino_of(cat(d, "none")) == 0);
+	T_EQ_INT(replace_s(d, "a", "b", &n), -EISDIR);
+	T_EQ_INT(mkfifo(cat(d, "fifo"), 0600), 0);
+	T_EQ_INT(replace_s(cat(d, "fifo"), "a", "b", &n), -EINVAL);
+	put(cat(d, "f"), "abc", 3, 0644);
+	T_EQ_INT(fs_replace(cat(d, "f"), "", 0, "x", 1, &n, err, sizeof(err)),
+	    -EINVAL);
+	T_EQ_STR(err, "old content must not be empty");
+	/* The file is looked at first: missing wins over an empty old. */
+	T_EQ_INT(fs_replace(cat(d, "none"), "", 0, "x", 1, &n, err,
+	    sizeof(err)), -ENOENT);
+	T_EQ_INT(n, 77);
+	T_EQ_STR(text(cat(d, "f")), "abc");
+	tmp_free(d);
+}
+
+/* Matches straddling each 64 KiB chunk boundary, at every offset. */
+static void
+test_replace_boundary(void)
+{
+	static const char pat[] = "NEEDLE";
+	char *d = tmp_new(), *buf, *want, *got;
+	size_t size = 3 * CHUNK + 100, wl, gl;
+	unsigned long long n, wn;
+	int ok = 1;
+
+	buf = malloc(size);
+	for (int shift = -7; shift <= 1; shift++) {
+		memset(buf, 'x', size);
+		/* One match ending, straddling or starting at each boundary. */
+		for (int k = 1; k <= 3; k++)
+			memcpy(buf + (size_t)k * CHUNK + shift, pat, 6);
+		put(cat(d, "f"), buf, size, 0644);
+		want = ref_replace(buf, size, pat, "pin", &wn, &wl);
+		T_EQ_INT(wn, 3);
+		n = 0;
+		T_EQ_INT(replace_s(cat(d, "f"), pat, "pin", &n), 0);
+		T_EQ_INT(n, 3);
+		got = get(cat(d, "f"), &gl);
+		if (got == NULL || gl != wl || memcmp(got, want, wl) != 0) {
+			fprintf(stderr, "  shift %d: content differs\n",
+			    shift);
+			ok = 0;
+		}
+		free(got);
+		free(want);
+	}
+	T_OK(ok);
+	/* A match that is the last bytes of the file, after a full chunk. */
+	memset(buf, 'x', CHUNK);
+	memcpy(buf + CHUNK - 3, "END", 3);
+	put(cat(d, "g"), buf, CHUNK, 0644);
+	T_EQ_INT(replace_s(cat(d, "g"), "END", "fin", &n), 0);
+	T_EQ_INT(n, 1);
+	got = get(cat(d, "g"), &gl);
+	T_OK(got != NULL && gl == CHUNK && memcmp(got + CHUNK - 3, "fin",
+	    3) == 0);
+	free(got);
+	free(buf);
+	tmp_free(d);
+}
+
+/* A pattern longer than a chunk, found across chunks. */
+static void
+test_replace_long_pattern(void)
+{
+	char *d = tmp_new(), *buf, *pat, *got, err[PATH_MAX + 128] = "";
+	size_t pl = CHUNK + 1000, size = 4 * CHUNK, gl;
+	unsigned long long n;
+
+	buf = malloc(size);
+	pat = malloc(pl);
+	memset(pat, 'p', pl);
+	pat[0] = 'P';
+	memset(buf, '.', size);
+	memcpy(buf + 100, pat, pl);
+	memcpy(buf + 2 * CHUNK + 7, pat, pl);
+	put(cat(d, "f"), buf, size, 0644);
+	T_EQ_INT(fs_replace(cat(d, "f"), pat, pl, "!", 1, &n, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(n, 2);
+	got = get(cat(d, "f"), &gl);
+	T_EQ_INT(gl, size - 2 * pl + 2);
+	T_OK(got != NULL && got[100] == '!' && got[99] == '.' &&
+	    got[101] == '.');
+	T_OK(got != NULL && got[2 * CHUNK + 7 - pl + 1] == '!');
+	free(got);
+	free(pat);
+	free(buf);
+	tmp_free(d);
+}
+
+/* 5 MiB against the in-memory reference; mode kept; via a link. */
+static void
+test_replace_large(void)
+{
+	char *d = tmp_new(), *buf, *want, *got;
+	size_t size = 5 << 20, wl, gl;
+	unsigned long long n = 0, wn;
+	unsigned x = 12345;
+
+	buf = malloc(size);
+	for (size_t i = 0; i < size; i++) {
+		x = x * 1103515245 + 12345;
+		buf[i] = "abc\n"[(x >> 16) & 3];
+	}
+	put(cat(d, "big"), buf, size, 0604);
+	T_EQ_INT(symlink("big", cat(d, "lnk")), 0);
+	want = ref_replace(buf, size, "abca", "Z", &wn, &wl);
+	T_OK(wn > 10000);
+	T_EQ_INT(replace_s(cat(d, "lnk"), "abca", "Z", &n), 0);
+	T_EQ_INT(n, wn);
+	got = get(cat(d, "big"), &gl);
+	T_EQ_INT(gl, wl);
+	T_OK(got != NULL && gl == wl && memcmp(got, want, wl) == 0);
+	T_EQ_INT(mode_of(cat(d, "big")), 0604);
+	T_EQ_INT(mode_of(cat(d, "lnk")), 0777);
+	free(got);
+	free(want);
+	free(buf);
+	tmp_free(d);
+}
+
+/*
+ * Random files and patterns over a two-letter alphabet, against the
+ * reference: many ways for a match to meet a chunk boundary and the carry.
+ */
+static void
+test_replace_random(void)
+{
+	char *d = tmp_new(), *buf, *want, *got, pat[8], rep[8];
+	unsigned long long n, wn;
+	size_t size, wl, gl;
+	unsigned x = 777;
+	int bad = 0;
+
+	buf = malloc(3 * CHUNK);
+	for (int it = 0; it < 40; it++) {
+		x = x * 1103515245 + 12345;
+		size = CHUNK - 20 + (x >> 8) % (2 * CHUNK + 40);
+		for (size_t i = 0; i < size; i++) {
+			x = x * 1103515245 + 12345;
+			buf[i] = (x >> 16) % 5 == 0 ? 'b' : 'a';
+		}
+		x = x * 1103515245 + 12345;
+		memset(pat, '\0', sizeof(pat));
+		for (size_t i = 0, pl = 1 + (x >> 8) % 6; i < pl; i++) {
+			x = x * 1103515245 + 12345;
+			pat[i] = (x >> 16) % 3 == 0 ? 'b' : 'a';
+		}
+		snprintf(rep, sizeof(rep), "%.*s", (int)(x >> 20) % 4, "XYZW");
+		put(cat(d, "r"), buf, size, 0644);
+		want = ref_replace(buf, size, pat, rep, &wn, &wl);
+		n = 0;
+		if (replace_s(cat(d, "r"), pat, rep, &n) != 0 || n != wn)
+			bad++;
+		got = get(cat(d, "r"), &gl);
+		if (got == NULL || gl != wl || memcmp(got, want, wl) != 0) {
+			fprintf(stderr, "  size %zu pattern %s: differs\n",
+			    size, pat);
+			bad++;
+		}
+		free(got);
+		free(want);
+	}
+	T_EQ_INT(bad, 0);
+	free(buf);
+	tmp_free(d);
+}
+
+int
+main(void)
+{
+	static const struct t_case cases[] = {
+		{ "atomic_commit_new", test_commit_new },
+		{ "atomic_commit_existing", test_commit_existing },
+		{ "atomic_commit_owner", test_commit_owner },
+		{ "atomic_abort", test_abort },
+		{ "atomic_symlink", test_symlink },
+		{ "atomic_open_refused", test_open_refused },
+		{ "replace_basic", test_replace_basic },
+		{ "replace_errors", test_replace_errors },
+		{ "replace_boundary", test_replace_boundary },
+		{ "replace_long_pattern", test_replace_long_pattern },
+		{ "replace_large", test_replace_large },
+		{ "replace_random", test_replace_random },
+	};
+
+	umask(022);
+	return T_RUN(cases);
+}
