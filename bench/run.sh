@@ -11,7 +11,9 @@
 # BENCH_CONNS (wrk connections, default 32), BENCH_STARTS (start-up runs,
 # default 20), BENCH_EXECS (kernel round trips per side, default 200),
 # BENCH_KSTARTS (kernel starts per side, default 5), BENCH_CTXS (context
-# creations per side, default 5), NGINX (nginx binary),
+# creations per side, default 5), BENCH_HOLD (background commands held at
+# once, default 1000), BENCH_STREAM_MIB (MiB of output streamed through
+# POST /command, default 256), NGINX (nginx binary),
 # WRK (wrk binary), KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -20,7 +22,9 @@
 # the "python3" kernelspec.  The /code rows run bench/code_bench.py, which
 # starts execd itself and measures POST /code against a bare ZeroMQ client
 # on the same kernel and against Debian's Jupyter Server (REST and
-# WebSocket), and POST /code/context with and without --pool.
+# WebSocket), and POST /code/context with and without --pool.  The
+# rows of many commands and much output run bench/command_bench.py
+# (/usr/bin/python3, standard library only).
 #
 # Adding a row: measure, then call
 #   row NAME VALUE BASELINE RATIO TARGET VERDICT
@@ -48,6 +52,8 @@ STARTS=${BENCH_STARTS:-20}
 EXECS=${BENCH_EXECS:-200}
 KSTARTS=${BENCH_KSTARTS:-5}
 CTXS=${BENCH_CTXS:-5}
+HOLD_N=${BENCH_HOLD:-1000}
+STREAM_MIB=${BENCH_STREAM_MIB:-256}
 KPY=${KERNEL_PYTHON:-/usr/bin/python3}
 KBENCH=$B/bench/kbench
 WRK=${WRK:-$(command -v wrk || echo wrk)}
@@ -60,6 +66,7 @@ KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
 CODE_MAX_RATIO=1.15  # PRODUCT.md: POST /code within 1.15x of bare ZeroMQ
 JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
+STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
 
 T=
 PIDS=
@@ -479,6 +486,47 @@ row "POST /command true (median)" "$(us_ms "$1" 2) ms" \
 	"$(us_ms "$3" 2) ms sh -c true" "$RATIO" "ratio <= 2" \
 	"$(verdict_le "$RATIO" 2)"
 
+# --- 11: many background commands held at once ---------------------------
+
+# "start_us base_us rss_idle rss_held fds_idle fds_held running stop_us"
+run_bg 300 "$T/hold.out" "$T/hold.log" \
+	/usr/bin/python3 "$HERE/command_bench.py" hold "$EXECD" "$HOLD_N" ||
+	fail "$HOLD_N background commands: $(tail -c 600 "$T/hold.log")"
+H_OUT=$(cat "$T/hold.out")
+# shellcheck disable=SC2086
+set -- $H_OUT
+[ $# -eq 8 ] || fail "command_bench.py hold printed '$H_OUT'"
+H_START=$1 H_BASE=$2 H_RSS0=$3 H_RSS=$4 H_FD0=$5 H_FD=$6 H_RUN=$7 H_STOP=$8
+row "$HOLD_N bg sleeps: start all" "$(us_ms "$H_START" 0) ms" \
+	"$(us_ms "$H_BASE" 0) ms direct spawn" \
+	"$(calc "sprintf(\"%.2f\", $H_START / $H_BASE)")" "(information)" "-"
+row "$HOLD_N bg sleeps: held" "$H_RUN running" "$HOLD_N started" \
+	"$(calc "sprintf(\"%.2f\", $H_RUN / $HOLD_N)")" "all, no errors" \
+	"$( [ "$H_RUN" = "$HOLD_N" ] && echo ok || echo MISS)"
+row "$HOLD_N bg sleeps: RSS held" "$H_RSS KiB" "$H_RSS0 KiB idle" \
+	"$(calc "sprintf(\"%.2f\", $H_RSS / $H_RSS0)")" "(information)" "-"
+
+# --- 12: output streamed through POST /command ----------------------------
+
+# "execd_us base_us rss_idle rss_peak events bytes"
+run_bg 300 "$T/stream.out" "$T/stream.log" \
+	/usr/bin/python3 "$HERE/command_bench.py" stream "$EXECD" \
+	"$STREAM_MIB" ||
+	fail "streaming $STREAM_MIB MiB: $(tail -c 600 "$T/stream.log")"
+S_OUT=$(cat "$T/stream.out")
+# shellcheck disable=SC2086
+set -- $S_OUT
+[ $# -eq 6 ] || fail "command_bench.py stream printed '$S_OUT'"
+S_US=$1 S_BASE=$2 S_RSS0=$3 S_RSS=$4 S_EVENTS=$5 S_BYTES=$6
+S_GROW=$((S_RSS - S_RSS0))
+row "$STREAM_MIB MiB lines via /command" \
+	"$(calc "sprintf(\"%.0f\", $STREAM_MIB * 1048576 / $S_US)") MB/s" \
+	"$(calc "sprintf(\"%.0f\", $STREAM_MIB * 1048576 / $S_BASE)") MB/s to null" \
+	"$(calc "sprintf(\"%.2f\", $S_BASE / $S_US)")" "(information)" "-"
+row "RSS growth, $STREAM_MIB MiB streamed" "$S_GROW KiB" \
+	"$S_RSS0 KiB idle" "$(calc "sprintf(\"%.2f\", $S_RSS / $S_RSS0)")" \
+	"< 8 MiB" "$(verdict_le "$S_GROW" $((STREAM_RSS_MAX_KIB - 1)))"
+
 # --- notes -----------------------------------------------------------------
 
 echo
@@ -490,6 +538,12 @@ note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1
 [ "$E_EXIT" = 0 ] || note "execd exited with status $E_EXIT on SIGTERM (expected 0)"
 [ "$E_BAD" = 0 ] || note "execd exited non-zero on SIGTERM in $E_BAD of $STARTS start-up runs"
 [ "$N_BAD" = 0 ] || note "nginx exited non-zero on SIGTERM in $N_BAD of $STARTS start-up runs"
+note "$HOLD_N background sleep 30: execd fds $H_FD0 idle, $H_FD held;" \
+	"all interrupted (DELETE /command) and reaped in $(us_ms "$H_STOP" 0)" \
+	"ms; the direct spawns are bash -c 'sleep 30' in their own sessions"
+note "streaming: $S_EVENTS stdout events, $S_BYTES bytes of stream read by" \
+	"one client; the baseline is the same generator (head | tr | fold -w" \
+	"99) into /dev/null; ratio = baseline time / execd time"
 note "POST /command runs bash, as upstream does: spawning /bin/bash -c true" \
 	"alone takes $(us_ms "$CMD_BASH" 2) ms here (/bin/sh is dash)"
 note "1+1 round trip, fastest of $EXECS: execd $(us_ms "$KE_MIN" 2) ms," \

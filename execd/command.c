@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "../kernelproto/kp_msg.h"
+#include "cmdlog.h"
 #include "command.h"
+#include "feed.h"
 #include "job.h"
 #include "loop.h"
+#include "outstream.h"
 #include "xmalloc.h"
 
 #define SWEEP_MS	60000
@@ -35,6 +38,7 @@ command_init(struct loop *loop, const char *out_dir)
 {
 	L = loop;
 	outdir = xstrdup(out_dir);
+	feed_init(loop);
 	t_sweep = loop_timer_add(L, SWEEP_MS, sweep, NULL);
 }
 
@@ -120,6 +124,10 @@ static void
 forget(struct command *c)
 {
 	job_free(c->job);
+	if (c->out != NULL)
+		outstream_gone(c->out);
+	free(c->out);
+	cmdlog_free(c->history);
 	if (c->log_path != NULL)
 		unlink(c->log_path);
 	free(c->log_path);
@@ -137,7 +145,8 @@ sweep(struct loop *l, uint64_t id, void *arg)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (pp = &list; (c = *pp) != NULL;) {
-		if (!c->running && c->watcher == NULL &&
+		if (!c->running && c->tails == 0 && (c->history == NULL ||
+		    cmdlog_readers(c->history) == 0) &&
 		    now.tv_sec - c->finished.tv_sec > COMMAND_RETAIN_S) {
 			*pp = c->next;
 			forget(c);
@@ -190,4 +199,11 @@ char *
 command_log_path(const struct command *c)
 {
 	return xasprintf("%s/%s.output", outdir, c->id);
+}
+
+/* <out_dir>/<id> */
+char *
+command_history_prefix(const struct command *c)
+{
+	return xasprintf("%s/%s", outdir, c->id);
 }

@@ -2,8 +2,11 @@
  * command.h -- the registry of shell commands: ids, status, output files.
  *
  * A command is registered when it starts and stays queryable after it
- * ends, until the retention period (COMMAND_RETAIN_S) has passed; then it
- * is forgotten and its output file removed.  Loop thread only.
+ * ends, until the retention period (COMMAND_RETAIN_S) has passed and no
+ * stream reads it any more; then it is forgotten and its files removed.
+ * A foreground command's events are kept in its history (cmdlog.h),
+ * produced by its outstream whether or not a client listens.  Loop thread
+ * only.
  */
 #ifndef EXECD_COMMAND_H
 #define EXECD_COMMAND_H
@@ -17,6 +20,8 @@
 
 struct loop;
 struct job;
+struct cmdlog;
+struct outstream;
 
 struct command {
 	char		 id[33];
@@ -28,7 +33,10 @@ struct command {
 	struct timespec	 started, finished;
 	char		*log_path;	/* background: combined output */
 	struct job	*job;		/* while running */
-	void		*watcher;	/* a stream reporting it, or NULL */
+	struct cmdlog	*history;	/* foreground: its events */
+	struct outstream *out;		/* foreground, while running: the
+					   producer of its events */
+	unsigned	 tails;		/* background: streams reading it */
 	struct command	*next;
 };
 
@@ -46,5 +54,7 @@ void		 command_drop(struct command *);
 json_t		*command_json(const struct command *);
 /* Where background output goes: <out_dir>/<id>.output */
 char		*command_log_path(const struct command *);
+/* The prefix of its history's files: <out_dir>/<id> */
+char		*command_history_prefix(const struct command *);
 
 #endif

@@ -447,7 +447,7 @@ check(struct http_req *req)
 		return rc == -ENOENT ? REJ_NO_ROUTE : REJ_METHOD;
 	cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if ((req->route->flags & HTTP_R_BODY) && cl != NULL &&
+	if ((req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) && cl != NULL &&
 	    strtoull(cl, NULL, 10) > req->srv->conf.max_body)
 		return REJ_TOO_BIG;
 	return REJ_NONE;
@@ -533,8 +533,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	if (*data_size > 0) {
 		/* Bodies of routes that take none are read and dropped. */
-		if (req->route != NULL && (req->route->flags & HTTP_R_BODY) &&
-		    !req->too_big) {
+		if (req->route != NULL && (req->route->flags & (HTTP_R_BODY |
+		    HTTP_R_RAW)) && !req->too_big) {
 			if (req->body.len + *data_size >
 			    req->srv->conf.max_body) {
 				req->too_big = true;
@@ -989,6 +989,14 @@ json_t *
 http_req_json(const struct http_req *req)
 {
 	return req->json;
+}
+
+/* The body of an HTTP_R_RAW route, as sent ("" and 0 when empty). */
+const void *
+http_req_body(const struct http_req *req, size_t *len)
+{
+	*len = req->body.len;
+	return req->body.p != NULL ? req->body.p : "";
 }
 
 void *

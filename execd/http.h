@@ -56,6 +56,8 @@ typedef void http_handler(struct http_req *);
 
 #define HTTP_R_BODY	0x01	/* the handler takes a JSON body */
 #define HTTP_R_BODY_OPT	0x02	/* ... which may be empty (json NULL) */
+#define HTTP_R_RAW	0x08	/* the handler takes the body as bytes,
+				   capped like a JSON one (http_req_body) */
 
 struct http_route {
 	const char	*method;
@@ -90,6 +92,8 @@ size_t		 http_req_query_all(const struct http_req *, const char *,
 		    const char **vals, size_t max);
 const char	*http_req_header(const struct http_req *, const char *);
 json_t		*http_req_json(const struct http_req *);	/* borrowed */
+/* HTTP_R_RAW routes: the body (borrowed), its length in *len. */
+const void	*http_req_body(const struct http_req *, size_t *len);
 void		*http_req_app(const struct http_req *);
 struct loop	*http_req_loop(const struct http_req *);
 

@@ -1,9 +1,10 @@
 /*
  * job.c -- one shell command as a process group on the loop.
  *
- * This file starts the process, reads its pipes without blocking, runs
- * its timers (timeout, SIGKILL escalation, the drain after exit) and
- * reports completion; what the output means (lines, events, files) is the
+ * This file starts the process, reads its pipes without blocking, writes
+ * its stdin from a bounded queue when it has a pipe there, runs its
+ * timers (timeout, SIGKILL escalation, the drain after exit) and reports
+ * completion; what the output means (lines, events, files) is the
  * caller's business.
  */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sse/sse_fmt.h"
 #include "child.h"
 #include "job.h"
 #include "log.h"
@@ -27,6 +29,12 @@ struct job {
 	struct loop	*loop;
 	pid_t		 pid;
 	int		 fd[3];		/* [1] stdout, [2] stderr; -1 closed */
+	int		 in_fd;		/* our end of stdin; -1 none, closed */
+	bool		 has_stdin;	/* started with a stdin pipe */
+	bool		 in_watched;	/* waiting until in_fd takes more */
+	bool		 in_closing;	/* close once inq is written */
+	struct sse_buf	 inq;		/* stdin bytes not yet written */
+	size_t		 inq_off;
 	bool		 reaped;
 	int		 status;
 	bool		 timed_out;
@@ -45,6 +53,9 @@ static void	on_kill(struct loop *, uint64_t, void *);
 static void	on_drain(struct loop *, uint64_t, void *);
 static void	close_pipe(struct job *, int);
 static void	maybe_done(struct job *);
+static void	on_stdin(struct loop *, int, void *, int, void *);
+static void	stdin_flush(struct job *);
+static void	stdin_shut(struct job *);
 
 static const char *
 shell(void)
@@ -63,10 +74,22 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	struct spawn_opts so = { .argv = argv, .envp = o->envp, .cwd = o->cwd,
 	    .stdin_fd = -1, .set_ids = o->set_ids, .uid = o->uid,
 	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups };
-	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, rc;
+	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, p0[2] = { -1, -1 }, rc;
 
 	j->loop = loop;
 	j->fd[0] = j->fd[1] = j->fd[2] = -1;
+	j->in_fd = -1;
+	sse_buf_init(&j->inq);
+	if (o->stdin_pipe) {
+		/* Our end only is non-blocking, as for the output pipes. */
+		if (pipe2(p0, O_CLOEXEC) < 0 ||
+		    fcntl(p0[1], F_SETFL, O_NONBLOCK) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "pipe: %s", strerror(-rc));
+			goto fail;
+		}
+		so.stdin_fd = p0[0];
+	}
 	j->output = output;
 	j->donecb = done;
 	j->arg = arg;
@@ -90,6 +113,11 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	}
 	if ((rc = spawn_start(&so, &j->pid, err, errlen)) < 0)
 		goto fail;
+	if (o->stdin_pipe) {
+		close(p0[0]);
+		j->in_fd = p0[1];
+		j->has_stdin = true;
+	}
 	if (o->out_fd < 0) {
 		close(p1[1]);
 		close(p2[1]);
@@ -106,6 +134,8 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++) {
+		if (p0[i] >= 0)
+			close(p0[i]);
 		if (p1[i] >= 0)
 			close(p1[i]);
 		if (p2[i] >= 0)
@@ -185,6 +215,7 @@ maybe_done(struct job *j)
 	if (j->done || !j->reaped || j->fd[1] >= 0 || j->fd[2] >= 0)
 		return;
 	j->done = true;
+	stdin_shut(j);
 	loop_timer_cancel(j->loop, j->t_timeout);
 	loop_timer_cancel(j->loop, j->t_kill);
 	loop_timer_cancel(j->loop, j->t_drain);
@@ -249,8 +280,108 @@ job_free(struct job *j)
 	}
 	close_pipe(j, 1);
 	close_pipe(j, 2);
+	stdin_shut(j);
 	loop_timer_cancel(j->loop, j->t_timeout);
 	loop_timer_cancel(j->loop, j->t_kill);
 	loop_timer_cancel(j->loop, j->t_drain);
 	free(j);
+}
+
+/* Queue bytes for stdin and write what the pipe takes now. */
+int
+job_stdin_write(struct job *j, const void *p, size_t n)
+{
+	if (!j->has_stdin)
+		return -ENOTTY;
+	if (j->in_fd < 0 || j->in_closing)
+		return -EPIPE;
+	if (n > JOB_STDIN_MAX)
+		return -EFBIG;
+	if (job_stdin_queued(j) + n > JOB_STDIN_MAX)
+		return -ENOBUFS;
+	sse_buf_add(&j->inq, p, n);
+	stdin_flush(j);
+	return j->in_fd < 0 ? -EPIPE : 0;
+}
+
+/* Close stdin once everything queued is written. */
+int
+job_stdin_close(struct job *j)
+{
+	if (!j->has_stdin)
+		return -ENOTTY;
+	if (j->in_fd < 0 || j->in_closing)
+		return -EPIPE;
+	j->in_closing = true;
+	if (job_stdin_queued(j) == 0)
+		stdin_shut(j);
+	return 0;
+}
+
+/* Bytes queued for stdin and not yet written. */
+size_t
+job_stdin_queued(const struct job *j)
+{
+	return j->inq.len - j->inq_off;
+}
+
+/* The pipe takes more. */
+static void
+on_stdin(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	stdin_flush(arg);
+}
+
+/*
+ * Write the queue until the pipe is full (then wait until it takes more)
+ * or empty (then close if asked).  A job that closed its end loses the
+ * rest, as a process writing to a closed pipe would.
+ */
+static void
+stdin_flush(struct job *j)
+{
+	ssize_t w;
+
+	while (j->in_fd >= 0 && job_stdin_queued(j) > 0) {
+		w = write(j->in_fd, j->inq.p + j->inq_off, job_stdin_queued(j));
+		if (w > 0) {
+			j->inq_off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			if (!j->in_watched)
+				loop_add_fd(j->loop, j->in_fd, LOOP_WRITE,
+				    on_stdin, j);
+			j->in_watched = true;
+			return;
+		}
+		stdin_shut(j);		/* EPIPE: nobody reads it any more */
+		return;
+	}
+	if (j->in_fd < 0)
+		return;
+	sse_buf_reset(&j->inq);
+	j->inq_off = 0;
+	if (j->in_watched)
+		loop_del(j->loop, j->in_fd, NULL);
+	j->in_watched = false;
+	if (j->in_closing)
+		stdin_shut(j);
+}
+
+/* Close our end of stdin and drop what was queued. */
+static void
+stdin_shut(struct job *j)
+{
+	if (j->in_fd >= 0) {
+		if (j->in_watched)
+			loop_del(j->loop, j->in_fd, NULL);
+		close(j->in_fd);
+	}
+	j->in_fd = -1;
+	j->in_watched = false;
+	sse_buf_reset(&j->inq);
+	j->inq_off = 0;
 }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #define JOB_DRAIN_MS	1000
+#define JOB_STDIN_MAX	(1 << 20)	/* stdin bytes queued at most */
 
 struct loop;
 struct job;
@@ -30,6 +31,7 @@ struct job_opts {
 	unsigned	 timeout_ms;	/* 0: none */
 	unsigned	 grace_ms;	/* SIGTERM to SIGKILL */
 	int		 out_fd;	/* >= 0: stdout and stderr go there */
+	int		 stdin_pipe;	/* stdin: job_stdin_*, not /dev/null */
 };
 
 /* Output read from the job's stdout (1) or stderr (2), as it comes. */
@@ -49,6 +51,18 @@ int	job_start(struct loop *loop, const struct job_opts *o,
 /* SIGTERM to the group now, SIGKILL after the grace period. */
 int	job_stop(struct job *);
 bool	job_running(const struct job *);	/* not yet reaped */
+/*
+ * Stdin of a job started with stdin_pipe.  job_stdin_write() queues n
+ * bytes, written as the job reads them (never blocking the loop): 0,
+ * -ENOTTY without a pipe, -EPIPE once stdin was closed (by
+ * job_stdin_close(), or the job closed its end, or it is complete),
+ * -EFBIG when n alone is over JOB_STDIN_MAX, -ENOBUFS when the queue would
+ * pass it (nothing is queued).  job_stdin_close() closes stdin once the
+ * queue is written: 0, -ENOTTY, or -EPIPE if it was closed already.
+ */
+int	job_stdin_write(struct job *, const void *p, size_t n);
+int	job_stdin_close(struct job *);
+size_t	job_stdin_queued(const struct job *);
 pid_t	job_pid(const struct job *);
 /* NULL ok.  A job still running is killed (the group, SIGKILL). */
 void	job_free(struct job *);

@@ -4,7 +4,11 @@
  * It only cuts bytes; what a line becomes (an event, a log entry) is the
  * caller's business.
  */
+#include <string.h>
+
 #include "lines.h"
+
+static void	line(struct lines *, const char *, size_t, lines_cb *, void *);
 
 /* An empty splitter. */
 void
@@ -14,14 +18,36 @@ lines_init(struct lines *l)
 	l->cr = false;
 }
 
-/* Cut p[0..n) into lines; see lines.h. */
+/* One complete line: the held rest, if any, and p[0..n). */
+static void
+line(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
+{
+	if (l->part.len == 0) {
+		cb(n > 0 ? p : "", n, arg);	/* no copy needed */
+		return;
+	}
+	sse_buf_add(&l->part, p, n);
+	cb(l->part.p, l->part.len, arg);
+	sse_buf_consume(&l->part, l->part.len);
+}
+
+/*
+ * Cut p[0..n) into lines; see lines.h.  Without a "\r" anywhere (the
+ * common case) memchr finds the ends; else every byte is looked at.
+ */
 void
 lines_feed(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 {
+	bool fast = !l->cr && memchr(p, '\r', n) == NULL;
+	const char *q;
 	size_t i, start = 0;
 
 	for (i = 0; i < n; i++) {
-		if (p[i] != '\n' && p[i] != '\r') {
+		if (fast) {
+			if ((q = memchr(p + i, '\n', n - i)) == NULL)
+				break;
+			i = (size_t)(q - p);
+		} else if (p[i] != '\n' && p[i] != '\r') {
 			l->cr = false;
 			continue;
 		}
@@ -31,9 +57,7 @@ lines_feed(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 			start = i + 1;
 			continue;
 		}
-		sse_buf_add(&l->part, p + start, i - start);
-		cb(l->part.len > 0 ? l->part.p : "", l->part.len, arg);
-		sse_buf_consume(&l->part, l->part.len);
+		line(l, p + start, i - start, cb, arg);
 		l->cr = p[i] == '\r';
 		start = i + 1;
 	}

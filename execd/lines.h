@@ -20,7 +20,7 @@ struct lines {
 	bool		 cr;	/* the last byte seen was "\r" */
 };
 
-/* Called for each complete line (without terminator; n may be 0). */
+/* Called for each line: p[0..n), no terminator, no NUL; n may be 0. */
 typedef void lines_cb(const char *p, size_t n, void *arg);
 
 void	lines_init(struct lines *);

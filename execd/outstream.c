@@ -2,53 +2,126 @@
  * outstream.c -- events of commands and session runs (see outstream.h).
  *
  * Framing and event shapes only; what runs and when it ends is the
- * caller's.
+ * caller's, and how a command's history is kept and replayed is cmdlog's.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "cmdlog.h"
 #include "loop.h"
 #include "outstream.h"
 
-#define PING_MS	3000
+#define PING_MS		3000
+#define BATCH_MAX	(256 << 10)	/* log mode: append past this */
 
 const char outstream_bye[] = "{\"type\":\"error\",\"error\":{\"ename\":"
     "\"Shutdown\",\"evalue\":\"execd is shutting down\",\"traceback\":[]}}"
     "\n\n";
 
 static void	ping(struct loop *, uint64_t, void *);
+static void	emit(struct outstream *, struct sse_event *);
+static void	flush(struct outstream *);
+static void	begin(struct outstream *, struct loop *, const char *);
+
+/* What every start has in common: the splitters, the clock, init. */
+static void
+begin(struct outstream *o, struct loop *loop, const char *id)
+{
+	o->loop = loop;
+	o->t0 = loop_now_ms();
+	o->seq = 0;
+	o->now = 0;
+	o->ping = 0;
+	lines_init(&o->line[1]);
+	lines_init(&o->line[2]);
+	sse_buf_init(&o->batch);
+	outstream_push(o, &(struct sse_event){ .type = "init", .text = id });
+}
 
 /* Start: init, a ping now and every few seconds. */
 void
 outstream_start(struct outstream *o, struct loop *loop, struct sse_stream *s,
     const char *id)
 {
-	o->loop = loop;
 	o->s = s;
-	o->t0 = loop_now_ms();
-	lines_init(&o->line[1]);
-	lines_init(&o->line[2]);
-	outstream_push(o, &(struct sse_event){ .type = "init", .text = id });
+	o->log = NULL;
+	o->numbered = false;
+	begin(o, loop, id);
 	ping(loop, 0, o);
 }
 
-/* One event; a client that stopped reading gets a last one and the end. */
+/* Start with numbered events. */
+void
+outstream_start_numbered(struct outstream *o, struct loop *loop,
+    struct sse_stream *s, const char *id)
+{
+	o->s = s;
+	o->log = NULL;
+	o->numbered = true;
+	begin(o, loop, id);
+	ping(loop, 0, o);
+}
+
+/* Start writing a command's history. */
+void
+outstream_start_log(struct outstream *o, struct loop *loop,
+    struct cmdlog *log, const char *id)
+{
+	o->s = NULL;
+	o->log = log;
+	o->numbered = true;
+	begin(o, loop, id);
+}
+
+/* One event, appended at once in log mode. */
 void
 outstream_push(struct outstream *o, struct sse_event *ev)
+{
+	emit(o, ev);
+	flush(o);
+}
+
+/*
+ * One event: to the stream (a client that stopped reading gets a last
+ * one and the end), or to the batch for the log.
+ */
+static void
+emit(struct outstream *o, struct sse_event *ev)
 {
 	static const char over[] = "{\"type\":\"error\",\"error\":{\"ename\":"
 	    "\"StreamOverflow\",\"evalue\":\"the client is not reading: "
 	    "stream ended\",\"traceback\":[]}}\n\n";
 	struct sse_buf b;
 
-	if (o->s == NULL || sse_stream_ended(o->s))
+	if (o->log == NULL && (o->s == NULL || sse_stream_ended(o->s)))
 		return;
-	ev->timestamp = loop_wall_ms();
+	ev->timestamp = o->now != 0 ? o->now : loop_wall_ms();
+	ev->seq = o->numbered && strcmp(ev->type, "ping") != 0 ? ++o->seq : 0;
+	if (o->log != NULL) {
+		sse_fmt_event(&o->batch, ev);
+		if (o->batch.len >= BATCH_MAX)
+			flush(o);
+		return;
+	}
 	sse_buf_init(&b);
 	sse_fmt_event(&b, ev);
 	if (sse_stream_push(o->s, b.p, b.len) == -ENOBUFS)
 		sse_stream_finish(o->s, over, sizeof(over) - 1);
 	sse_buf_reset(&b);
+}
+
+/* Log mode: append what the batch holds. */
+static void
+flush(struct outstream *o)
+{
+	if (o->log == NULL || o->batch.len == 0)
+		return;
+	/* A failure is cmdlog's to report; the run goes on regardless. */
+	(void)cmdlog_append(o->log, o->batch.p, o->batch.len);
+	sse_buf_consume(&o->batch, o->batch.len);
+	if (o->batch.cap > BATCH_MAX * 2)
+		sse_buf_reset(&o->batch);	/* give a burst back */
 }
 
 static void
@@ -77,7 +150,7 @@ line(const char *p, size_t n, void *arg)
 	struct sse_event ev = { .type = t->which == 1 ? "stdout" : "stderr",
 	    .text = n > 0 ? p : "\n", .text_len = n > 0 ? n : 1 };
 
-	outstream_push(t->o, &ev);
+	emit(t->o, &ev);
 }
 
 /* Output, cut into lines. */
@@ -86,43 +159,61 @@ outstream_output(struct outstream *o, int which, const char *p, size_t n)
 {
 	struct line_to t = { o, which };
 
+	/* The lines of one read were read at one time. */
+	o->now = loop_wall_ms();
 	lines_feed(&o->line[which], p, n, line, &t);
+	o->now = 0;
+	flush(o);
 }
 
-/* Last lines, the final event, the end of the stream. */
+/* execution_complete, or the error event CommandExecError. */
+static json_t *
+final_event(struct sse_event *ev, int code, const char *const *tb,
+    size_t ntb, long long exec_ms)
+{
+	char value[16];
+	json_t *e, *a;
+
+	if (code == 0) {
+		*ev = (struct sse_event){ .type = "execution_complete",
+		    .execution_time = exec_ms };
+		return NULL;
+	}
+	snprintf(value, sizeof(value), "%d", code);
+	a = json_array();
+	for (size_t i = 0; i < ntb; i++)
+		json_array_append_new(a, json_string(tb[i]));
+	e = json_pack("{s:s, s:s, s:o}", "ename", "CommandExecError",
+	    "evalue", value, "traceback", a);
+	*ev = (struct sse_event){ .type = "error", .error = e };
+	return e;
+}
+
+/* Last lines, the final event, the end of the stream or the log. */
 void
 outstream_end(struct outstream *o, int code, const char *const *tb,
     size_t ntb)
 {
-	struct sse_event ev = { 0 };
-	char value[16];
-	json_t *e, *a;
+	struct sse_event ev;
+	json_t *e;
 
 	for (int w = 1; w <= 2; w++) {
 		struct line_to t = { o, w };
 
 		lines_flush(&o->line[w], line, &t);
 	}
-	if (code == 0) {
-		ev.type = "execution_complete";
-		ev.execution_time = (long long)(loop_now_ms() - o->t0);
-	} else {
-		snprintf(value, sizeof(value), "%d", code);
-		a = json_array();
-		for (size_t i = 0; i < ntb; i++)
-			json_array_append_new(a, json_string(tb[i]));
-		e = json_pack("{s:s, s:s, s:o}", "ename", "CommandExecError",
-		    "evalue", value, "traceback", a);
-		ev.type = "error";
-		ev.error = e;
-	}
-	outstream_push(o, &ev);
-	json_decref((json_t *)(uintptr_t)ev.error);
-	if (o->s != NULL && !sse_stream_ended(o->s))
+	e = final_event(&ev, code, tb, ntb,
+	    (long long)(loop_now_ms() - o->t0));
+	emit(o, &ev);
+	json_decref(e);
+	flush(o);
+	if (o->log != NULL)
+		cmdlog_end(o->log);
+	else if (o->s != NULL && !sse_stream_ended(o->s))
 		sse_stream_finish(o->s, NULL, 0);
 }
 
-/* The stream is gone. */
+/* The stream is gone, or the run is over. */
 void
 outstream_gone(struct outstream *o)
 {
@@ -130,6 +221,34 @@ outstream_gone(struct outstream *o)
 		loop_timer_cancel(o->loop, o->ping);
 	o->ping = 0;
 	o->s = NULL;
+	o->log = NULL;
 	lines_reset(&o->line[1]);
 	lines_reset(&o->line[2]);
+	sse_buf_reset(&o->batch);
+}
+
+/* One output line as an event, formatted. */
+void
+outstream_fmt_line(struct sse_buf *b, int which, const char *p, size_t n,
+    uint64_t seq, int64_t timestamp)
+{
+	struct sse_event ev = { .type = which == 1 ? "stdout" : "stderr",
+	    .text = n > 0 ? p : "\n", .text_len = n > 0 ? n : 1,
+	    .timestamp = timestamp, .seq = seq };
+
+	sse_fmt_event(b, &ev);
+}
+
+/* The final event, formatted. */
+void
+outstream_fmt_end(struct sse_buf *b, int code, const char *const *tb,
+    size_t ntb, long long exec_ms, uint64_t seq, int64_t timestamp)
+{
+	struct sse_event ev;
+	json_t *e = final_event(&ev, code, tb, ntb, exec_ms);
+
+	ev.timestamp = timestamp;
+	ev.seq = seq;
+	sse_fmt_event(b, &ev);
+	json_decref(e);
 }

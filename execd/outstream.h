@@ -2,8 +2,12 @@
  * outstream.h -- the event stream of a command or a session run: init,
  * pings, output one event per line, and the final event.
  *
- * Shared by route_cmd.c and route_session.c so both speak exactly the
- * same framing.  Loop thread only.
+ * Shared by route_cmd.c, route_session.c and route_code.c so all speak
+ * exactly the same framing.  Events go either straight to a stream (with
+ * pings every few seconds) or, for commands, into the command's history
+ * (cmdlog.h), which readers replay into their own streams.  Numbered
+ * events carry "seq", rising from 1 (init) per run; pings never do.
+ * Loop thread only.
  */
 #ifndef EXECD_OUTSTREAM_H
 #define EXECD_OUTSTREAM_H
@@ -16,22 +20,37 @@
 #include "lines.h"
 
 struct loop;
+struct cmdlog;
 
 struct outstream {
 	struct loop		*loop;
-	struct sse_stream	*s;		/* NULL once gone */
+	struct sse_stream	*s;		/* NULL: gone, or log mode */
+	struct cmdlog		*log;		/* log mode: the history */
 	struct lines		 line[3];	/* [1] stdout, [2] stderr */
+	struct sse_buf		 batch;		/* log mode: not yet appended */
 	uint64_t		 ping;
 	uint64_t		 t0;
+	uint64_t		 seq;		/* the last number given */
+	int64_t			 now;		/* time of this read, or 0 */
+	bool			 numbered;
 };
 
 /* The final event of a stream ended by execd's shutdown. */
 extern const char	outstream_bye[];
 
-/* Take s; push init (text: id) and start the pings. */
+/* Take s; push init (text: id) and start the pings.  No numbers. */
 void	outstream_start(struct outstream *, struct loop *,
 	    struct sse_stream *s, const char *id);
-/* Queue one event (its timestamp is set here). */
+/* The same, every event but pings numbered (seq). */
+void	outstream_start_numbered(struct outstream *, struct loop *,
+	    struct sse_stream *s, const char *id);
+/*
+ * Log mode: numbered events go into log (borrowed; it must outlive the
+ * outstream), init first.  No pings: each reader of the log has its own.
+ */
+void	outstream_start_log(struct outstream *, struct loop *,
+	    struct cmdlog *log, const char *id);
+/* Queue one event (its timestamp, and seq if numbered, are set here). */
 void	outstream_push(struct outstream *, struct sse_event *);
 /* Output of stream 1 or 2, as read: one event per line. */
 void	outstream_output(struct outstream *, int which, const char *p,
@@ -39,11 +58,25 @@ void	outstream_output(struct outstream *, int which, const char *p,
 /*
  * The end: the rest of each line, then execution_complete when code is 0,
  * else an error event CommandExecError with evalue code and the traceback
- * lines tb[0..ntb).  The stream ends after it.
+ * lines tb[0..ntb).  The stream (or the log) ends after it.
  */
 void	outstream_end(struct outstream *, int code, const char *const *tb,
 	    size_t ntb);
-/* The stream is gone (from its gone callback): stop pinging, free. */
+/*
+ * The stream is gone (from its gone callback), or in log mode the run is
+ * over: stop pinging, free what is held.  The outstream may be reused.
+ */
 void	outstream_gone(struct outstream *);
+
+/*
+ * The same event shapes for callers that format events themselves: one
+ * output line (which 1 or 2; an empty line is the text "\n"), and the
+ * final event (execution_time exec_ms when code is 0, left out if 0).
+ * seq 0 leaves the number out.
+ */
+void	outstream_fmt_line(struct sse_buf *, int which, const char *p,
+	    size_t n, uint64_t seq, int64_t timestamp);
+void	outstream_fmt_end(struct sse_buf *, int code, const char *const *tb,
+	    size_t ntb, long long exec_ms, uint64_t seq, int64_t timestamp);
 
 #endif

@@ -33,6 +33,8 @@ void	route_command_run(struct http_req *);
 void	route_command_code(struct http_req *, const char *code);
 void	route_command_status(struct http_req *);
 void	route_command_logs(struct http_req *);
+void	route_command_stream(struct http_req *);
+void	route_command_stdin(struct http_req *);
 void	route_interrupt(struct http_req *);
 
 /* route_session.c: bash sessions. */

@@ -1,14 +1,20 @@
 /*
  * route_cmd.c -- shell commands: POST /command (a stream), GET
- * /command/status/{id}, GET /command/{id}/logs, and the interrupt shared
- * by DELETE /command and DELETE /code.
+ * /command/status/{id}, GET /command/{id}/logs, GET /command/{id}/stream,
+ * POST /command/{id}/stdin, and the interrupt shared by DELETE /command
+ * and DELETE /code.
  *
  * A foreground command streams its output one event per line, the line
  * terminator stripped ("\n", "\r" or "\r\n"), a blank line as "\n", as
  * upstream does; it ends with execution_complete on exit 0, or with an
  * error event CommandExecError whose evalue is the exit code ("-1" for a
- * signal).  A background command answers init and execution_complete at
- * once; its output goes to a file that GET /command/{id}/logs reads.
+ * signal).  Its events, numbered (seq), go into its history (cmdlog.h)
+ * whether or not anyone listens, and every stream of it -- the one POST
+ * /command answers and any reattached later -- reads that history at its
+ * own client's pace (feed.h).  A background command answers init and
+ * execution_complete at once; its output goes to a file that GET
+ * /command/{id}/logs reads, and that a reattached stream turns into
+ * numbered stdout events, one per line, as it reads it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +31,14 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "cmdlog.h"
 #include "command.h"
 #include "context.h"
 #include "execd.h"
+#include "feed.h"
 #include "http.h"
 #include "job.h"
+#include "lines.h"
 #include "outstream.h"
 #include "loop.h"
 #include "route.h"
@@ -38,6 +47,8 @@
 
 #define MAX_GROUPS	256
 #define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
+#define TAIL_CHUNK	16384		/* background output read at once */
+#define TAIL_POLL_MS	100		/* a running one's file, looked at */
 
 /* A request, checked. */
 struct cmd_req {
@@ -52,14 +63,32 @@ struct cmd_req {
 	gid_t		 groups[MAX_GROUPS];
 	int		 ngroups;
 	json_t		*envs;		/* borrowed */
+	bool		 stdin_pipe;
 };
 
-/* A foreground stream reporting a command. */
-struct watch {
-	struct execd		*app;
-	struct command		*cmd;
-	struct outstream	 out;
+/* A stream reading a foreground command's history. */
+struct reader {
+	struct cmdlog_reader	*r;
+	struct feed		*feed;
 };
+
+/* A stream reading a background command's output file. */
+struct tail {
+	char		 id[33];	/* the command, looked up each time */
+	struct loop	*loop;
+	struct feed	*feed;
+	int		 fd;
+	off_t		 off;
+	struct lines	 lines;
+	uint64_t	 seq;		/* the last number given */
+	uint64_t	 after;		/* give events numbered above it */
+	uint64_t	 t_poll;
+	bool		 begun;
+	struct sse_buf	*out;		/* during a pull */
+	struct tail	*prev, *next;
+};
+
+static struct tail	*tails;
 
 static const struct body_field cmd_fields[] = {
 	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
@@ -69,13 +98,24 @@ static const struct body_field cmd_fields[] = {
 	{ "uid", BODY_INT, 0 },
 	{ "gid", BODY_INT, 0 },
 	{ "envs", BODY_OBJECT, 0 },
+	{ "stdin", BODY_BOOL, 0 },
 };
 
 static void	 start(struct http_req *, struct cmd_req *);
 static void	 on_output(struct job *, int, const char *, size_t, void *);
 static void	 on_done(struct job *, int, bool, void *);
-static void	 watch_gone(struct sse_stream *, void *);
-static void	 watch_shutdown(struct sse_stream *, void *);
+static void	 ack_shutdown(struct sse_stream *, void *);
+static int	 read_history(struct http_req *, struct command *, uint64_t);
+static int	 reader_pull(struct sse_buf *, void *);
+static void	 reader_notify(struct cmdlog_reader *, void *);
+static void	 reader_gone(void *);
+static int	 read_output(struct http_req *, struct command *, uint64_t);
+static int	 tail_pull(struct sse_buf *, void *);
+static void	 tail_line(const char *, size_t, void *);
+static void	 tail_poll(struct loop *, uint64_t, void *);
+static void	 tail_gone(void *);
+static void	 tails_kick(const char *);
+static int64_t	 ms_of(const struct timespec *);
 
 /* Check the body into r; on failure reply 400 and return -1. */
 static int
@@ -89,10 +129,12 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 	json_t *v;
 
 	memset(r, 0, sizeof(*r));
-	if (body_check(body, "", cmd_fields, 7, err, sizeof(err)) < 0)
+	if (body_check(body, "", cmd_fields, sizeof(cmd_fields) /
+	    sizeof(cmd_fields[0]), err, sizeof(err)) < 0)
 		goto bad;
 	r->command = body_str(body, "command", "");
 	r->background = json_is_true(json_object_get(body, "background"));
+	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));
 	r->timeout_ms = body_int(body, "timeout", 0);
 	if (r->timeout_ms < 0) {
 		snprintf(err, sizeof(err), "field 'timeout' must not be "
@@ -228,11 +270,11 @@ start(struct http_req *req, struct cmd_req *r)
 	    NULL, .set_ids = r->set_ids, .uid = r->uid, .gid = r->gid,
 	    .groups = r->groups, .ngroups = (size_t)r->ngroups,
 	    .timeout_ms = (unsigned)r->timeout_ms,
-	    .grace_ms = app->conf->grace_ms, .out_fd = -1 };
+	    .grace_ms = app->conf->grace_ms, .out_fd = -1,
+	    .stdin_pipe = r->stdin_pipe };
 	struct command *c = command_new(r->command, r->background);
 	struct sse_stream *s;
-	struct watch *w = NULL;
-	char err[512], **env = make_env(r->envs);
+	char err[512], **env = make_env(r->envs), *prefix;
 	int rc;
 
 	o.envp = env;
@@ -247,10 +289,16 @@ start(struct http_req *req, struct cmd_req *r)
 			goto fail;
 		}
 	} else {
-		w = xcalloc(1, sizeof(*w));
-		w->app = app;
-		w->cmd = c;
-		c->watcher = w;
+		prefix = command_history_prefix(c);
+		rc = cmdlog_new(prefix, CMDLOG_CAP, CMDLOG_LAG, &c->history);
+		if (rc < 0)
+			snprintf(err, sizeof(err), "cannot create %s.0.events: "
+			    "%s", prefix, strerror(-rc));
+		free(prefix);
+		if (rc < 0)
+			goto fail;
+		c->out = xcalloc(1, sizeof(*c->out));
+		outstream_start_log(c->out, app->loop, c->history, c->id);
 	}
 	rc = job_start(app->loop, &o, on_output, on_done, c, &c->job, err,
 	    sizeof(err));
@@ -259,13 +307,18 @@ start(struct http_req *req, struct cmd_req *r)
 	if (rc < 0)
 		goto fail;
 	free_env(env);
-	if (w == NULL) {
-		/* Background: init, complete, end; the job runs on. */
+	if (r->background) {
+		/*
+		 * Background: init, complete, end; the job runs on.  init
+		 * is the first event of the command (seq 1), the same as a
+		 * reattached stream has; the execution_complete only says
+		 * it started, so it is not one of its events: no number.
+		 */
 		struct sse_buf b;
 		struct sse_event ev = { .type = "init", .text = c->id,
-		    .timestamp = loop_wall_ms() };
+		    .timestamp = ms_of(&c->started), .seq = 1 };
 
-		if ((s = http_reply_stream(req, watch_shutdown, NULL,
+		if ((s = http_reply_stream(req, ack_shutdown, NULL,
 		    NULL)) == NULL)
 			return;
 		sse_buf_init(&b);
@@ -277,67 +330,343 @@ start(struct http_req *req, struct cmd_req *r)
 		sse_buf_reset(&b);
 		return;
 	}
-	s = http_reply_stream(req, watch_shutdown, watch_gone, w);
-	if (s == NULL) {
-		c->watcher = NULL;
-		free(w);
-		return;
-	}
-	outstream_start(&w->out, app->loop, s, c->id);
+	/* Foreground: the first reader of its history, from the start. */
+	(void)read_history(req, c, 0);
 	return;
 fail:
 	free_env(env);
-	c->watcher = NULL;
-	free(w);
 	command_drop(c);
 	http_reply_errno(req, rc, "error running commands %s", err);
 }
 
-/* Output as it is read, one event per line. */
+/* Output as it is read: into the history, one event per line. */
 static void
 on_output(struct job *j, int which, const char *p, size_t n, void *arg)
 {
 	struct command *c = arg;
-	struct watch *w = c->watcher;
 
-	if (w != NULL)		/* else nobody is listening any more */
-		outstream_output(&w->out, which, p, n);
+	if (c->out != NULL)	/* else background: the child writes a file */
+		outstream_output(c->out, which, p, n);
 }
 
-/* The job is complete: record it, and end the stream if one listens. */
+/* The job is complete: record it, and end its history or tell its tails. */
 static void
 on_done(struct job *j, int st, bool timed_out, void *arg)
 {
 	struct command *c = arg;
-	struct watch *w = c->watcher;
 	const char *tb;
 
 	command_finish(c, st, timed_out);
 	job_free(j);
 	c->job = NULL;
-	if (w == NULL)
+	if (c->out == NULL) {
+		tails_kick(c->id);
 		return;
+	}
 	tb = c->error != NULL ? c->error : "";
-	outstream_end(&w->out, c->exit_code, &tb, 1);
+	outstream_end(c->out, c->exit_code, &tb, 1);
+	outstream_gone(c->out);
+	free(c->out);
+	c->out = NULL;
 }
 
-/* The client left: the command runs on, unreported. */
+/* Shutdown while a background answer is still going out. */
 static void
-watch_gone(struct sse_stream *s, void *arg)
-{
-	struct watch *w = arg;
-
-	outstream_gone(&w->out);
-	if (w->cmd->watcher == w)
-		w->cmd->watcher = NULL;
-	free(w);
-}
-
-/* Shutdown: a final event; the job itself is stopped with the rest. */
-static void
-watch_shutdown(struct sse_stream *s, void *arg)
+ack_shutdown(struct sse_stream *s, void *arg)
 {
 	sse_stream_finish(s, outstream_bye, strlen(outstream_bye));
+}
+
+/*
+ * Answer req with a stream of c's history, events numbered above after.
+ * 0, or -1 if no stream could be made (req got 500).
+ */
+static int
+read_history(struct http_req *req, struct command *c, uint64_t after)
+{
+	struct reader *rd = xcalloc(1, sizeof(*rd));
+
+	rd->r = cmdlog_reader_new(c->history, after, reader_notify, rd);
+	if ((rd->feed = feed_reply(req, reader_pull, reader_gone, rd)) ==
+	    NULL) {
+		cmdlog_reader_free(rd->r);
+		free(rd);
+		return -1;
+	}
+	return 0;
+}
+
+/* The feed wants more: the next events of the history. */
+static int
+reader_pull(struct sse_buf *out, void *arg)
+{
+	struct reader *rd = arg;
+
+	return cmdlog_reader_pull(rd->r, out, FEED_CHUNK);
+}
+
+/* The history has more: the feed pulls if its client has room. */
+static void
+reader_notify(struct cmdlog_reader *r, void *arg)
+{
+	struct reader *rd = arg;
+
+	if (rd->feed != NULL)	/* NULL while feed_reply() pulls first */
+		feed_kick(rd->feed);
+}
+
+/* The client left: the command runs on. */
+static void
+reader_gone(void *arg)
+{
+	struct reader *rd = arg;
+
+	cmdlog_reader_free(rd->r);
+	free(rd);
+}
+
+/*
+ * Answer req with a stream of background command c's output, turned into
+ * events as the original stream would have had them were it foreground:
+ * init (seq 1), one stdout event per line (the file holds stdout and
+ * stderr together), then the final event; those numbered above after.
+ * 0, or -errno before anything was answered.
+ */
+static int
+read_output(struct http_req *req, struct command *c, uint64_t after)
+{
+	struct execd *app = http_req_app(req);
+	struct tail *t = xcalloc(1, sizeof(*t));
+
+	if ((t->fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0) {
+		free(t);
+		return -errno;
+	}
+	snprintf(t->id, sizeof(t->id), "%s", c->id);
+	t->loop = app->loop;
+	t->after = after;
+	lines_init(&t->lines);
+	t->next = tails;
+	if (tails != NULL)
+		tails->prev = t;
+	tails = t;
+	c->tails++;
+	/* Answered from here on (a failed stream got 500). */
+	if ((t->feed = feed_reply(req, tail_pull, tail_gone, t)) == NULL) {
+		t->feed = NULL;
+		tail_gone(t);
+	}
+	return 0;
+}
+
+/* A time as Unix milliseconds. */
+static int64_t
+ms_of(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
+/* The next events from the output file. */
+static int
+tail_pull(struct sse_buf *out, void *arg)
+{
+	struct tail *t = arg;
+	struct command *c = command_find(t->id);
+	char buf[TAIL_CHUNK];
+	const char *tb;
+	ssize_t n;
+
+	if (c == NULL)
+		return FEED_END;	/* forgotten */
+	if (!t->begun) {
+		struct sse_event ev = { .type = "init", .text = c->id,
+		    .timestamp = ms_of(&c->started), .seq = 1 };
+
+		t->begun = true;
+		t->seq = 1;
+		if (t->after < 1)
+			sse_fmt_event(out, &ev);
+	}
+	do
+		n = pread(t->fd, buf, sizeof(buf), t->off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return FEED_END;
+	t->out = out;
+	if (n > 0) {
+		t->off += n;
+		lines_feed(&t->lines, buf, (size_t)n, tail_line, t);
+		return FEED_MORE;
+	}
+	if (c->running) {
+		if (t->t_poll == 0)
+			t->t_poll = loop_timer_add(t->loop, TAIL_POLL_MS,
+			    tail_poll, t);
+		return FEED_WAIT;
+	}
+	lines_flush(&t->lines, tail_line, t);
+	if (++t->seq > t->after) {
+		tb = c->error != NULL ? c->error : "";
+		outstream_fmt_end(out, c->exit_code, &tb, 1,
+		    (long long)(ms_of(&c->finished) - ms_of(&c->started)),
+		    t->seq, ms_of(&c->finished));
+	}
+	return FEED_END;
+}
+
+/* One line of output: a stdout event. */
+static void
+tail_line(const char *p, size_t n, void *arg)
+{
+	struct tail *t = arg;
+
+	if (++t->seq > t->after)
+		outstream_fmt_line(t->out, 1, p, n, t->seq, loop_wall_ms());
+}
+
+/* Look at the file of a running command again. */
+static void
+tail_poll(struct loop *l, uint64_t id, void *arg)
+{
+	struct tail *t = arg;
+
+	t->t_poll = 0;
+	feed_kick(t->feed);
+}
+
+/* The command with this id ended: its tails read the rest and end. */
+static void
+tails_kick(const char *id)
+{
+	for (struct tail *t = tails; t != NULL; t = t->next) {
+		if (strcmp(t->id, id) != 0 || t->feed == NULL)
+			continue;
+		if (t->t_poll != 0)
+			loop_timer_cancel(t->loop, t->t_poll);
+		t->t_poll = 0;
+		feed_kick(t->feed);
+	}
+}
+
+/* The stream is gone (or was never made). */
+static void
+tail_gone(void *arg)
+{
+	struct tail *t = arg;
+	struct command *c = command_find(t->id);
+
+	if (c != NULL && c->tails > 0)
+		c->tails--;
+	if (t->t_poll != 0)
+		loop_timer_cancel(t->loop, t->t_poll);
+	if (t->prev != NULL)
+		t->prev->next = t->next;
+	else
+		tails = t->next;
+	if (t->next != NULL)
+		t->next->prev = t->prev;
+	close(t->fd);
+	lines_reset(&t->lines);
+	free(t);
+}
+
+/* GET /command/{id}/stream?after=N: reattach to a command's events. */
+void
+route_command_stream(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	const char *a = http_req_query(req, "after");
+	struct command *c = command_find(id);
+	unsigned long long after = 0;
+	char *end;
+	int rc;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "command not found: %s", id);
+		return;
+	}
+	if (a != NULL && a[0] != '\0') {
+		errno = 0;
+		after = strtoull(a, &end, 10);
+		if (*end != '\0' || a[0] < '0' || a[0] > '9' || errno != 0) {
+			http_reply_error(req, 400, HTTP_E_QUERY, "invalid "
+			    "after '%s': a sequence number, 0 or more", a);
+			return;
+		}
+	}
+	if (c->history != NULL) {
+		(void)read_history(req, c, after);
+		return;
+	}
+	if ((rc = read_output(req, c, after)) < 0)
+		http_reply_errno(req, rc == -ENOENT ? -EIO : rc, "cannot read "
+		    "the output of %s", id);
+}
+
+/*
+ * POST /command/{id}/stdin[?close=true]: the body goes to the command's
+ * stdin (a command started with "stdin": true); close=true closes it after.
+ */
+void
+route_command_stdin(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	const char *cl = http_req_query(req, "close");
+	struct command *c = command_find(id);
+	const void *body;
+	size_t n;
+	bool close_it = false;
+	int rc = 0;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "command not found: %s", id);
+		return;
+	}
+	if (cl != NULL && (strcmp(cl, "true") == 0 || strcmp(cl, "1") == 0))
+		close_it = true;
+	else if (cl != NULL && cl[0] != '\0' && strcmp(cl, "false") != 0 &&
+	    strcmp(cl, "0") != 0) {
+		http_reply_error(req, 400, HTTP_E_QUERY, "invalid close '%s': "
+		    "true or false", cl);
+		return;
+	}
+	if (!c->running || c->job == NULL) {
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "command %s is not "
+		    "running", id);
+		return;
+	}
+	body = http_req_body(req, &n);
+	if (n > 0)
+		rc = job_stdin_write(c->job, body, n);
+	if (rc == 0 && close_it)
+		rc = job_stdin_close(c->job);
+	switch (rc) {
+	case 0:
+		http_reply_empty(req);
+		break;
+	case -ENOTTY:
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "command %s has no "
+		    "stdin to write to: start it with \"stdin\": true", id);
+		break;
+	case -EPIPE:
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "the stdin of "
+		    "command %s is closed", id);
+		break;
+	case -EFBIG:
+		http_reply_error(req, 413, HTTP_E_TOO_LARGE, "at most %d bytes "
+		    "may be written to stdin at once", JOB_STDIN_MAX);
+		break;
+	case -ENOBUFS:
+		http_reply_error(req, 503, HTTP_E_UNAVAILABLE, "command %s has "
+		    "not read %zu bytes of its stdin yet; try again later",
+		    id, job_stdin_queued(c->job));
+		break;
+	default:
+		http_reply_errno(req, rc, "cannot write to the stdin of %s",
+		    id);
+	}
 }
 
 /* GET /command/status/{id} */

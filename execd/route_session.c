@@ -203,7 +203,7 @@ route_session_run(struct http_req *req)
 		free(w);
 		return;
 	}
-	outstream_start(&w->out, app->loop, stream, id);
+	outstream_start_numbered(&w->out, app->loop, stream, id);
 	w->running = true;
 	session_run(s, body_str(body, "command", ""), cwd[0] ? path : NULL,
 	    (unsigned)timeout, on_output, on_done, w);

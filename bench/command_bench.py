@@ -1,0 +1,320 @@
+"""command_bench.py -- the /command rows of the bench that hold many
+commands or stream a lot, each against a baseline measured in the same run.
+
+Run with /usr/bin/python3 (standard library only); bench/run.sh calls it.
+
+  command_bench.py hold EXECD N
+      Start EXECD on 127.0.0.1 at a free port.  Sample its RSS and open
+      descriptors idle, then start N background `sleep 30` commands, one
+      POST /command after the other on one keep-alive connection, and time
+      that from the first request to the last answer.  While they run,
+      sample execd's RSS and descriptors again, and ask GET
+      /command/status/{id} of each: all must say running.  Then DELETE
+      /command?id= each and time until every one has been reaped (no child
+      left, every status finished).  The baseline: N `/bin/bash -c "sleep
+      30"` spawned directly (posix_spawn, each in its own session, as execd
+      does), timed the same way, then killed and reaped.  Prints
+      "start_us base_us rss_idle_kib rss_held_kib fds_idle fds_held
+      running stop_us".
+  command_bench.py stream EXECD MIB
+      Start EXECD and stream MIB MiB of 100-byte lines (`head -c BYTES
+      /dev/zero | tr '\\0' x | fold -w 99`) through a foreground POST
+      /command, read by this client as fast as it can; execd's RSS is
+      sampled every 10 ms meanwhile.  The stream is checked: one stdout
+      event per line, then execution_complete.  The baseline: the same
+      generator piped to /dev/null by the shell.  Prints "execd_us base_us
+      rss_idle_kib rss_peak_kib events stream_bytes".
+
+Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
+here is stopped by its pid, also on SIGTERM.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+START_TIMEOUT = 30
+TIMEOUT = 120
+_procs = []
+
+
+def now_us():
+    return time.monotonic_ns() // 1000
+
+
+def die(msg):
+    raise RuntimeError(msg)
+
+
+def on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    die("no VmRSS for pid %d" % pid)
+
+
+def fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def children(pid):
+    """(pid, state) of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append((int(d), rest[0]))
+    return out
+
+
+class Execd:
+    """One execd on a free port of 127.0.0.1, one keep-alive connection."""
+
+    def __init__(self, binary, tmp, *args):
+        self.log_path = os.path.join(tmp, "execd.log")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("EXECD_")}
+        env["TMPDIR"] = tmp
+        log = open(self.log_path, "wb")
+        try:
+            self.proc = subprocess.Popen(
+                [binary, "--listen", "127.0.0.1:0", "--log-level", "warn"]
+                + list(args), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=log, env=env)
+        finally:
+            log.close()
+        _procs.append(self.proc)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)",
+                          read(self.log_path))
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.proc.poll() is not None:
+                die("execd exited at start: " + read(self.log_path)[-600:])
+            if time.monotonic() > deadline:
+                die("execd did not start: " + read(self.log_path)[-600:])
+            time.sleep(0.01)
+        self.conn = self.connect()
+
+    def connect(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port,
+                                          timeout=TIMEOUT)
+
+    def request(self, method, path, body=None):
+        hdrs = {}
+        if body is not None:
+            body = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=body, headers=hdrs)
+        r = self.conn.getresponse()
+        return r.status, r.read()
+
+    def close(self):
+        self.conn.close()
+        stop(self.proc)
+
+
+def stop(proc, grace=10.0):
+    if proc in _procs:
+        _procs.remove(proc)
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def wait_until(pred, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            die("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+# --- hold: N background sleeps ---------------------------------------------
+
+def spawn_direct(n):
+    """n bash -c "sleep 30" spawned directly: (microseconds, pids)."""
+    pids = []
+    t0 = now_us()
+    for _ in range(n):
+        pids.append(os.posix_spawn("/bin/bash",
+                                   ["/bin/bash", "-c", "sleep 30"],
+                                   os.environ, setsid=True))
+    return now_us() - t0, pids
+
+
+def cmd_hold(binary, n, tmp):
+    # The baseline first, so execd's run does not share the machine with
+    # a thousand of its sleeps.
+    base_us, pids = spawn_direct(n)
+    try:
+        time.sleep(0.2)
+    finally:
+        for p in pids:
+            try:
+                os.killpg(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in pids:
+            os.waitpid(p, 0)
+    ex = Execd(binary, tmp)
+    try:
+        st, _ = ex.request("GET", "/ping")
+        time.sleep(0.2)
+        rss_idle, fds_idle = rss_kib(ex.proc.pid), fds(ex.proc.pid)
+        ids = []
+        t0 = now_us()
+        for _ in range(n):
+            st, data = ex.request("POST", "/command", {
+                "command": "sleep 30", "background": True})
+            if st != 200 or b'"execution_complete"' not in data:
+                die("POST /command: %d %r" % (st, data[-300:]))
+            ids.append(json.loads(data.split(b"\n\n")[0])["text"])
+        start_us = now_us() - t0
+        time.sleep(0.2)
+        rss_held, fds_held = rss_kib(ex.proc.pid), fds(ex.proc.pid)
+        running = 0
+        for cid in ids:
+            st, data = ex.request("GET", "/command/status/" + cid)
+            if st == 200 and json.loads(data)["running"]:
+                running += 1
+        t0 = now_us()
+        for cid in ids:
+            st, data = ex.request("DELETE", "/command?id=" + cid)
+            if st != 200:
+                die("DELETE /command: %d %r" % (st, data))
+        wait_until(lambda: not children(ex.proc.pid), "the sleeps to be "
+                   "reaped")
+        stop_us = now_us() - t0
+        for cid in ids:
+            st, data = ex.request("GET", "/command/status/" + cid)
+            if st != 200 or json.loads(data)["running"]:
+                die("still running after the interrupt: " + cid)
+    finally:
+        ex.close()
+    print("%d %d %d %d %d %d %d %d" % (start_us, base_us, rss_idle,
+                                       rss_held, fds_idle, fds_held,
+                                       running, stop_us))
+
+
+# --- stream: MIB MiB of 100-byte lines ---------------------------------------
+
+def generator(mib):
+    return "head -c %d /dev/zero | tr '\\0' x | fold -w 99" % (mib << 20)
+
+
+def cmd_stream(binary, mib, tmp):
+    gen = generator(mib)
+    t0 = now_us()
+    subprocess.run(["/bin/sh", "-c", gen + " >/dev/null"], check=True,
+                   timeout=TIMEOUT)
+    base_us = now_us() - t0
+    ex = Execd(binary, tmp)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], rss_kib(ex.proc.pid))
+            except (OSError, RuntimeError):
+                return
+            time.sleep(0.01)
+
+    try:
+        ex.request("GET", "/ping")
+        time.sleep(0.2)
+        rss_idle = rss_kib(ex.proc.pid)
+        th = threading.Thread(target=sample)
+        th.start()
+        c = ex.conn
+        try:
+            t0 = now_us()
+            c.request("POST", "/command", body=json.dumps({"command": gen}),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            if r.status != 200:
+                die("POST /command: %d %r" % (r.status, r.read()[:300]))
+            total = nstdout = 0
+            tail = b""
+            key = b'"type":"stdout"'
+            while True:
+                chunk = r.read1(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                both = tail + chunk
+                nstdout += both.count(key) - tail.count(key)
+                tail = both[-512:]
+            execd_us = now_us() - t0
+        finally:
+            done.set()
+            th.join()
+        want = -(-(mib << 20) // 99)
+        if nstdout != want or b'"type":"execution_complete"' not in tail:
+            die("stream: %d stdout events (want %d), ends %r"
+                % (nstdout, want, tail))
+    finally:
+        ex.close()
+    print("%d %d %d %d %d %d" % (execd_us, base_us, rss_idle, peak[0],
+                                 nstdout, total))
+
+
+def main(argv):
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    if len(argv) != 4 or argv[1] not in ("hold", "stream"):
+        sys.stderr.write("usage: command_bench.py hold EXECD N | "
+                         "stream EXECD MIB\n")
+        return 2
+    binary, n = argv[2], int(argv[3])
+    tmp = tempfile.mkdtemp(prefix="execd-command-bench.")
+    try:
+        if argv[1] == "hold":
+            cmd_hold(binary, n, tmp)
+        else:
+            cmd_stream(binary, n, tmp)
+    except RuntimeError as e:
+        sys.stderr.write("command_bench.py: %s\n" % e)
+        return 1
+    finally:
+        for p in list(_procs):
+            stop(p)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
