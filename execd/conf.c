@@ -22,7 +22,7 @@ enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
 	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_RUNTIME_DIR,
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
-	O_ROUTES, O_KERNELS,
+	O_ROUTES, O_KERNELS, O_MAX_UPLOAD,
 	O_HELP, O_VERSION
 };
 
@@ -49,6 +49,9 @@ static const struct opt opts[] = {
 	{ "max-body-size", O_MAX_BODY, "EXECD_MAX_BODY_SIZE", "BYTES", "16M",
 	    "largest JSON request body; larger ones get 413 (K, M, G suffixes)"
 	},
+	{ "max-upload-size", O_MAX_UPLOAD, "EXECD_MAX_UPLOAD_SIZE", "BYTES",
+	    "0", "largest body of POST /files/upload; larger ones get 413 "
+	    "and write nothing (0: no limit)" },
 	{ "connection-timeout", O_TIMEOUT, "EXECD_CONNECTION_TIMEOUT",
 	    "SECONDS", "120",
 	    "close a connection idle this long (0: never); an open stream "
@@ -267,6 +270,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		return 0;
 	case O_MAX_BODY:
 		if (parse_size(v, &c->max_body) < 0 || c->max_body == 0)
+			goto bad;
+		return 0;
+	case O_MAX_UPLOAD:
+		if (parse_size(v, &c->max_upload) < 0)
 			goto bad;
 		return 0;
 	case O_STREAM_BUF:

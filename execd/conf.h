@@ -26,6 +26,7 @@ struct conf {
 	char		*token;		/* NULL: none; wiped at exit */
 	enum log_level	 log_level;
 	size_t		 max_body;
+	size_t		 max_upload;	/* 0: no limit */
 	unsigned	 conn_timeout;
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;

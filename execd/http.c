@@ -40,6 +40,34 @@
 	"{\"error\":\"Unauthorized: invalid or missing header " \
 	"X-EXECD-ACCESS-TOKEN\"}"
 #define JSON_TYPE	"application/json; charset=utf-8"
+/*
+ * MHD takes a response only before the body is read or after all of it,
+ * so a streamed body refused midway is read on and dropped, up to this
+ * much more; past it the connection is closed without an answer.
+ */
+#define DISCARD_MAX	(16u << 20)
+
+struct http_resp {
+	struct MHD_Response	*r;
+};
+
+/* A content reader of ours, behind MHD's callback signature. */
+struct reader {
+	http_read_cb		*read;
+	http_read_done_cb	*done;
+	void			*arg;
+};
+
+/* An upgraded connection (http.h); on the server's list once upgraded. */
+struct http_upgrade {
+	struct http_server		*srv;
+	struct http_req			*req;	/* until the 101 is out */
+	struct MHD_UpgradeResponseHandle *urh;
+	http_upgrade_cb			*up;
+	http_upgrade_shutdown_cb	*shutdown;
+	void				*arg;
+	struct http_upgrade		*prev, *next;
+};
 
 struct live_stream {
 	struct sse_stream	*s;
@@ -64,13 +92,16 @@ struct http_server {
 	void			*app;
 	struct live_stream	*streams;
 	size_t			 nstreams;
+	struct http_upgrade	*upgrades;
+	size_t			 nupgrades;
+	bool			 kick;		/* MHD has work: run it now */
 	struct http_req		*deferred;
 	bool			 quiesced;
 };
 
 /* Why a request is refused before its handler runs. */
 enum reject {
-	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG
+	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG, REJ_NUL
 };
 
 struct http_req {
@@ -95,6 +126,15 @@ struct http_req {
 	struct http_req		*dprev, *dnext;
 	enum reject		 reject;
 	bool			 too_big;
+	struct http_upgrade	*upgrade;	/* 101 queued, not yet out */
+	http_body_cb		*sink_data;	/* streamed body, or NULL */
+	http_body_end_cb	*sink_end;
+	http_body_abort_cb	*sink_abort;
+	void			*sink_arg;
+	bool			 sink_done;	/* end or abort has run */
+	uint64_t		 nread;		/* streamed bytes so far */
+	uint64_t		 ndropped;	/* ... read after a reply */
+	const char		*nul_key;	/* a query key with a NUL */
 	bool			 replied;
 	unsigned		 status;
 	uint64_t		 t0;
@@ -128,6 +168,14 @@ static enum reject	 check(struct http_req *);
 static bool		 has_body(struct MHD_Connection *);
 static void		 reject(struct http_req *);
 static void		 unlink_deferred(struct http_req *);
+static void		 run_handler(struct http_req *, http_handler *);
+static void		 sink_feed(struct http_req *, const char *, size_t);
+static ssize_t		 reader_read(void *, uint64_t, char *, size_t);
+static void		 upgraded(void *, struct MHD_Connection *, void *,
+			    const char *, size_t, MHD_socket,
+			    struct MHD_UpgradeResponseHandle *);
+static void		 close_upgrades(struct http_server *);
+static void		 reader_free(void *);
 
 /* Bind, start MHD without threads and put its epoll fd on the loop. */
 int
@@ -166,7 +214,8 @@ http_new(struct loop *loop, const struct http_conf *conf,
 		goto fail;
 	srv->lfd = rc;
 	srv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-	    MHD_USE_ERROR_LOG | (strchr(conf->addr, ':') ? MHD_USE_IPv6 : 0),
+	    MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG |
+	    (strchr(conf->addr, ':') ? MHD_USE_IPv6 : 0),
 	    0, accept_cb, srv, access_cb, srv,
 	    MHD_OPTION_LISTEN_SOCKET, srv->lfd,
 	    MHD_OPTION_CONNECTION_LIMIT, conf->max_conns + 64,
@@ -296,6 +345,8 @@ mhd_timeout(struct loop *l, void *arg)
 	struct http_server *srv = arg;
 	MHD_UNSIGNED_LONG_LONG t;
 
+	if (srv->kick)
+		return 0;
 	if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
 		return -1;
 	return t > 60000 ? 60000 : (long)t;
@@ -306,6 +357,7 @@ mhd_run(struct loop *l, void *arg)
 {
 	struct http_server *srv = arg;
 
+	srv->kick = false;
 	MHD_run(srv->mhd);
 }
 
@@ -433,6 +485,20 @@ allow_header(struct http_req *req, struct MHD_Response *resp)
 	sse_buf_reset(&b);
 }
 
+/* Stop at a query key or value with a NUL byte (sent as %00). */
+static enum MHD_Result
+arg_nul(void *cls, enum MHD_ValueKind kind, const char *k, size_t klen,
+    const char *v, size_t vlen)
+{
+	const char **bad = cls;
+
+	if (strlen(k) != klen || (v != NULL && strlen(v) != vlen)) {
+		*bad = k;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 /* Decide, from the headers alone, whether the request is refused. */
 static enum reject
 check(struct http_req *req)
@@ -445,10 +511,23 @@ check(struct http_req *req)
 		return REJ_TOKEN;
 	if ((rc = route_find(req, &known)) < 0)
 		return rc == -ENOENT ? REJ_NO_ROUTE : REJ_METHOD;
+	/*
+	 * MHD decodes %00 and hands out C strings, which would cut such a
+	 * value short: "/a%00/b" would name "/a".  Refuse it instead.
+	 */
+	req->nul_key = NULL;
+	MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, arg_nul,
+	    &req->nul_key);
+	if (req->nul_key != NULL)
+		return REJ_NUL;
 	cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if ((req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) && cl != NULL &&
 	    strtoull(cl, NULL, 10) > req->srv->conf.max_body)
+		return REJ_TOO_BIG;
+	if ((req->route->flags & HTTP_R_STREAM) && cl != NULL &&
+	    req->srv->conf.max_upload > 0 &&
+	    strtoull(cl, NULL, 10) > req->srv->conf.max_upload)
 		return REJ_TOO_BIG;
 	return REJ_NONE;
 }
@@ -485,9 +564,20 @@ reject(struct http_req *req)
 		    req->method, req->path);
 		break;
 	case REJ_TOO_BIG:
-		http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
-		    HTTP_E_TOO_LARGE, "request body is larger than %zu bytes",
-		    req->srv->conf.max_body);
+		if (req->route->flags & HTTP_R_STREAM)
+			http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
+			    HTTP_E_TOO_LARGE, "upload is larger than %llu "
+			    "bytes", (unsigned long long)
+			    req->srv->conf.max_upload);
+		else
+			http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE,
+			    HTTP_E_TOO_LARGE, "request body is larger than "
+			    "%zu bytes", req->srv->conf.max_body);
+		break;
+	case REJ_NUL:
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY,
+		    "invalid query parameter '%.64s': it contains a NUL byte",
+		    req->nul_key);
 		break;
 	case REJ_NONE:
 		fatalx("nothing to reject");
@@ -505,6 +595,12 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	if (req == NULL)	/* cannot happen: uri_cb always runs first */
 		fatalx("request without context");
 	if (req->replied) {
+		if (*data_size > 0 && req->held != NULL) {
+			/* Refused midway: drop the rest, then answer. */
+			req->ndropped += *data_size;
+			*data_size = 0;
+			return req->ndropped > DISCARD_MAX ? MHD_NO : MHD_YES;
+		}
 		if (req->held != NULL) {
 			/* Resumed to deliver a deferred reply: queue it now. */
 			if (MHD_queue_response(conn, req->held_status,
@@ -529,6 +625,19 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 		 */
 		if (req->reject != REJ_NONE && has_body(conn))
 			reject(req);
+		else if (req->reject == REJ_NONE &&
+		    (req->route->flags & HTTP_R_STREAM))
+			run_handler(req, req->route->fn);
+		return MHD_YES;
+	}
+	if (req->sink_data != NULL) {
+		if (*data_size > 0) {
+			sink_feed(req, data, *data_size);
+			*data_size = 0;
+			return MHD_YES;
+		}
+		req->sink_done = true;
+		run_handler(req, NULL);
 		return MHD_YES;
 	}
 	if (*data_size > 0) {
@@ -554,15 +663,62 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	if ((req->route->flags & HTTP_R_BODY) && parse_body(req) < 0)
 		return MHD_YES;
+	run_handler(req, req->route->fn);
+	return MHD_YES;
+}
+
+/*
+ * Run a handler (fn), or a streamed body's end callback (fn NULL), which
+ * must reply, defer, or (a streaming handler) install a sink.
+ */
+static void
+run_handler(struct http_req *req, http_handler *fn)
+{
 	req->in_handler = true;
-	req->route->fn(req);
+	if (fn != NULL)
+		fn(req);
+	else
+		req->sink_end(req, req->sink_arg);
 	req->in_handler = false;
 	if (req->replied)
-		return MHD_YES;
+		return;
+	if (fn != NULL && (req->route->flags & HTTP_R_STREAM) &&
+	    req->sink_data != NULL)
+		return;		/* the body comes next */
 	if (!req->deferred)	/* a handler bug, not a client's */
-		fatalx("%s %s: handler did not reply", method, url);
-	MHD_suspend_connection(conn);
-	return MHD_YES;
+		fatalx("%s %s: handler did not reply", req->method, req->uri);
+	MHD_suspend_connection(req->conn);
+}
+
+/* Hand body bytes to the sink, under the upload cap. */
+static void
+sink_feed(struct http_req *req, const char *p, size_t n)
+{
+	uint64_t cap = req->srv->conf.max_upload;
+
+	req->nread += n;
+	if (cap > 0 && req->nread > cap) {
+		req->reject = REJ_TOO_BIG;
+		reject(req);
+		return;
+	}
+	if (req->sink_data(req, p, n, req->sink_arg) < 0 && !req->replied)
+		fatalx("%s %s: body sink failed without a reply",
+		    req->method, req->uri);
+}
+
+/* Take the body as it arrives; see http.h. */
+void
+http_req_sink(struct http_req *req, http_body_cb *data, http_body_end_cb *end,
+    http_body_abort_cb *abort_, void *arg)
+{
+	if (!req->in_handler || req->replied || req->sink_data != NULL ||
+	    !(req->route->flags & HTTP_R_STREAM))
+		fatalx("%s %s: bad body sink", req->method, req->uri);
+	req->sink_data = data;
+	req->sink_end = end;
+	req->sink_abort = abort_;
+	req->sink_arg = arg;
 }
 
 /* Parse the collected body as JSON; on failure reply 400 and return -1. */
@@ -603,6 +759,14 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		    req->status, (unsigned long long)(loop_now_ms() -
 		    req->t0), how == MHD_REQUEST_TERMINATED_COMPLETED_OK ?
 		    "" : " (not completed)");
+	if (req->sink_data != NULL && !req->sink_done) {
+		req->sink_done = true;
+		req->sink_abort(req->sink_arg);
+	}
+	if (req->upgrade != NULL) {	/* the 101 never went out */
+		req->upgrade->up(NULL, -1, NULL, 0, req->upgrade->arg);
+		free(req->upgrade);
+	}
 	for (size_t j = 0; j < req->nparams; j++)
 		free(req->pvals[j]);
 	if (req->held != NULL)
@@ -640,12 +804,19 @@ static void
 queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
 {
 	bool suspended = req->deferred && !req->in_handler;
+	bool mid_body = req->sink_data != NULL && !req->sink_done;
 
 	if (req->replied)
 		fatalx("second reply to %s %s", req->method, req->uri);
 	req->replied = true;
 	req->status = status;
 	unlink_deferred(req);
+	if (mid_body) {
+		/* Sent once the rest of the body has been read (above). */
+		req->held = resp;
+		req->held_status = status;
+		return;
+	}
 	if (suspended) {
 		req->held = resp;
 		req->held_status = status;
@@ -788,6 +959,73 @@ http_reply_errno(struct http_req *req, int neg, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A response that sends part of a file; see http.h. */
+struct http_resp *
+http_resp_fd(int fd, uint64_t off, uint64_t len)
+{
+	struct http_resp *hr = xcalloc(1, sizeof(*hr));
+
+	hr->r = MHD_create_response_from_fd_at_offset64(len, fd, off);
+	if (hr->r == NULL)
+		fatalx("cannot make a file response");
+	return hr;
+}
+
+/* A response whose body a reader produces; see http.h. */
+struct http_resp *
+http_resp_reader(http_read_cb *read, http_read_done_cb *done, void *arg)
+{
+	struct http_resp *hr = xcalloc(1, sizeof(*hr));
+	struct reader *rd = xcalloc(1, sizeof(*rd));
+
+	rd->read = read;
+	rd->done = done;
+	rd->arg = arg;
+	hr->r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536,
+	    reader_read, rd, reader_free);
+	if (hr->r == NULL)
+		fatalx("cannot make a streamed response");
+	return hr;
+}
+
+static ssize_t
+reader_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct reader *rd = cls;
+	ssize_t n = rd->read(rd->arg, buf, max);
+
+	if (n > 0)
+		return n;
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM :
+	    MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void
+reader_free(void *cls)
+{
+	struct reader *rd = cls;
+
+	if (rd->done != NULL)
+		rd->done(rd->arg);
+	free(rd);
+}
+
+void
+http_resp_header(struct http_resp *hr, const char *name, const char *value)
+{
+	MHD_add_response_header(hr->r, name, value);
+}
+
+/* Send a response made above; takes hr. */
+void
+http_reply_resp(struct http_req *req, unsigned status, struct http_resp *hr)
+{
+	struct MHD_Response *r = hr->r;
+
+	free(hr);
+	queue(req, status, r);
+}
+
 /* Open a 200 event stream on the request. */
 struct sse_stream *
 http_reply_stream(struct http_req *req, http_stream_shutdown_cb *shutdown,
@@ -844,6 +1082,91 @@ stream_gone(struct sse_stream *s, void *arg)
 	free(ls);
 }
 
+/* Answer 101 and hand the socket over once it is sent; see http.h. */
+void
+http_reply_upgrade(struct http_req *req, const char *const *headers,
+    http_upgrade_cb *up, http_upgrade_shutdown_cb *shutdown, void *arg)
+{
+	struct http_upgrade *u = xcalloc(1, sizeof(*u));
+	struct MHD_Response *resp;
+
+	u->srv = req->srv;
+	u->req = req;
+	u->up = up;
+	u->shutdown = shutdown;
+	u->arg = arg;
+	resp = MHD_create_response_for_upgrade(upgraded, u);
+	if (resp == NULL)
+		fatalx("cannot make an upgrade response");
+	for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+		MHD_add_response_header(resp, headers[i], headers[i + 1]);
+	req->upgrade = u;
+	queue(req, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+}
+
+/*
+ * MHD sent the 101 and suspended the connection for good: the socket is
+ * the owner's until http_upgrade_close().  MHD no longer watches it.
+ */
+static void
+upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
+    const char *extra, size_t n, MHD_socket sock,
+    struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_upgrade *u = cls;
+	struct http_server *srv = u->srv;
+	int fl;
+
+	if (u->req != NULL)
+		u->req->upgrade = NULL;
+	u->req = NULL;
+	u->urh = urh;
+	if (srv->quiesced || (fl = fcntl(sock, F_GETFL)) < 0 ||
+	    fcntl(sock, F_SETFL, fl | O_NONBLOCK) < 0) {
+		u->up(NULL, -1, NULL, 0, u->arg);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		free(u);
+		return;
+	}
+	u->next = srv->upgrades;
+	if (srv->upgrades != NULL)
+		srv->upgrades->prev = u;
+	srv->upgrades = u;
+	srv->nupgrades++;
+	u->up(u, sock, extra, n, u->arg);
+}
+
+/* Hand the socket back to MHD, which closes it; frees u. */
+void
+http_upgrade_close(struct http_upgrade *u)
+{
+	struct http_server *srv = u->srv;
+
+	if (u->prev != NULL)
+		u->prev->next = u->next;
+	else
+		srv->upgrades = u->next;
+	if (u->next != NULL)
+		u->next->prev = u->prev;
+	srv->nupgrades--;
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	srv->kick = true;	/* the close happens inside MHD_run() */
+	free(u);
+}
+
+/* Shutdown: every owner closes its upgraded connection at once. */
+static void
+close_upgrades(struct http_server *srv)
+{
+	struct http_upgrade *u;
+
+	while ((u = srv->upgrades) != NULL) {
+		u->shutdown(u, u->arg);
+		if (srv->upgrades == u)
+			fatalx("an upgraded connection was not closed");
+	}
+}
+
 /* Reply later; see http.h. */
 void
 http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
@@ -892,13 +1215,14 @@ http_shutdown(struct http_server *srv)
 		if (!sse_stream_ended(ls->s))
 			ls->shutdown(ls->s, ls->arg);
 	}
+	close_upgrades(srv);
 }
 
-/* Streams still open. */
+/* Streams and upgraded connections still open. */
 size_t
 http_streams(const struct http_server *srv)
 {
-	return srv->nstreams;
+	return srv->nstreams + srv->nupgrades;
 }
 
 /* Stop MHD (closing every connection) and free the server. */
@@ -907,6 +1231,7 @@ http_free(struct http_server *srv)
 {
 	if (srv == NULL)
 		return;
+	close_upgrades(srv);
 	loop_del(srv->loop, srv->epfd, NULL);
 	MHD_stop_daemon(srv->mhd);
 	if (srv->lfd >= 0)

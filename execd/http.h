@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -46,6 +47,7 @@ struct http_conf {
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;	/* 0: no limit */
 	size_t		 stream_cap;	/* bytes a stream may queue */
+	uint64_t	 max_upload;	/* cap on a streamed body; 0: none */
 };
 
 /*
@@ -58,6 +60,8 @@ typedef void http_handler(struct http_req *);
 #define HTTP_R_BODY_OPT	0x02	/* ... which may be empty (json NULL) */
 #define HTTP_R_RAW	0x08	/* the handler takes the body as bytes,
 				   capped like a JSON one (http_req_body) */
+#define HTTP_R_STREAM	0x04	/* the handler runs on the headers and
+				   takes the body as it arrives */
 
 struct http_route {
 	const char	*method;
@@ -98,6 +102,27 @@ void		*http_req_app(const struct http_req *);
 struct loop	*http_req_loop(const struct http_req *);
 
 /*
+ * Streamed bodies (routes with HTTP_R_STREAM).  The handler runs as soon
+ * as the headers are in; it either replies (refusing the body, which is
+ * then never read) or calls http_req_sink() and returns.  data gets the
+ * body as it arrives (chunked transfer decoded); it returns 0, or a
+ * negative errno after replying; the answer then waits until the rest
+ * of the body has been read and dropped (MHD answers only before a body
+ * or after it), and a client that sends more than 16 MiB after that loses
+ * the connection instead.  end runs when the whole body has been delivered and
+ * replies like a handler (it may defer).  abort runs instead of end when
+ * the request ends first: the client went away, data or the upload cap
+ * refused the body, or execd shut down; the request is gone by then.  A
+ * body over http_conf.max_upload is answered 413 by http.c.
+ */
+typedef int	http_body_cb(struct http_req *, const char *p, size_t n,
+		    void *arg);
+typedef void	http_body_end_cb(struct http_req *, void *arg);
+typedef void	http_body_abort_cb(void *arg);
+void	http_req_sink(struct http_req *, http_body_cb *data,
+	    http_body_end_cb *end, http_body_abort_cb *abort_, void *arg);
+
+/*
  * Called when the server shuts down while a deferred request waits: the
  * owner drops its reference (it may reply itself; if it does not, the
  * client gets 503).
@@ -130,6 +155,27 @@ void	http_reply_errno(struct http_req *, int neg_errno, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
 /*
+ * Responses with headers of their own (files, archives): make one, add
+ * headers, then hand it to http_reply_resp(), which takes it.
+ */
+struct http_resp;
+/* len bytes of fd from off, sent with sendfile where possible; takes fd. */
+struct http_resp *http_resp_fd(int fd, uint64_t off, uint64_t len);
+/*
+ * A body of unknown length, sent chunked as the client reads it.  read
+ * fills up to max bytes of buf and returns how many (> 0), 0 at the end,
+ * or -1 to abort the connection; it runs on the loop thread, so it must
+ * not block for long.  done runs once when the response is freed.
+ */
+typedef ssize_t	http_read_cb(void *arg, char *buf, size_t max);
+typedef void	http_read_done_cb(void *arg);
+struct http_resp *http_resp_reader(http_read_cb *read, http_read_done_cb *done,
+	    void *arg);
+void	http_resp_header(struct http_resp *, const char *name,
+	    const char *value);
+void	http_reply_resp(struct http_req *, unsigned status, struct http_resp *);
+
+/*
  * Called when the server shuts down while the stream is open; the owner
  * pushes its final event with sse_stream_finish().
  */
@@ -143,5 +189,28 @@ typedef void http_stream_shutdown_cb(struct sse_stream *, void *arg);
 struct sse_stream *http_reply_stream(struct http_req *req,
 	    http_stream_shutdown_cb *shutdown, sse_stream_gone_cb *gone,
 	    void *arg);
+
+/*
+ * Protocol upgrades (WebSockets).  http_reply_upgrade() answers 101 with
+ * the headers given (name, value pairs ending with NULL; MHD adds
+ * Connection: Upgrade).  Once that is sent, up runs with the raw socket,
+ * made non-blocking, and the bytes already read past the request (extra,
+ * n: borrowed for the call): the caller then owns the conversation, must
+ * never close(fd), and ends it with http_upgrade_close().  If the
+ * connection ends before the 101 is out, or execd is shutting down, up
+ * runs instead with u NULL and fd -1, and the owner drops its state.  At
+ * shutdown, shutdown runs for every open upgrade and must call
+ * http_upgrade_close() before it returns.  Open upgrades count among
+ * http_streams().  Loop thread; up and shutdown run once each at most.
+ */
+struct http_upgrade;
+typedef void	http_upgrade_cb(struct http_upgrade *u, int fd,
+		    const char *extra, size_t n, void *arg);
+typedef void	http_upgrade_shutdown_cb(struct http_upgrade *, void *arg);
+void	http_reply_upgrade(struct http_req *, const char *const *headers,
+	    http_upgrade_cb *up, http_upgrade_shutdown_cb *shutdown,
+	    void *arg);
+/* Close the socket of an upgrade (MHD does, on its next run); frees u. */
+void	http_upgrade_close(struct http_upgrade *);
 
 #endif

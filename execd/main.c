@@ -88,7 +88,7 @@ main(int argc, char **argv)
 	    .token = conf.token, .max_body = conf.max_body,
 	    .conn_timeout = conf.conn_timeout, .max_conns = conf.max_conns,
 	    .max_conns_per_ip = conf.max_conns_per_ip,
-	    .stream_cap = conf.stream_cap };
+	    .stream_cap = conf.stream_cap, .max_upload = conf.max_upload };
 	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
@@ -338,6 +338,7 @@ begin_shutdown(void)
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_set_shutdown(app.contexts);
 	route_session_shutdown();
+	route_pty_shutdown();
 	n = child_signal_all(SIGTERM);
 	if (n > 0)
 		log_info("sent SIGTERM to %d children", n);

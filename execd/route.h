@@ -44,7 +44,38 @@ void	route_session_delete(struct http_req *);
 int	route_session_kill(const char *id);	/* 0 or -ENOENT */
 void	route_session_shutdown(void);
 
-/* route_fs.c: files and directories. */
+/* route_pty.c: interactive terminals over WebSocket. */
+void	route_pty_create(struct http_req *);
+void	route_pty_get(struct http_req *);
+void	route_pty_delete(struct http_req *);
+void	route_pty_ws(struct http_req *);
+void	route_pty_shutdown(void);
+
+/* route_fs.c: files and directories, answered in JSON. */
+void	route_files_info(struct http_req *);
+void	route_files_delete(struct http_req *);
+void	route_files_perms(struct http_req *);
+void	route_files_move(struct http_req *);
+void	route_files_search(struct http_req *);
+void	route_files_replace(struct http_req *);
+void	route_files_grep(struct http_req *);
+void	route_files_watch(struct http_req *);
+void	route_dirs_list(struct http_req *);
 void	route_dirs_make(struct http_req *);
+void	route_dirs_delete(struct http_req *);
+/*
+ * Shared with route_xfer.c: resolve a client's path (or the path query
+ * parameter) into out, replying and returning -1 on failure; a FileInfo.
+ */
+int	route_fs_resolve(struct http_req *, const char *in, char *out,
+	    size_t outlen);
+int	route_fs_query_path(struct http_req *, char *out, size_t outlen);
+struct fs_info;
+json_t	*route_fs_info_json(const char *path, const struct fs_info *);
+
+/* route_xfer.c: uploads, downloads and archives, streamed. */
+void	route_files_upload(struct http_req *);
+void	route_files_download(struct http_req *);
+void	route_files_archive(struct http_req *);
 
 #endif

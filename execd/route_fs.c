@@ -1,19 +1,43 @@
 /*
- * route_fs.c -- file and directory endpoints: HTTP in, fs/ calls, HTTP out.
+ * route_fs.c -- file and directory endpoints that answer in JSON: info,
+ * delete, permissions, move, search, replace, list, mkdir, rm -rf, grep,
+ * and the inotify watch stream.
  *
- * Handlers validate the request, resolve paths with fs_path, call fs_ops
- * and map the result; the filesystem logic itself lives in fs/.
+ * Handlers validate the whole request first, resolve paths with fs_path,
+ * call fs/ and map the result; the filesystem logic itself lives in fs/.
+ * Uploads, downloads and archives, whose bodies are streamed, are in
+ * route_xfer.c.  Loop thread only.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../fs/fs_atomic.h"
+#include "../fs/fs_glob.h"
+#include "../fs/fs_grep.h"
+#include "../fs/fs_info.h"
 #include "../fs/fs_ops.h"
 #include "../fs/fs_path.h"
+#include "../fs/fs_tree.h"
+#include "../fs/fs_walk.h"
+#include "../fs/fs_watch.h"
+#include "../sse/sse_fmt.h"
 #include "body.h"
 #include "http.h"
+#include "log.h"
+#include "loop.h"
 #include "route.h"
+#include "xmalloc.h"
+
+#define MAX_PATHS	1024	/* repeated path= keys one request may name */
+#define GREP_DEFAULT	1000	/* matches a grep returns unless told */
+#define GREP_MAX	100000
+#define ERRLEN		(PATH_MAX + 256)
+#define WATCH_PING_MS	3000	/* finds a client that left a quiet watch */
 
 static const struct body_field perm_fields[] = {
 	{ "mode", BODY_INT, 0 },
@@ -21,12 +45,51 @@ static const struct body_field perm_fields[] = {
 	{ "group", BODY_STRING, 0 },
 };
 
+static const struct body_field mv_fields[] = {
+	{ "src", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "dest", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+};
+
+static const struct body_field replace_fields[] = {
+	{ "old", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "new", BODY_STRING, 0 },
+};
+
+struct collect {
+	json_t		*list;
+	const char	*pattern;	/* search: tested on base names */
+	int		 bad;		/* search: the pattern is malformed */
+};
+
+struct watch {
+	struct loop		*loop;
+	struct sse_stream	*s;
+	struct fs_watch		*w;
+	int			 fd;
+	bool			 polled;	/* fd is on the loop */
+	uint64_t		 ping;		/* timer */
+};
+
+static int	 walk_list(const char *, const char *, const struct stat *,
+		    int, void *);
+static int	 walk_search(const char *, const char *, const struct stat *,
+		    int, void *);
+static int	 grep_one(const char *, unsigned long, const char *, size_t,
+		    void *);
+static void	 watch_ready(struct loop *, int, void *, int, void *);
+static int	 watch_event(const struct fs_watch_event *, void *);
+static void	 watch_push(struct watch *, json_t *);
+static void	 watch_ping(struct loop *, uint64_t, void *);
+static void	 watch_shutdown(struct sse_stream *, void *);
+static void	 watch_gone(struct sse_stream *, void *);
+
 /*
- * Resolve a path key from a body or query into out; on failure reply 400
- * and return -1.
+ * Resolve a client's path into out; on failure reply (400, or 500 when
+ * no home is known for "~") and return -1.
  */
-static int
-resolve(struct http_req *req, const char *in, char *out, size_t outlen)
+int
+route_fs_resolve(struct http_req *req, const char *in, char *out,
+    size_t outlen)
 {
 	int rc = fs_path_resolve(in, strlen(in), NULL, out, outlen);
 
@@ -44,57 +107,253 @@ resolve(struct http_req *req, const char *in, char *out, size_t outlen)
 }
 
 /*
+ * The path query parameter, resolved into out; on failure reply and
+ * return -1.  A value with a NUL byte (sent as %00) is refused too: MHD
+ * cuts it at the NUL, so compare with the raw length it reports.
+ */
+int
+route_fs_query_path(struct http_req *req, char *out, size_t outlen)
+{
+	const char *p = http_req_query(req, "path");
+
+	if (p == NULL) {
+		http_reply_error(req, 400, HTTP_E_QUERY,
+		    "missing query parameter 'path'");
+		return -1;
+	}
+	return route_fs_resolve(req, p, out, outlen);
+}
+
+/*
+ * Resolve the string field name of v (checked to be a string) into out,
+ * its NUL bytes included (so refused); on failure reply and return -1.
+ */
+static int
+resolve_field(struct http_req *req, const json_t *v, const char *name,
+    char *out, size_t outlen)
+{
+	const json_t *s = json_object_get(v, name);
+	const char *in = json_string_value(s);
+
+	if (in != NULL && strlen(in) == json_string_length(s))
+		return route_fs_resolve(req, in, out, outlen);
+	http_reply_error(req, 400, HTTP_E_BODY, "invalid path in field '%s': "
+	    "it contains a NUL byte", name);
+	return -1;
+}
+
+/* A FileInfo object (upstream's fields; keys go out sorted). */
+json_t *
+route_fs_info_json(const char *path, const struct fs_info *fi)
+{
+	char mt[48], ct[48], user[64], group[64];
+
+	fs_time_format(&fi->mtime, mt, sizeof(mt));
+	fs_time_format(&fi->ctime, ct, sizeof(ct));
+	return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
+	    "path", path, "type", fs_type_name(fi->type),
+	    "size", (json_int_t)fi->size, "modified_at", mt,
+	    "created_at", ct,
+	    "owner", fs_user_name(fi->uid, user, sizeof(user)),
+	    "group", fs_group_name(fi->gid, group, sizeof(group)),
+	    "mode", (int)fs_mode_decimal(fi->mode));
+}
+
+/* Every value of the repeated path key; on too many, reply and return -1. */
+static ssize_t
+query_paths(struct http_req *req, const char **vals)
+{
+	size_t n = http_req_query_all(req, "path", vals, MAX_PATHS);
+
+	if (n > MAX_PATHS) {
+		http_reply_error(req, 400, HTTP_E_QUERY, "too many 'path' "
+		    "parameters: %zu (at most %d)", n, MAX_PATHS);
+		return -1;
+	}
+	return (ssize_t)n;
+}
+
+/* GET /files/info?path=A&path=B: {"A": FileInfo, "B": FileInfo}. */
+void
+route_files_info(struct http_req *req)
+{
+	const char *vals[MAX_PATHS];
+	char path[PATH_MAX];
+	struct fs_info fi;
+	json_t *out;
+	ssize_t n;
+	int rc;
+
+	if ((n = query_paths(req, vals)) < 0)
+		return;
+	out = json_object();
+	for (ssize_t i = 0; i < n; i++) {
+		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
+			goto fail;
+		if ((rc = fs_info_lstat(path, &fi)) < 0) {
+			http_reply_errno(req, rc, "file not found. file not "
+			    "found: %s: lstat %s: %s", vals[i], path,
+			    strerror(-rc));
+			goto fail;
+		}
+		json_object_set_new(out, vals[i], route_fs_info_json(path,
+		    &fi));
+	}
+	http_reply_json(req, 200, out);
+	return;
+fail:
+	json_decref(out);
+}
+
+/* DELETE /files?path=...: unlink each file; missing ones are fine. */
+void
+route_files_delete(struct http_req *req)
+{
+	const char *vals[MAX_PATHS];
+	char path[PATH_MAX];
+	ssize_t n;
+	int rc;
+
+	if ((n = query_paths(req, vals)) < 0)
+		return;
+	for (ssize_t i = 0; i < n; i++) {
+		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
+			return;
+		if ((rc = fs_file_remove(path)) == -EISDIR) {
+			http_reply_error(req, 400, HTTP_E_BODY, "error removing "
+			    "file %s. path is a directory: %s (use DELETE "
+			    "/directories)", vals[i], path);
+			return;
+		}
+		if (rc < 0) {
+			http_reply_errno(req, rc, "error removing file %s. %s",
+			    vals[i], strerror(-rc));
+			return;
+		}
+	}
+	http_reply_empty(req);
+}
+
+/* DELETE /directories?path=...: rm -rf each; missing ones are fine. */
+void
+route_dirs_delete(struct http_req *req)
+{
+	const char *vals[MAX_PATHS];
+	char path[PATH_MAX], err[ERRLEN];
+	ssize_t n;
+	int rc;
+
+	if ((n = query_paths(req, vals)) < 0)
+		return;
+	for (ssize_t i = 0; i < n; i++) {
+		if (vals[i][0] == '\0')		/* upstream: a no-op */
+			continue;
+		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
+			return;
+		err[0] = '\0';
+		if ((rc = fs_tree_remove(path, err, sizeof(err))) < 0) {
+			http_reply_errno(req, rc == -EBUSY ? -EPERM : rc,
+			    "error removing directory %s. %s", vals[i],
+			    err[0] ? err : strerror(-rc));
+			return;
+		}
+	}
+	http_reply_empty(req);
+}
+
+/*
+ * Check a {"<path>": {"mode","owner","group"}} entry; on failure reply 400
+ * and return -1.  Fills the parsed mode and ids.
+ */
+static int
+perm_entry(struct http_req *req, const char *key, const json_t *v,
+    mode_t *mode, uid_t *uid, gid_t *gid)
+{
+	char err[ERRLEN];
+
+	*mode = 0;
+	*uid = (uid_t)-1;
+	*gid = (gid_t)-1;
+	if (json_is_null(v))
+		return 0;
+	if (body_check(v, key, perm_fields, 3, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    err);
+		return -1;
+	}
+	if (fs_mode_parse(body_int(v, "mode", 0), mode) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "field '%s.mode' must be octal digits such as 755, not "
+		    "%lld", key, body_int(v, "mode", 0));
+		return -1;
+	}
+	if (fs_owner_lookup(body_str(v, "owner", NULL), body_str(v, "group",
+	    NULL), uid, gid, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reply 400 unless the body is a JSON object; then return -1. */
+static int
+need_object(struct http_req *req, const json_t *body, const char *what)
+{
+	if (json_is_object(body))
+		return 0;
+	http_reply_error(req, 400, HTTP_E_BODY, "request body must be a JSON "
+	    "object mapping paths to %s", what);
+	return -1;
+}
+
+/*
+ * Check a whole {"<path>": {"mode","owner","group"}} body, paths too; on
+ * a mistake reply 400 and return -1.
+ */
+static int
+perm_body_check(struct http_req *req, json_t *body)
+{
+	const char *key;
+	json_t *v;
+	char path[PATH_MAX];
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+
+	if (need_object(req, body, "{\"mode\",\"owner\",\"group\"}") < 0)
+		return -1;
+	json_object_foreach(body, key, v) {
+		if (perm_entry(req, key, v, &mode, &uid, &gid) < 0 ||
+		    route_fs_resolve(req, key, path, sizeof(path)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * POST /directories {"<dir>":{"mode":755,"owner":"u","group":"g"}, ...}:
  * mkdir -p each; mode and owner apply only to directories created here.
- * The first failure stops the request; earlier directories stay.
+ * The whole body is checked first; the first failure then stops the
+ * request, and earlier directories stay.
  */
 void
 route_dirs_make(struct http_req *req)
 {
 	json_t *body = http_req_json(req), *v;
 	const char *key;
-	char path[PATH_MAX], err[PATH_MAX + 128];
+	char path[PATH_MAX], err[ERRLEN];
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
 	bool created;
 	int rc;
 
-	if (!json_is_object(body)) {
-		http_reply_error(req, 400, HTTP_E_BODY, "request body must be "
-		    "a JSON object mapping directory paths to "
-		    "{\"mode\",\"owner\",\"group\"}");
+	if (perm_body_check(req, body) < 0)
 		return;
-	}
-	/* 1. Check the whole body before creating anything. */
 	json_object_foreach(body, key, v) {
-		if (json_is_null(v))
-			continue;
-		if (body_check(v, key, perm_fields, 3, err, sizeof(err)) < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY,
-			    "invalid request, %s", err);
-			return;
-		}
-		if (fs_mode_parse(body_int(v, "mode", 0), &mode) < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "request, field '%s.mode' must be octal digits "
-			    "such as 755, not %lld", key,
-			    body_int(v, "mode", 0));
-			return;
-		}
-	}
-	/* 2. Then create, in the body's order. */
-	json_object_foreach(body, key, v) {
-		if (resolve(req, key, path, sizeof(path)) < 0)
-			return;
-		fs_mode_parse(body_int(v, "mode", 0), &mode);
-		if ((rc = fs_owner_lookup(body_str(v, "owner", NULL),
-		    body_str(v, "group", NULL), &uid, &gid, err,
-		    sizeof(err))) < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY,
-			    "invalid request, %s", err);
-			return;
-		}
+		route_fs_resolve(req, key, path, sizeof(path));
+		perm_entry(req, key, v, &mode, &uid, &gid);
 		if ((rc = fs_mkdirs(path, mode, uid, gid, &created, err,
 		    sizeof(err))) < 0) {
 			http_reply_errno(req, rc, "error accessing file: %s",
@@ -103,4 +362,489 @@ route_dirs_make(struct http_req *req)
 		}
 	}
 	http_reply_empty(req);
+}
+
+/*
+ * POST /files/permissions {"<path>":{"mode":644,"owner":"u","group":"g"}}:
+ * chmod then chown each.  The whole body is checked first.
+ */
+void
+route_files_perms(struct http_req *req)
+{
+	json_t *body = http_req_json(req), *v;
+	const char *key;
+	char path[PATH_MAX], err[ERRLEN];
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	int rc;
+
+	if (perm_body_check(req, body) < 0)
+		return;
+	json_object_foreach(body, key, v) {
+		if (json_is_null(v))
+			continue;
+		route_fs_resolve(req, key, path, sizeof(path));
+		perm_entry(req, key, v, &mode, &uid, &gid);
+		err[0] = '\0';
+		if ((rc = fs_perms_set(path, mode, uid, gid, err,
+		    sizeof(err))) < 0) {
+			http_reply_errno(req, rc, "error changing permissions "
+			    "for %s. %s", key, err[0] ? err : strerror(-rc));
+			return;
+		}
+	}
+	http_reply_empty(req);
+}
+
+/* POST /files/mv [{"src":"/a","dest":"/b"}, ...], in order. */
+void
+route_files_move(struct http_req *req)
+{
+	json_t *body = http_req_json(req), *v;
+	char src[PATH_MAX], dst[PATH_MAX], err[ERRLEN], where[32];
+	size_t i;
+	int rc;
+
+	if (!json_is_array(body)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "request body must be "
+		    "a JSON array of {\"src\",\"dest\"}");
+		return;
+	}
+	json_array_foreach(body, i, v) {
+		snprintf(where, sizeof(where), "[%zu]", i);
+		if (body_check(v, where, mv_fields, 2, err, sizeof(err)) < 0) {
+			http_reply_error(req, 400, HTTP_E_BODY,
+			    "invalid request, %s", err);
+			return;
+		}
+		if (resolve_field(req, v, "src", src, sizeof(src)) < 0 ||
+		    resolve_field(req, v, "dest", dst, sizeof(dst)) < 0)
+			return;
+	}
+	json_array_foreach(body, i, v) {
+		route_fs_resolve(req, body_str(v, "src", ""), src, sizeof(src));
+		route_fs_resolve(req, body_str(v, "dest", ""), dst,
+		    sizeof(dst));
+		err[0] = '\0';
+		if ((rc = fs_move(src, dst, err, sizeof(err))) == -ENOENT) {
+			http_reply_errno(req, rc, "file not found. source path "
+			    "not found: %s", body_str(v, "src", ""));
+			return;
+		}
+		if (rc == -EEXIST) {
+			http_reply_errno(req, rc, "destination path already "
+			    "exists: %s", body_str(v, "dest", ""));
+			return;
+		}
+		if (rc < 0) {
+			http_reply_errno(req, rc, "error accessing file: failed "
+			    "to rename file: %s", err[0] ? err : strerror(-rc));
+			return;
+		}
+	}
+	http_reply_empty(req);
+}
+
+/* POST /files/replace[?verbose=true] {"<path>":{"old":"a","new":"b"}}. */
+void
+route_files_replace(struct http_req *req)
+{
+	json_t *body = http_req_json(req), *v, *out;
+	const char *key, *verbose = http_req_query(req, "verbose"), *old, *new_;
+	char path[PATH_MAX], err[ERRLEN];
+	unsigned long long count;
+	int rc;
+
+	if (need_object(req, body, "{\"old\",\"new\"}") < 0)
+		return;
+	/* 1. Check everything, so that a mistake changes no file. */
+	json_object_foreach(body, key, v) {
+		if (body_check(v, key, replace_fields, 2, err,
+		    sizeof(err)) < 0) {
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "request, %s%s", err, json_is_object(v) &&
+			    json_is_string(json_object_get(v, "old")) ?
+			    " (old content must not be empty)" : "");
+			return;
+		}
+		if (route_fs_resolve(req, key, path, sizeof(path)) < 0)
+			return;
+	}
+	/* 2. Replace, file by file. */
+	out = json_object();
+	json_object_foreach(body, key, v) {
+		route_fs_resolve(req, key, path, sizeof(path));
+		old = json_string_value(json_object_get(v, "old"));
+		new_ = body_str(v, "new", "");
+		err[0] = '\0';
+		rc = fs_replace(path, old, json_string_length(json_object_get(v,
+		    "old")), new_, strlen(new_), &count, err, sizeof(err));
+		if (rc < 0) {
+			json_decref(out);
+			if (rc == -ENOENT)
+				http_reply_errno(req, rc, "file not found. "
+				    "stat %s: no such file or directory",
+				    path);
+			else if (rc == -EISDIR)
+				http_reply_error(req, 400, HTTP_E_BODY,
+				    "path is a directory: %s", path);
+			else
+				http_reply_errno(req, rc, "error replacing in "
+				    "%s. %s", key, err[0] ? err :
+				    strerror(-rc));
+			return;
+		}
+		json_object_set_new(out, key, json_pack("{s:I}",
+		    "replacedCount", (json_int_t)count));
+	}
+	if (verbose != NULL && strcmp(verbose, "true") == 0)
+		http_reply_json(req, 200, out);
+	else {
+		json_decref(out);
+		http_reply_empty(req);
+	}
+}
+
+static int
+walk_list(const char *path, const char *rel, const struct stat *st,
+    int depth, void *arg)
+{
+	struct collect *c = arg;
+	struct fs_info fi;
+
+	fs_info_from_stat(st, &fi);
+	json_array_append_new(c->list, route_fs_info_json(path, &fi));
+	return 0;
+}
+
+/* Parse a non-negative integer query value; -1 if malformed. */
+static long long
+query_uint(const char *s, long long max)
+{
+	char *end;
+	long long v;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end != '\0' || errno != 0 || v > max)
+		return -1;
+	return v;
+}
+
+/* GET /directories/list?path=D[&depth=N]: [FileInfo] in pre-order. */
+void
+route_dirs_list(struct http_req *req)
+{
+	const char *ds = http_req_query(req, "depth");
+	char path[PATH_MAX], err[ERRLEN];
+	struct collect c = { 0 };
+	struct stat st;
+	long long depth = 1;
+	int rc;
+
+	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+		return;
+	if (ds != NULL && (depth = query_uint(ds, INT_MAX)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid query "
+		    "parameter 'depth': %s", ds);
+		return;
+	}
+	if (lstat(path, &st) < 0) {
+		http_reply_errno(req, -errno, "file not found. lstat %s: %s",
+		    path, strerror(errno));
+		return;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "path is a symbolic "
+		    "link, refusing to traverse: %s", path);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "path is not a "
+		    "directory: %s", path);
+		return;
+	}
+	c.list = json_array();
+	err[0] = '\0';
+	if (depth > 0 && (rc = fs_walk(path, (int)depth, walk_list, &c, err,
+	    sizeof(err))) < 0) {
+		json_decref(c.list);
+		http_reply_errno(req, rc, "error listing directory %s. %s",
+		    path, err);
+		return;
+	}
+	http_reply_json(req, 200, c.list);
+}
+
+static int
+walk_search(const char *path, const char *rel, const struct stat *st,
+    int depth, void *arg)
+{
+	struct collect *c = arg;
+	struct fs_info fi;
+	const char *base = strrchr(path, '/');
+	int m;
+
+	if (S_ISDIR(st->st_mode))
+		return 0;
+	m = fs_glob_match(c->pattern, base != NULL ? base + 1 : path);
+	if (m < 0) {
+		c->bad = 1;
+		return m;
+	}
+	if (m == 1) {
+		fs_info_from_stat(st, &fi);
+		json_array_append_new(c->list, route_fs_info_json(path, &fi));
+	}
+	return 0;
+}
+
+/*
+ * GET /files/search?path=D[&pattern=G]: every non-directory under D whose
+ * base name matches G (default "**"), symlinks never followed.
+ */
+void
+route_files_search(struct http_req *req)
+{
+	char path[PATH_MAX], err[ERRLEN];
+	struct collect c = { 0 };
+	struct stat st;
+	int rc;
+
+	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+		return;
+	c.pattern = http_req_query(req, "pattern");
+	if (c.pattern == NULL || c.pattern[0] == '\0')
+		c.pattern = "**";
+	/* Checked up front, whatever the tree holds. */
+	if (fs_glob_match(c.pattern, "") < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "error searching "
+		    "files. invalid pattern %s: syntax error in pattern",
+		    c.pattern);
+		return;
+	}
+	if (stat(path, &st) < 0) {
+		http_reply_errno(req, -errno, "file not found. stat %s: %s",
+		    path, strerror(errno));
+		return;
+	}
+	c.list = json_array();
+	if (!S_ISDIR(st.st_mode)) {
+		/* A file is tested itself (lstat: it may be a link). */
+		if (lstat(path, &st) == 0)
+			walk_search(path, "", &st, 0, &c);
+		http_reply_json(req, 200, c.list);
+		return;
+	}
+	err[0] = '\0';
+	if ((rc = fs_walk(path, FS_WALK_ALL, walk_search, &c, err,
+	    sizeof(err))) < 0) {
+		json_decref(c.list);
+		http_reply_errno(req, rc, "error searching files. error "
+		    "accessing path %s", err[0] ? err : strerror(-rc));
+		return;
+	}
+	http_reply_json(req, 200, c.list);
+}
+
+static int
+grep_one(const char *path, unsigned long line, const char *text, size_t len,
+    void *arg)
+{
+	json_t *list = arg, *m;
+
+	m = json_pack("{s:s, s:I, s:s%}", "path", path, "line",
+	    (json_int_t)line, "text", text, len);
+	if (m == NULL)		/* not UTF-8: carry it repaired */
+		m = json_pack("{s:s, s:I, s:s}", "path", path, "line",
+		    (json_int_t)line, "text", "");
+	if (m != NULL)
+		json_array_append_new(list, m);
+	return 0;
+}
+
+/*
+ * GET /files/grep?path=P&pattern=RE[&ignoreCase=true][&maxMatches=N]:
+ * {"matches":[{"path","line","text"}],"truncated":bool}.
+ */
+void
+route_files_grep(struct http_req *req)
+{
+	const char *pat = http_req_query(req, "pattern"),
+	    *ic = http_req_query(req, "ignoreCase"),
+	    *ms = http_req_query(req, "maxMatches");
+	char path[PATH_MAX], err[ERRLEN];
+	long long max = GREP_DEFAULT;
+	bool truncated = false;
+	json_t *list;
+	int rc;
+
+	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+		return;
+	if (pat == NULL || pat[0] == '\0') {
+		http_reply_error(req, 400, HTTP_E_QUERY,
+		    "missing query parameter 'pattern'");
+		return;
+	}
+	if (ms != NULL && ((max = query_uint(ms, GREP_MAX)) < 1)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid query "
+		    "parameter 'maxMatches': %s (1 to %d)", ms, GREP_MAX);
+		return;
+	}
+	list = json_array();
+	err[0] = '\0';
+	rc = fs_grep(path, pat, ic != NULL && strcmp(ic, "true") == 0 ?
+	    FS_GREP_ICASE : 0, (size_t)max, grep_one, list, &truncated, err,
+	    sizeof(err));
+	if (rc < 0) {
+		json_decref(list);
+		if (rc == -EINVAL)
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "pattern %s: %s", pat, err);
+		else
+			http_reply_errno(req, rc, "error searching %s: %s",
+			    path, err[0] ? err : strerror(-rc));
+		return;
+	}
+	http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches", list,
+	    "truncated", truncated));
+}
+
+/*
+ * GET /files/watch?path=P[&recursive=true]: a stream of filesystem events,
+ * {"type":"create","path":"/p/x","dir":false,"timestamp":...}, until the
+ * client leaves or the path goes away.
+ */
+void
+route_files_watch(struct http_req *req)
+{
+	const char *rec = http_req_query(req, "recursive");
+	char path[PATH_MAX], err[ERRLEN];
+	struct watch *w;
+	struct fs_watch *fw;
+
+	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+		return;
+	err[0] = '\0';
+	fw = fs_watch_new(path, rec != NULL && strcmp(rec, "true") == 0, err,
+	    sizeof(err));
+	if (fw == NULL) {
+		http_reply_errno(req, -errno, "cannot watch %s: %s", path,
+		    err[0] ? err : strerror(errno));
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->loop = http_req_loop(req);
+	w->w = fw;
+	w->fd = fs_watch_fd(fw);
+	w->s = http_reply_stream(req, watch_shutdown, watch_gone, w);
+	if (w->s == NULL) {
+		fs_watch_free(fw);
+		free(w);
+		return;
+	}
+	if (sse_stream_ended(w->s))	/* opened during shutdown */
+		return;
+	loop_add_fd(w->loop, w->fd, LOOP_READ, watch_ready, w);
+	w->polled = true;
+	w->ping = loop_timer_add(w->loop, WATCH_PING_MS, watch_ping, w);
+}
+
+/*
+ * A quiet stream is suspended, and MHD does not see a client leave a
+ * suspended connection; a ping now and then wakes it, so the inotify
+ * descriptor goes soon after the client does.
+ */
+static void
+watch_ping(struct loop *l, uint64_t id, void *arg)
+{
+	struct watch *w = arg;
+
+	w->ping = 0;
+	if (sse_stream_ended(w->s))
+		return;
+	watch_push(w, json_pack("{s:s, s:s}", "type", "ping", "text",
+	    "pong"));
+	if (!sse_stream_ended(w->s))
+		w->ping = loop_timer_add(l, WATCH_PING_MS, watch_ping, w);
+}
+
+static void
+watch_ready(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct watch *w = arg;
+	int rc;
+
+	if ((rc = fs_watch_read(w->w, watch_event, w)) < 0 &&
+	    !sse_stream_ended(w->s)) {
+		watch_push(w, json_pack("{s:s, s:s}", "type", "error",
+		    "error", strerror(-rc)));
+	}
+	if (sse_stream_ended(w->s) && w->polled) {
+		loop_del(l, w->fd, NULL);
+		w->polled = false;
+	}
+}
+
+static int
+watch_event(const struct fs_watch_event *ev, void *arg)
+{
+	struct watch *w = arg;
+	json_t *v;
+
+	if (sse_stream_ended(w->s))
+		return -EPIPE;
+	v = json_pack("{s:s, s:s, s:b}", "type",
+	    fs_watch_kind_name(ev->kind), "path", ev->path, "dir", ev->dir);
+	if (v == NULL)		/* a name that is not UTF-8 */
+		return 0;
+	if (ev->cookie != 0)
+		json_object_set_new(v, "cookie", json_integer(ev->cookie));
+	watch_push(w, v);
+	if (ev->kind == FS_W_GONE && !sse_stream_ended(w->s))
+		sse_stream_finish(w->s, NULL, 0);
+	return 0;
+}
+
+/* Queue one event (v is consumed); a client not reading ends the stream. */
+static void
+watch_push(struct watch *w, json_t *v)
+{
+	struct sse_buf b;
+
+	json_object_set_new(v, "timestamp", json_integer((json_int_t)
+	    loop_wall_ms()));
+	sse_buf_init(&b);
+	sse_fmt_json(&b, v);
+	json_decref(v);
+	sse_buf_add(&b, "\n\n", 2);
+	if (sse_stream_push(w->s, b.p, b.len) == -ENOBUFS) {
+		sse_buf_reset(&b);
+		sse_buf_adds(&b, "{\"type\":\"error\",\"error\":\"client is "
+		    "not reading: stream ended\"}\n\n");
+		sse_stream_finish(w->s, b.p, b.len);
+	}
+	sse_buf_reset(&b);
+}
+
+static void
+watch_shutdown(struct sse_stream *s, void *arg)
+{
+	sse_stream_finish(s, NULL, 0);
+}
+
+static void
+watch_gone(struct sse_stream *s, void *arg)
+{
+	struct watch *w = arg;
+
+	if (w->polled)
+		loop_del(w->loop, w->fd, NULL);
+	if (w->ping != 0)
+		loop_timer_cancel(w->loop, w->ping);
+	fs_watch_free(w->w);
+	free(w);
 }

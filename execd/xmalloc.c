@@ -45,6 +45,17 @@ xrealloc(void *p, size_t n)
 	return q;
 }
 
+/* realloc(p, n * size), checked for overflow, or abort. */
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	void *q = reallocarray(p, n ? n : 1, size ? size : 1);
+
+	if (q == NULL)
+		fatal("reallocarray %zu x %zu", n, size);
+	return q;
+}
+
 /* strdup(s) or abort. */
 char *
 xstrdup(const char *s)

@@ -40,7 +40,7 @@ def test_wrong_method_is_405_json_with_allow():
         assert h["allow"] == "GET", h
         st, h, body = d.request("GET", "/directories")
         expect_error(st, body, 405)
-        assert h["allow"] == "POST", h
+        assert h["allow"] == "POST, DELETE", h
 
 
 def test_trailing_slash_is_the_same_route():
