@@ -5,7 +5,8 @@
 NGINX_ROOT is the document root of an nginx already serving on
 127.0.0.1:NGINX_PORT (bench/run.sh starts it).  A file of MIB MiB of
 random-looking bytes is written there as "big".  Then, after one warm-up
-each, alternating, best of 3 kept:
+each, alternating, best kept (7 downloads and 3 uploads a side; memory
+bandwidth on a shared machine swings by 2x from one second to the next):
 
   download  GET /files/download?path=NGINX_ROOT/big from execd against
             GET /big from nginx, the body read into a reused buffer
@@ -179,7 +180,7 @@ def main(argv):
         download(nport, "/big")
         de, dn = [], []
         with Sampler(proc.pid) as sd:
-            for _ in range(3):
+            for _ in range(7):
                 de.append(download(port, url))
                 dn.append(download(nport, "/big"))
         target = os.path.join(root, "up")
