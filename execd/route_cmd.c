@@ -33,6 +33,7 @@
 #include "body.h"
 #include "cmdlog.h"
 #include "command.h"
+#include "envfile.h"
 #include "context.h"
 #include "execd.h"
 #include "feed.h"
@@ -227,15 +228,20 @@ route_command_code(struct http_req *req, const char *code)
 	start(req, &r);
 }
 
-/* execd's environment with the request's envs over it. */
+/*
+ * execd's environment, with the variables of the EXECD_ENVS file over
+ * it, and the request's envs over both.
+ */
 static char **
-make_env(json_t *envs)
+make_env(json_t *req_envs)
 {
 	extern char **environ;
 	size_t n = 0, i = 0, m;
 	const char *k;
-	json_t *v;
+	json_t *v, *envs = envfile_read(getenv("EXECD_ENVS"));
 	char **env;
+
+	json_object_update(envs, req_envs);
 
 	while (environ[n] != NULL)
 		n++;
@@ -250,6 +256,7 @@ next:		;
 	}
 	json_object_foreach(envs, k, v)
 		env[i++] = xasprintf("%s=%s", k, json_string_value(v));
+	json_decref(envs);
 	return env;
 }
 
