@@ -13,7 +13,8 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -MMD -MP
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now
-LDLIBS	+= $(PKG_LIBS) -lm
+# Debian's libwslay-dev ships no pkg-config file.
+LDLIBS	+= $(PKG_LIBS) -lwslay -lm
 
 ifeq ($(WERROR),1)
 CFLAGS	+= -Werror

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -21,11 +22,12 @@
 
 extern char **environ;
 
-enum step { S_DEVNULL, S_DUP, S_SETSID, S_IDS, S_CHDIR, S_EXEC };
+enum step { S_DEVNULL, S_DUP, S_SETSID, S_CTTY, S_IDS, S_CHDIR, S_EXEC };
 
 static const char *const step_names[] = {
 	[S_DEVNULL] = "open /dev/null", [S_DUP] = "dup2",
-	[S_SETSID] = "setsid", [S_IDS] = "set user and groups",
+	[S_SETSID] = "setsid", [S_CTTY] = "set the controlling terminal",
+	[S_IDS] = "set user and groups",
 	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
 };
 
@@ -87,6 +89,9 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 			fail(errfd, S_DUP);
 	if (fd3 >= 0 && dup2(fd3, 3) < 0)	/* dup2 clears CLOEXEC */
 		fail(errfd, S_DUP);
+	/* A new session leader takes a terminal as its own (forkpty). */
+	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
+		fail(errfd, S_CTTY);
 	/* 3. Identity: groups first, while we may still change them. */
 	if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 ||
 	    setgid(o->gid) < 0 || setuid(o->uid) < 0))
@@ -137,7 +142,8 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 	if (n == (ssize_t)sizeof(r)) {
 		/* The child is gone (127); child.c reaps it silently. */
 		snprintf(err, errlen, "%s %s: %s", step_names[r.step],
-		    r.step == S_CHDIR ? o->cwd : r.step == S_IDS ? "" :
+		    r.step == S_CHDIR ? o->cwd : r.step == S_IDS ||
+		    r.step == S_CTTY ? "" :
 		    o->argv[0], strerror(r.err));
 		return -r.err;
 	}

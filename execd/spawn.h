@@ -27,6 +27,8 @@ struct spawn_opts {
 	size_t		 ngroups;
 	int		 has_fd3;	/* fd3 becomes the child's fd 3 */
 	int		 fd3;
+	int		 ctty;		/* stdin_fd is a terminal: make it
+					   the controlling terminal */
 };
 
 /*

@@ -6,11 +6,12 @@
 set -eu
 
 pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev uuid-dev clang cppcheck curl
+libjansson-dev libssl-dev libseccomp-dev uuid-dev libwslay-dev clang
+cppcheck curl
 python3 python3-yaml python3-pyflakes util-linux
 python3-zmq python3-ipykernel python3-jupyter-client"
 case "${1:-}" in
-bench) pkgs="wrk nginx-light python3-jupyter-server" ;;
+bench) pkgs="wrk nginx-light python3-jupyter-server python3-websocket" ;;
 esac
 
 missing=""

@@ -674,6 +674,7 @@ def test_grep_finds_lines():
 def test_watch_streams_events_until_the_client_leaves():
     t = tmpdir()
     with Execd() as d:
+        d.request("GET", "/ping")
         n0 = d.fds()
         s = socket.create_connection((d.host, d.port), 5)
         s.sendall(b"GET /files/watch?path=%s&recursive=true HTTP/1.1\r\n"
@@ -700,8 +701,13 @@ def test_watch_streams_events_until_the_client_leaves():
         assert got == want, got
         s.close()
         # The inotify descriptor goes with the client, by the next ping.
-        assert wait_for(lambda: d.fds() <= n0, 8), (d.fds(), n0)
+        assert wait_for(lambda: d.fds() <= n0, 10), (n0, fd_links(d))
     shutil.rmtree(t)
+
+
+def fd_links(d):
+    fdir = "/proc/%d/fd" % d.proc.pid
+    return sorted(os.readlink(os.path.join(fdir, n)) for n in os.listdir(fdir))
 
 
 def parse_events(raw):
