@@ -396,7 +396,6 @@ sweep(struct loop *l, void *arg)
 
 	while ((c = dead) != NULL) {
 		dead = c->dnext;
-		log_debug("client %p freed", (void *)c);
 		ws_free(c->ws);
 		if (c->u != NULL)
 			http_upgrade_close(c->u);
