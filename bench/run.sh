@@ -14,7 +14,8 @@
 # creations per side, default 5), BENCH_HOLD (background commands held at
 # once, default 1000), BENCH_STREAM_MIB (MiB of output streamed through
 # POST /command, default 256), NGINX (nginx binary),
-# WRK (wrk binary), KERNEL_PYTHON (the Python with jupyter_client,
+# WRK (wrk binary), BENCH_FILE_MIB (size of the file rows, default 512),
+# KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
 # The kernel rows drive execd's kernel manager through BUILD_DIR/bench/kbench
@@ -24,7 +25,9 @@
 # on the same kernel and against Debian's Jupyter Server (REST and
 # WebSocket), and POST /code/context with and without --pool.  The
 # rows of many commands and much output run bench/command_bench.py
-# (/usr/bin/python3, standard library only).
+# (/usr/bin/python3, standard library only).  The terminal rows run
+# bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
+# BENCH_PTY_KEYS keystrokes per side, default 500).
 #
 # Adding a row: measure, then call
 #   row NAME VALUE BASELINE RATIO TARGET VERDICT
@@ -66,6 +69,7 @@ KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
 CODE_MAX_RATIO=1.15  # PRODUCT.md: POST /code within 1.15x of bare ZeroMQ
 JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
+DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
 STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
 
 T=
@@ -526,6 +530,53 @@ row "$STREAM_MIB MiB lines via /command" \
 row "RSS growth, $STREAM_MIB MiB streamed" "$S_GROW KiB" \
 	"$S_RSS0 KiB idle" "$(calc "sprintf(\"%.2f\", $S_RSS / $S_RSS0)")" \
 	"< 8 MiB" "$(verdict_le "$S_GROW" $((STREAM_RSS_MAX_KIB - 1)))"
+
+# --- 13: files: download vs nginx, upload vs dd, RSS during both --------
+
+FILES_MIB=${BENCH_FILE_MIB:-512}
+P_NGINX_FILES=$(port) || exit 1
+nginx_conf "$T/nginx-files" "$P_NGINX_FILES"
+start_nginx "$T/nginx-files" "$P_NGINX_FILES"
+run_bg 900 "$T/files.out" "$T/files.log" \
+	"$KPY" "$HERE/files_bench.py" "$EXECD" "$P_NGINX_FILES" \
+	"$T/nginx-files/html" "$FILES_MIB" ||
+	fail "file transfers: $(tail -c 600 "$T/files.log")"
+stop "$NGINX_PID"
+# shellcheck disable=SC2086
+set -- $(cat "$T/files.out")
+[ $# -eq 7 ] || fail "files_bench.py printed '$(cat "$T/files.out")'"
+FD_E=$1 FD_N=$2 FD_RSS=$3 FU_E=$4 FU_DD=$5 FU_RSS=$6 F_IDLE=$7
+RATIO=$(calc "sprintf(\"%.2f\", $FD_E / $FD_N)")
+row "download $FILES_MIB MiB (MB/s)" "$FD_E MB/s" "$FD_N MB/s nginx" \
+	"$RATIO" "ratio >= $DL_MIN_RATIO" "$(verdict_ge "$RATIO" "$DL_MIN_RATIO")"
+# No target: the upload crosses loopback TCP (one more copy than dd's) and
+# is parsed as multipart before it reaches the same write(2) and fsync.
+RATIO=$(calc "sprintf(\"%.2f\", $FU_E / $FU_DD)")
+row "upload $FILES_MIB MiB (MB/s)" "$FU_E MB/s" "$FU_DD MB/s dd fsync" \
+	"$RATIO" "(information)" "-"
+row "RSS during transfers" "$(calc "sprintf(\"%.1f\", ($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) / 1024)") MiB peak" \
+	"$(calc "sprintf(\"%.1f\", $F_IDLE / 1024)") MiB idle" \
+	"$(calc "sprintf(\"%.2f\", ($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) / $F_IDLE)")" \
+	"growth < 8 MiB" \
+	"$(verdict_le "$(calc "($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) - $F_IDLE")" 8192)"
+
+# --- 14: a keystroke's echo through /pty's WebSocket vs a local pty -------
+
+# "execd_med_us base_med_us execd_p99_us base_p99_us"
+run_bg 120 "$T/pty.out" "$T/pty.log" \
+	/usr/bin/python3 "$HERE/pty_bench.py" echo "$EXECD" \
+	"${BENCH_PTY_KEYS:-500}" ||
+	fail "pty keystroke echo: $(tail -c 600 "$T/pty.log")"
+P_OUT=$(cat "$T/pty.out")
+# shellcheck disable=SC2086
+set -- $P_OUT
+[ $# -eq 4 ] || fail "pty_bench.py echo printed '$P_OUT'"
+row "pty keystroke echo (median)" "$(us_ms "$1" 3) ms" \
+	"$(us_ms "$2" 3) ms local pty" "$(calc "sprintf(\"%.2f\", $1 / $2)")" \
+	"(information)" "-"
+row "pty keystroke echo (p99)" "$(us_ms "$3" 3) ms" \
+	"$(us_ms "$4" 3) ms local pty" "$(calc "sprintf(\"%.2f\", $3 / $4)")" \
+	"(information)" "-"
 
 # --- notes -----------------------------------------------------------------
 
