@@ -5,6 +5,7 @@
  * handed to T_RUN().  Each check prints the failing expression with its file
  * and line; the runner prints one line per test and, last, the
  * "N passed, N failed" line that CI reads.  Single-threaded; no fork.
+ * Temporary directories and files for a test: t_tmp.h.
  */
 #ifndef T_H
 #define T_H

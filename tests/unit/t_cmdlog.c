@@ -20,11 +20,10 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../execd/cmdlog.h"
 #include "../../execd/feed.h"
 
-static char	*tmp_new(void);
-static void	 tmp_free(char *);
 static size_t	 nfiles(const char *);
 static char	*event(uint64_t seq, const char *text);
 static void	 counted(struct cmdlog_reader *, void *);
@@ -32,43 +31,6 @@ static int	 pull_all(struct cmdlog_reader *, struct sse_buf *, size_t);
 static bool	 consecutive(const char *, uint64_t, uint64_t);
 static bool	 walk(const char *, uint64_t, uint64_t, int *);
 static void	 append_range(struct cmdlog *, uint64_t, uint64_t);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_cmdlog.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* Remove the directory (flat: the history's files only) and free. */
-static void
-tmp_free(char *dir)
-{
-	struct dirent *e;
-	char path[4096];
-	DIR *d = opendir(dir);
-
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	if (d != NULL)
-		closedir(d);
-	rmdir(dir);
-	free(dir);
-}
 
 /* Entries in dir. */
 static size_t
@@ -118,7 +80,7 @@ pull_all(struct cmdlog_reader *r, struct sse_buf *out, size_t chunk)
 static void
 test_replay_wait_end(void)
 {
-	char *dir = tmp_new(), prefix[4200], *e;
+	char *dir = t_tmpdir(), prefix[4200], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *a, *b;
 	struct sse_buf all, out;
@@ -172,13 +134,13 @@ test_replay_wait_end(void)
 	T_EQ_INT(nfiles(dir), 0);
 	sse_buf_reset(&all);
 	sse_buf_reset(&out);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_event_larger_than_a_read(void)
 {
-	char *dir = tmp_new(), prefix[4200], big[3000], *e;
+	char *dir = t_tmpdir(), prefix[4200], big[3000], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r;
 	struct sse_buf out, want;
@@ -208,7 +170,7 @@ test_event_larger_than_a_read(void)
 	cmdlog_free(l);
 	sse_buf_reset(&out);
 	sse_buf_reset(&want);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 /* The events of out from seq first on, each "x<seq>", and nothing else. */
@@ -272,7 +234,7 @@ test_rotation_and_gap(void)
 {
 	static const char head[] = "{\"type\":\"history_gap\",\"text\":"
 	    "\"events 5 to ";
-	char *dir = tmp_new(), prefix[4200], text[32], *e;
+	char *dir = t_tmpdir(), prefix[4200], text[32], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *early = NULL, *late;
 	struct sse_buf out;
@@ -338,7 +300,7 @@ test_rotation_and_gap(void)
 	cmdlog_free(l);
 	T_EQ_INT(nfiles(dir), 0);
 	sse_buf_reset(&out);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 /* Append events first..last, each "x<seq>". */
@@ -357,7 +319,7 @@ append_range(struct cmdlog *l, uint64_t first, uint64_t last)
 static void
 test_files_wait_for_readers(void)
 {
-	char *dir = tmp_new(), prefix[4200];
+	char *dir = t_tmpdir(), prefix[4200];
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r, *stuck;
 	struct sse_buf out;
@@ -401,13 +363,13 @@ test_files_wait_for_readers(void)
 	cmdlog_free(l);
 	T_EQ_INT(nfiles(dir), 0);
 	sse_buf_reset(&out);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_reader_outlives_its_log(void)
 {
-	char *dir = tmp_new(), prefix[4200], *e;
+	char *dir = t_tmpdir(), prefix[4200], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r;
 	struct sse_buf out;
@@ -431,7 +393,7 @@ test_reader_outlives_its_log(void)
 	T_EQ_INT(cmdlog_new(prefix, 1 << 20, 1 << 20, &l), -ENOENT);
 	T_OK(l == NULL);
 	sse_buf_reset(&out);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 int

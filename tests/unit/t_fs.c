@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -25,72 +24,11 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_ops.h"
 #include "../../fs/fs_path.h"
 
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
-static char	*cat(const char *, const char *);
-static mode_t	 mode_of(const char *);
 static int	 resolve(const char *, const char *, char *, size_t);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	chmod(path, 0700);
-	return remove(path);
-}
-
-/* Remove the tree and free its name. */
-static void
-tmp_free(char *dir)
-{
-	if (nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but one. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[2][PATH_MAX];
-	static int k;
-
-	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
-
-/* The permission bits of path, or 07777 if it cannot be stat'ed. */
-static mode_t
-mode_of(const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return 07777;
-	return st.st_mode & 07777;
-}
 
 /* fs_path_resolve() on a C string. */
 static int
@@ -380,53 +318,53 @@ test_owner_numeric_overflow(void)
 static void
 test_mkdirs_nested(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	mode_t old = umask(022);
 	bool created = false;
 
-	T_EQ_INT(fs_mkdirs(cat(d, "a/b/c"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "a/b/c"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(created);
-	T_EQ_INT(mode_of(cat(d, "a/b/c")), 0700);
-	T_EQ_INT(mode_of(cat(d, "a/b")), 0755);
-	T_EQ_INT(mode_of(cat(d, "a")), 0755);
+	T_EQ_INT(t_mode(t_path(d, "a/b/c")), 0700);
+	T_EQ_INT(t_mode(t_path(d, "a/b")), 0755);
+	T_EQ_INT(t_mode(t_path(d, "a")), 0755);
 	/* Mode 0: the leaf keeps the umask default too. */
-	T_EQ_INT(fs_mkdirs(cat(d, "x/y"), 0, (uid_t)-1, (gid_t)-1, &created,
+	T_EQ_INT(fs_mkdirs(t_path(d, "x/y"), 0, (uid_t)-1, (gid_t)-1, &created,
 	    err, sizeof(err)), 0);
 	T_OK(created);
-	T_EQ_INT(mode_of(cat(d, "x/y")), 0755);
+	T_EQ_INT(t_mode(t_path(d, "x/y")), 0755);
 	/* A mode wider than the umask allows is still applied. */
-	T_EQ_INT(fs_mkdirs(cat(d, "x/z"), 0777, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "x/z"), 0777, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "x/z")), 0777);
+	T_EQ_INT(t_mode(t_path(d, "x/z")), 0777);
 	/* Only the leaf is new here: a parent that exists is untouched. */
-	chmod(cat(d, "x"), 0750);
-	T_EQ_INT(fs_mkdirs(cat(d, "x/w"), 0711, (uid_t)-1, (gid_t)-1,
+	chmod(t_path(d, "x"), 0750);
+	T_EQ_INT(fs_mkdirs(t_path(d, "x/w"), 0711, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "x")), 0750);
-	T_EQ_INT(mode_of(cat(d, "x/w")), 0711);
+	T_EQ_INT(t_mode(t_path(d, "x")), 0750);
+	T_EQ_INT(t_mode(t_path(d, "x/w")), 0711);
 	umask(old);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* An existing directory: success, created false, mode left alone. */
 static void
 test_mkdirs_existing(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	mode_t old = umask(022);
 	bool created = true;
 
-	T_EQ_INT(mkdir(cat(d, "e"), 0750), 0);
-	T_EQ_INT(fs_mkdirs(cat(d, "e"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(mkdir(t_path(d, "e"), 0750), 0);
+	T_EQ_INT(fs_mkdirs(t_path(d, "e"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(!created);
-	T_EQ_INT(mode_of(cat(d, "e")), 0750);
+	T_EQ_INT(t_mode(t_path(d, "e")), 0750);
 	created = true;
 	T_EQ_INT(fs_mkdirs(d, 0700, (uid_t)-1, (gid_t)-1, &created, err,
 	    sizeof(err)), 0);
 	T_OK(!created);
-	T_EQ_INT(mode_of(d), 0700);	/* mkdtemp's own mode */
+	T_EQ_INT(t_mode(d), 0700);	/* mkdtemp's own mode */
 	created = true;
 	T_EQ_INT(fs_mkdirs("/", 0700, (uid_t)-1, (gid_t)-1, &created, err,
 	    sizeof(err)), 0);
@@ -436,72 +374,72 @@ test_mkdirs_existing(void)
 	    sizeof(err)), 0);
 	T_OK(!created);
 	/* A symbolic link to a directory counts as the directory. */
-	T_EQ_INT(symlink("e", cat(d, "link")), 0);
-	T_EQ_INT(fs_mkdirs(cat(d, "link/sub"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(symlink("e", t_path(d, "link")), 0);
+	T_EQ_INT(fs_mkdirs(t_path(d, "link/sub"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(created);
-	T_EQ_INT(mode_of(cat(d, "e/sub")), 0700);
+	T_EQ_INT(t_mode(t_path(d, "e/sub")), 0700);
 	umask(old);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A file where a directory should be: -EEXIST with a message. */
 static void
 test_mkdirs_file_in_way(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	bool created;
 	int fd;
 
-	fd = open(cat(d, "f"), O_CREAT | O_WRONLY, 0644);
+	fd = open(t_path(d, "f"), O_CREAT | O_WRONLY, 0644);
 	T_OK(fd >= 0);
 	close(fd);
-	T_EQ_INT(fs_mkdirs(cat(d, "f"), 0700, (uid_t)-1, (gid_t)-1, &created,
+	T_EQ_INT(fs_mkdirs(t_path(d, "f"), 0700, (uid_t)-1, (gid_t)-1, &created,
 	    err, sizeof(err)), -EEXIST);
 	T_OK(strstr(err, "not a directory") != NULL);
-	T_EQ_INT(fs_mkdirs(cat(d, "f/sub/leaf"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "f/sub/leaf"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), -EEXIST);
-	T_OK(strstr(err, cat(d, "f")) != NULL);
-	T_EQ_INT(fs_mkdirs(cat(d, "f/"), 0700, (uid_t)-1, (gid_t)-1,
+	T_OK(strstr(err, t_path(d, "f")) != NULL);
+	T_EQ_INT(fs_mkdirs(t_path(d, "f/"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), -EEXIST);
 	/* A dangling symbolic link is in the way too. */
-	T_EQ_INT(symlink("nowhere", cat(d, "dangling")), 0);
-	T_EQ_INT(fs_mkdirs(cat(d, "dangling"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(symlink("nowhere", t_path(d, "dangling")), 0);
+	T_EQ_INT(fs_mkdirs(t_path(d, "dangling"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), -EEXIST);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Trailing and doubled slashes name the same directory. */
 static void
 test_mkdirs_slashes(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	mode_t old = umask(022);
 	bool created = false;
 	struct stat st;
 
-	T_EQ_INT(fs_mkdirs(cat(d, "t/u///"), 0701, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "t/u///"), 0701, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(created);
-	T_EQ_INT(stat(cat(d, "t/u"), &st), 0);
+	T_EQ_INT(stat(t_path(d, "t/u"), &st), 0);
 	T_OK(S_ISDIR(st.st_mode));
 	T_EQ_INT(st.st_mode & 07777, 0701);
-	T_EQ_INT(fs_mkdirs(cat(d, "t/u/"), 0700, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "t/u/"), 0700, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(!created);
-	T_EQ_INT(fs_mkdirs(cat(d, "t//v"), 0702, (uid_t)-1, (gid_t)-1,
+	T_EQ_INT(fs_mkdirs(t_path(d, "t//v"), 0702, (uid_t)-1, (gid_t)-1,
 	    &created, err, sizeof(err)), 0);
 	T_OK(created);
-	T_EQ_INT(mode_of(cat(d, "t/v")), 0702);
+	T_EQ_INT(t_mode(t_path(d, "t/v")), 0702);
 	umask(old);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Bad paths and system errors come back as -errno with a message. */
 static void
 test_mkdirs_errors(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "", *big;
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "", *big;
 	bool created;
 
 	T_EQ_INT(fs_mkdirs("", 0700, (uid_t)-1, (gid_t)-1, &created, err,
@@ -517,55 +455,55 @@ test_mkdirs_errors(void)
 	big = malloc(NAME_MAX + 2);
 	memset(big, 'n', NAME_MAX + 1);
 	big[NAME_MAX + 1] = '\0';
-	T_EQ_INT(fs_mkdirs(cat(d, big), 0700, (uid_t)-1, (gid_t)-1, &created,
+	T_EQ_INT(fs_mkdirs(t_path(d, big), 0700, (uid_t)-1, (gid_t)-1, &created,
 	    err, sizeof(err)), -ENAMETOOLONG);
 	T_OK(strstr(err, "mkdir") != NULL);
 	free(big);
 	/* No write permission (root is not stopped by it). */
 	if (geteuid() != 0) {
-		T_EQ_INT(mkdir(cat(d, "ro"), 0500), 0);
-		T_EQ_INT(fs_mkdirs(cat(d, "ro/x"), 0700, (uid_t)-1,
+		T_EQ_INT(mkdir(t_path(d, "ro"), 0500), 0);
+		T_EQ_INT(fs_mkdirs(t_path(d, "ro/x"), 0700, (uid_t)-1,
 		    (gid_t)-1, &created, err, sizeof(err)), -EACCES);
 	}
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Owner and group go to the created leaf only. */
 static void
 test_mkdirs_owner(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	struct passwd *pw = getpwnam("nobody");
 	bool created;
 	struct stat st;
 
 	/* To ourselves: allowed for anyone. */
-	T_EQ_INT(fs_mkdirs(cat(d, "mine/leaf"), 0700, getuid(), getgid(),
+	T_EQ_INT(fs_mkdirs(t_path(d, "mine/leaf"), 0700, getuid(), getgid(),
 	    &created, err, sizeof(err)), 0);
-	T_EQ_INT(stat(cat(d, "mine/leaf"), &st), 0);
+	T_EQ_INT(stat(t_path(d, "mine/leaf"), &st), 0);
 	T_EQ_INT(st.st_uid, getuid());
 	T_EQ_INT(st.st_gid, getgid());
 	if (geteuid() == 0 && pw != NULL) {
-		T_EQ_INT(fs_mkdirs(cat(d, "p/q"), 0700, pw->pw_uid,
+		T_EQ_INT(fs_mkdirs(t_path(d, "p/q"), 0700, pw->pw_uid,
 		    (gid_t)-1, &created, err, sizeof(err)), 0);
-		T_EQ_INT(stat(cat(d, "p/q"), &st), 0);
+		T_EQ_INT(stat(t_path(d, "p/q"), &st), 0);
 		T_EQ_INT(st.st_uid, pw->pw_uid);
 		T_EQ_INT(st.st_gid, getgid());
-		T_EQ_INT(stat(cat(d, "p"), &st), 0);
+		T_EQ_INT(stat(t_path(d, "p"), &st), 0);
 		T_EQ_INT(st.st_uid, 0);
 		/* Existing: the owner is not changed. */
-		T_EQ_INT(fs_mkdirs(cat(d, "p"), 0700, pw->pw_uid,
+		T_EQ_INT(fs_mkdirs(t_path(d, "p"), 0700, pw->pw_uid,
 		    pw->pw_gid, &created, err, sizeof(err)), 0);
 		T_OK(!created);
-		T_EQ_INT(stat(cat(d, "p"), &st), 0);
+		T_EQ_INT(stat(t_path(d, "p"), &st), 0);
 		T_EQ_INT(st.st_uid, 0);
 	} else if (geteuid() != 0 && pw != NULL) {
 		/* Not allowed: -EPERM, and the message names the path. */
-		T_EQ_INT(fs_mkdirs(cat(d, "p/q"), 0700, pw->pw_uid,
+		T_EQ_INT(fs_mkdirs(t_path(d, "p/q"), 0700, pw->pw_uid,
 		    (gid_t)-1, &created, err, sizeof(err)), -EPERM);
 		T_OK(strstr(err, "p/q") != NULL);
 	}
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 static const struct t_case cases[] = {

@@ -27,16 +27,12 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_atomic.h"
 
 #define CHUNK	(64 * 1024)
 
-static char	*tmp_new(void);
 static void	 tmp_free(char *);
-static int	 rm_at(int, const char *);
-static char	*cat(const char *, const char *);
-static void	 put(const char *, const void *, size_t, mode_t);
-static char	*get(const char *, size_t *);
 static const char *text(const char *);
 static int	 debris(const char *);
 static mode_t	 mode_of(const char *);
@@ -46,114 +42,12 @@ static char	*ref_replace(const char *, size_t, const char *, const char *,
 static int	 replace_s(const char *, const char *, const char *,
 		    unsigned long long *);
 
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_atomic.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* Remove name under dfd, whatever it is. */
-static int
-rm_at(int dfd, const char *name)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int fd, n;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0);
-	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0)
-		return -1;
-	do {
-		n = 0;
-		if ((d = fdopendir(dup(fd))) == NULL)
-			break;
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") != 0 &&
-			    strcmp(de->d_name, "..") != 0 &&
-			    rm_at(fd, de->d_name) == 0)
-				n++;
-		}
-		closedir(d);
-	} while (n > 0);
-	close(fd);
-	return unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 /* Check for debris, remove the tree and free its name. */
 static void
 tmp_free(char *dir)
 {
 	T_EQ_INT(debris(dir), 0);
-	if (rm_at(AT_FDCWD, dir) < 0)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but three. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[4][PATH_MAX];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
-
-/* Create path with n bytes of p and the exact mode, or exit. */
-static void
-put(const char *path, const void *p, size_t n, mode_t mode)
-{
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, p, n) != (ssize_t)n || fchmod(fd, mode) < 0) {
-		perror(path);
-		exit(1);
-	}
-	close(fd);
-}
-
-/* The whole file in a malloc'd buffer (NUL added), or NULL. */
-static char *
-get(const char *path, size_t *len)
-{
-	struct stat st;
-	char *b;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY)) < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || (b = malloc((size_t)st.st_size + 1)) ==
-	    NULL) {
-		close(fd);
-		return NULL;
-	}
-	if (read(fd, b, (size_t)st.st_size) != st.st_size) {
-		free(b);
-		close(fd);
-		return NULL;
-	}
-	close(fd);
-	b[st.st_size] = '\0';
-	*len = (size_t)st.st_size;
-	return b;
+	t_tmpdir_free(dir);
 }
 
 /* A small file's content, or "(none)". */
@@ -162,7 +56,7 @@ text(const char *path)
 {
 	static char buf[4096];
 	size_t n;
-	char *b = get(path, &n);
+	char *b = t_slurp(path, &n);
 
 	if (b == NULL)
 		return "(none)";
@@ -246,24 +140,24 @@ replace_s(const char *path, const char *old, const char *new_,
 static void
 test_commit_new(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	struct fs_atomic a;
 	struct stat st;
 
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "p/q/new"), 0755, err,
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "p/q/new"), 0755, err,
 	    sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "p/q")), 0755);
-	T_EQ_INT(debris(cat(d, "p/q")), 1);
-	T_OK(!(lstat(cat(d, "p/q/new"), &st) == 0));
+	T_EQ_INT(mode_of(t_path(d, "p/q")), 0755);
+	T_EQ_INT(debris(t_path(d, "p/q")), 1);
+	T_OK(!(lstat(t_path(d, "p/q/new"), &st) == 0));
 	T_EQ_INT(fs_atomic_write(&a, "hello ", 6), 0);
 	T_EQ_INT(fs_atomic_write(&a, "", 0), 0);
 	T_EQ_INT(fs_atomic_write(&a, "world", 5), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_STR(text(cat(d, "p/q/new")), "hello world");
-	T_EQ_INT(mode_of(cat(d, "p/q/new")), 0755);
-	T_EQ_INT(debris(cat(d, "p/q")), 0);
-	T_EQ_INT(lstat(cat(d, "p/q/new"), &st), 0);
+	T_EQ_STR(text(t_path(d, "p/q/new")), "hello world");
+	T_EQ_INT(mode_of(t_path(d, "p/q/new")), 0755);
+	T_EQ_INT(debris(t_path(d, "p/q")), 0);
+	T_EQ_INT(lstat(t_path(d, "p/q/new"), &st), 0);
 	T_EQ_INT(st.st_uid, geteuid());
 	/* The struct holds nothing now: writes fail, abort is harmless. */
 	T_EQ_INT(fs_atomic_write(&a, "x", 1), -EBADF);
@@ -271,12 +165,12 @@ test_commit_new(void)
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), -EBADF);
 	/* Another newmode, and an empty file. */
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "empty"), 0604, err, sizeof(err)),
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "empty"), 0604, err, sizeof(err)),
 	    0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "empty")), 0604);
-	T_EQ_STR(text(cat(d, "empty")), "");
+	T_EQ_INT(mode_of(t_path(d, "empty")), 0604);
+	T_EQ_STR(text(t_path(d, "empty")), "");
 	tmp_free(d);
 }
 
@@ -284,34 +178,34 @@ test_commit_new(void)
 static void
 test_commit_existing(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	struct fs_atomic a;
 	ino_t ino;
 
-	put(cat(d, "f"), "old content", 11, 0640);
-	ino = ino_of(cat(d, "f"));
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	t_spit(t_path(d, "f"), "old content", 11, 0640);
+	ino = ino_of(t_path(d, "f"));
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "f"), 0755, err, sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_write(&a, "new", 3), 0);
 	/* Until commit, the old file is what readers see. */
-	T_EQ_STR(text(cat(d, "f")), "old content");
+	T_EQ_STR(text(t_path(d, "f")), "old content");
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_STR(text(cat(d, "f")), "new");
-	T_EQ_INT(mode_of(cat(d, "f")), 0640);
-	T_OK(ino_of(cat(d, "f")) != ino);
+	T_EQ_STR(text(t_path(d, "f")), "new");
+	T_EQ_INT(mode_of(t_path(d, "f")), 0640);
+	T_OK(ino_of(t_path(d, "f")) != ino);
 	/* Special bits are kept too. */
-	T_EQ_INT(chmod(cat(d, "f"), 02750), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(chmod(t_path(d, "f"), 02750), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "f"), 0755, err, sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "f")), 02750);
+	T_EQ_INT(mode_of(t_path(d, "f")), 02750);
 	/* An explicit mode wins. */
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "f"), 0755, err, sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_write(&a, "x", 1), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0600, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_INT(mode_of(cat(d, "f")), 0600);
-	T_EQ_STR(text(cat(d, "f")), "x");
+	T_EQ_INT(mode_of(t_path(d, "f")), 0600);
+	T_EQ_STR(text(t_path(d, "f")), "x");
 	tmp_free(d);
 }
 
@@ -319,43 +213,43 @@ test_commit_existing(void)
 static void
 test_commit_owner(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	struct fs_atomic a;
 	struct stat st;
 
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "mine"), 0644, err, sizeof(err)),
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "mine"), 0644, err, sizeof(err)),
 	    0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, getuid(), getgid(), err,
 	    sizeof(err)), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "theirs"), 0644, err,
 	    sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_write(&a, "t", 1), 0);
 	if (geteuid() != 0) {
 		T_EQ_INT(fs_atomic_commit(&a, 0, 0, (gid_t)-1, err,
 		    sizeof(err)), -EPERM);
-		T_OK(lstat(cat(d, "theirs"), &st) < 0);
+		T_OK(lstat(t_path(d, "theirs"), &st) < 0);
 		tmp_free(d);
 		return;
 	}
 	T_EQ_INT(fs_atomic_commit(&a, 0, 65534, 65533, err, sizeof(err)), 0);
-	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(lstat(t_path(d, "theirs"), &st), 0);
 	T_EQ_INT(st.st_uid, 65534);
 	T_EQ_INT(st.st_gid, 65533);
 	/* Kept on the next write; a setgid bit survives the chown. */
-	T_EQ_INT(chmod(cat(d, "theirs"), 02640), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	T_EQ_INT(chmod(t_path(d, "theirs"), 02640), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "theirs"), 0644, err,
 	    sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(lstat(t_path(d, "theirs"), &st), 0);
 	T_EQ_INT(st.st_uid, 65534);
 	T_EQ_INT(st.st_gid, 65533);
 	T_EQ_INT(st.st_mode & 07777, 02640);
 	/* One changed, the other kept. */
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "theirs"), 0644, err,
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "theirs"), 0644, err,
 	    sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, 0, (gid_t)-1, err, sizeof(err)), 0);
-	T_EQ_INT(lstat(cat(d, "theirs"), &st), 0);
+	T_EQ_INT(lstat(t_path(d, "theirs"), &st), 0);
 	T_EQ_INT(st.st_uid, 0);
 	T_EQ_INT(st.st_gid, 65533);
 	tmp_free(d);
@@ -365,33 +259,33 @@ test_commit_owner(void)
 static void
 test_abort(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	struct fs_atomic a;
 	ino_t ino;
 
-	put(cat(d, "f"), "keep me", 7, 0640);
-	ino = ino_of(cat(d, "f"));
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "f"), 0755, err, sizeof(err)), 0);
+	t_spit(t_path(d, "f"), "keep me", 7, 0640);
+	ino = ino_of(t_path(d, "f"));
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "f"), 0755, err, sizeof(err)), 0);
 	T_EQ_INT(fs_atomic_write(&a, "garbage", 7), 0);
 	T_EQ_INT(debris(d), 1);
 	fs_atomic_abort(&a);
 	T_EQ_INT(debris(d), 0);
-	T_EQ_STR(text(cat(d, "f")), "keep me");
-	T_EQ_INT(ino_of(cat(d, "f")), ino);
-	T_EQ_INT(mode_of(cat(d, "f")), 0640);
+	T_EQ_STR(text(t_path(d, "f")), "keep me");
+	T_EQ_INT(ino_of(t_path(d, "f")), ino);
+	T_EQ_INT(mode_of(t_path(d, "f")), 0640);
 	fs_atomic_abort(&a);
 	/* A new file aborted: nothing at all. */
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "g"), 0755, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "g"), 0755, err, sizeof(err)), 0);
 	fs_atomic_abort(&a);
-	T_OK(ino_of(cat(d, "g")) == 0);
+	T_OK(ino_of(t_path(d, "g")) == 0);
 	/* After a failed open, abort is a no-op. */
-	T_EQ_INT(mkdir(cat(d, "dir"), 0755), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "dir"), 0755, err, sizeof(err)),
+	T_EQ_INT(mkdir(t_path(d, "dir"), 0755), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "dir"), 0755, err, sizeof(err)),
 	    -EISDIR);
 	fs_atomic_abort(&a);
 	fs_atomic_abort(&a);
 	T_EQ_INT(fs_atomic_write(&a, "x", 1), -EBADF);
-	T_EQ_INT(debris(cat(d, "dir")), 0);
+	T_EQ_INT(debris(t_path(d, "dir")), 0);
 	tmp_free(d);
 }
 
@@ -399,51 +293,52 @@ test_abort(void)
 static void
 test_symlink(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "", buf[PATH_MAX];
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "", buf[PATH_MAX];
 	struct fs_atomic a;
 	ssize_t n;
 
-	T_EQ_INT(mkdir(cat(d, "sub"), 0755), 0);
-	put(cat(d, "sub/target"), "old", 3, 0640);
-	T_EQ_INT(symlink("sub/target", cat(d, "link")), 0);
-	T_EQ_INT(symlink(cat(d, "link"), cat(d, "link2")), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "link2"), 0755, err, sizeof(err)),
+	T_EQ_INT(mkdir(t_path(d, "sub"), 0755), 0);
+	t_spit(t_path(d, "sub/target"), "old", 3, 0640);
+	T_EQ_INT(symlink("sub/target", t_path(d, "link")), 0);
+	T_EQ_INT(symlink(t_path(d, "link"), t_path(d, "link2")), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "link2"), 0755, err, sizeof(err)),
 	    0);
-	T_EQ_INT(debris(cat(d, "sub")), 1);
+	T_EQ_INT(debris(t_path(d, "sub")), 1);
 	T_EQ_INT(debris(d), 0);
 	T_EQ_INT(fs_atomic_write(&a, "new", 3), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_STR(text(cat(d, "sub/target")), "new");
-	T_EQ_INT(mode_of(cat(d, "sub/target")), 0640);
-	n = readlink(cat(d, "link"), buf, sizeof(buf) - 1);
+	T_EQ_STR(text(t_path(d, "sub/target")), "new");
+	T_EQ_INT(mode_of(t_path(d, "sub/target")), 0640);
+	n = readlink(t_path(d, "link"), buf, sizeof(buf) - 1);
 	T_EQ_INT(n, 10);
 	buf[n < 0 ? 0 : n] = '\0';
 	T_EQ_STR(buf, "sub/target");
-	n = readlink(cat(d, "link2"), buf, sizeof(buf) - 1);
+	n = readlink(t_path(d, "link2"), buf, sizeof(buf) - 1);
 	buf[n < 0 ? 0 : n] = '\0';
-	T_EQ_STR(buf, cat(d, "link"));
-	T_EQ_INT(debris(cat(d, "sub")), 0);
+	T_EQ_STR(buf, t_path(d, "link"));
+	T_EQ_INT(debris(t_path(d, "sub")), 0);
 	/* A dangling link: its target is created, the link kept. */
-	T_EQ_INT(symlink("sub/fresh", cat(d, "dl")), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "dl"), 0604, err, sizeof(err)), 0);
+	T_EQ_INT(symlink("sub/fresh", t_path(d, "dl")), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "dl"), 0604, err, sizeof(err)),
+	    0);
 	T_EQ_INT(fs_atomic_write(&a, "f", 1), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_STR(text(cat(d, "sub/fresh")), "f");
-	T_EQ_INT(mode_of(cat(d, "sub/fresh")), 0604);
-	T_EQ_INT(mode_of(cat(d, "dl")), 0777);
+	T_EQ_STR(text(t_path(d, "sub/fresh")), "f");
+	T_EQ_INT(mode_of(t_path(d, "sub/fresh")), 0604);
+	T_EQ_INT(mode_of(t_path(d, "dl")), 0777);
 	/* ... but not the target's missing directory. */
-	T_EQ_INT(symlink("nodir/x", cat(d, "dl2")), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "dl2"), 0644, err, sizeof(err)),
+	T_EQ_INT(symlink("nodir/x", t_path(d, "dl2")), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "dl2"), 0644, err, sizeof(err)),
 	    -ENOENT);
-	T_OK(ino_of(cat(d, "nodir")) == 0);
+	T_OK(ino_of(t_path(d, "nodir")) == 0);
 	/* A link to a directory, a loop. */
-	T_EQ_INT(symlink("sub", cat(d, "ldir")), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "ldir"), 0644, err, sizeof(err)),
+	T_EQ_INT(symlink("sub", t_path(d, "ldir")), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "ldir"), 0644, err, sizeof(err)),
 	    -EISDIR);
-	T_EQ_INT(symlink("loop", cat(d, "loop")), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "loop"), 0644, err, sizeof(err)),
+	T_EQ_INT(symlink("loop", t_path(d, "loop")), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "loop"), 0644, err, sizeof(err)),
 	    -ELOOP);
 	tmp_free(d);
 }
@@ -452,33 +347,34 @@ test_symlink(void)
 static void
 test_open_refused(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "", name[NAME_MAX + 2];
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "", name[NAME_MAX + 2];
 	struct fs_atomic a;
 
 	T_EQ_INT(fs_atomic_open(&a, d, 0644, err, sizeof(err)), -EISDIR);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "x/"), 0644, err, sizeof(err)),
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "x/"), 0644, err, sizeof(err)),
 	    -EISDIR);
-	T_OK(ino_of(cat(d, "x")) == 0);
-	T_EQ_INT(mkfifo(cat(d, "fifo"), 0600), 0);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "fifo"), 0644, err, sizeof(err)),
+	T_OK(ino_of(t_path(d, "x")) == 0);
+	T_EQ_INT(mkfifo(t_path(d, "fifo"), 0600), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "fifo"), 0644, err, sizeof(err)),
 	    -EINVAL);
 	T_OK(strstr(err, "not a regular file") != NULL);
-	put(cat(d, "file"), "", 0, 0644);
-	T_EQ_INT(fs_atomic_open(&a, cat(d, "file/x"), 0644, err, sizeof(err)),
-	    -ENOTDIR);
+	t_spit(t_path(d, "file"), "", 0, 0644);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, "file/x"), 0644, err,
+	    sizeof(err)), -ENOTDIR);
 	T_EQ_INT(fs_atomic_open(&a, "", 0644, err, sizeof(err)), -ENOENT);
 	/* A base name of NAME_MAX bytes still gets its temporary. */
 	memset(name, 'b', NAME_MAX);
 	name[NAME_MAX] = '\0';
-	T_EQ_INT(fs_atomic_open(&a, cat(d, name), 0644, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, name), 0644, err, sizeof(err)),
+	    0);
 	T_EQ_INT(strlen(a.tmp), NAME_MAX);
 	T_EQ_INT(fs_atomic_write(&a, "L", 1), 0);
 	T_EQ_INT(fs_atomic_commit(&a, 0, (uid_t)-1, (gid_t)-1, err,
 	    sizeof(err)), 0);
-	T_EQ_STR(text(cat(d, name)), "L");
+	T_EQ_STR(text(t_path(d, name)), "L");
 	name[NAME_MAX] = 'b';
 	name[NAME_MAX + 1] = '\0';
-	T_EQ_INT(fs_atomic_open(&a, cat(d, name), 0644, err, sizeof(err)),
+	T_EQ_INT(fs_atomic_open(&a, t_path(d, name), 0644, err, sizeof(err)),
 	    -ENAMETOOLONG);
 	tmp_free(d);
 }
@@ -487,56 +383,56 @@ test_open_refused(void)
 static void
 test_replace_basic(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	unsigned long long n = 99;
 	struct stat st1, st2;
 
-	put(cat(d, "f"), "hello world, hello you", 22, 0640);
-	T_EQ_INT(replace_s(cat(d, "f"), "hello", "bye", &n), 0);
+	t_spit(t_path(d, "f"), "hello world, hello you", 22, 0640);
+	T_EQ_INT(replace_s(t_path(d, "f"), "hello", "bye", &n), 0);
 	T_EQ_INT(n, 2);
-	T_EQ_STR(text(cat(d, "f")), "bye world, bye you");
-	T_EQ_INT(mode_of(cat(d, "f")), 0640);
-	put(cat(d, "a"), "aaaa", 4, 0644);
-	T_EQ_INT(replace_s(cat(d, "a"), "aa", "b", &n), 0);
+	T_EQ_STR(text(t_path(d, "f")), "bye world, bye you");
+	T_EQ_INT(mode_of(t_path(d, "f")), 0640);
+	t_spit(t_path(d, "a"), "aaaa", 4, 0644);
+	T_EQ_INT(replace_s(t_path(d, "a"), "aa", "b", &n), 0);
 	T_EQ_INT(n, 2);
-	T_EQ_STR(text(cat(d, "a")), "bb");
-	put(cat(d, "a"), "aaaaa", 5, 0644);
-	T_EQ_INT(replace_s(cat(d, "a"), "aaa", "X", &n), 0);
+	T_EQ_STR(text(t_path(d, "a")), "bb");
+	t_spit(t_path(d, "a"), "aaaaa", 5, 0644);
+	T_EQ_INT(replace_s(t_path(d, "a"), "aaa", "X", &n), 0);
 	T_EQ_INT(n, 1);
-	T_EQ_STR(text(cat(d, "a")), "Xaa");
-	put(cat(d, "a"), "abababa", 7, 0644);
-	T_EQ_INT(replace_s(cat(d, "a"), "aba", "<>", &n), 0);
+	T_EQ_STR(text(t_path(d, "a")), "Xaa");
+	t_spit(t_path(d, "a"), "abababa", 7, 0644);
+	T_EQ_INT(replace_s(t_path(d, "a"), "aba", "<>", &n), 0);
 	T_EQ_INT(n, 2);
-	T_EQ_STR(text(cat(d, "a")), "<>b<>");
+	T_EQ_STR(text(t_path(d, "a")), "<>b<>");
 	/* Replacing with nothing; replacing with more. */
-	put(cat(d, "a"), "x-y-z-", 6, 0644);
-	T_EQ_INT(replace_s(cat(d, "a"), "-", "", &n), 0);
+	t_spit(t_path(d, "a"), "x-y-z-", 6, 0644);
+	T_EQ_INT(replace_s(t_path(d, "a"), "-", "", &n), 0);
 	T_EQ_INT(n, 3);
-	T_EQ_STR(text(cat(d, "a")), "xyz");
-	T_EQ_INT(replace_s(cat(d, "a"), "y", "[long]", &n), 0);
+	T_EQ_STR(text(t_path(d, "a")), "xyz");
+	T_EQ_INT(replace_s(t_path(d, "a"), "y", "[long]", &n), 0);
 	T_EQ_INT(n, 1);
-	T_EQ_STR(text(cat(d, "a")), "x[long]z");
+	T_EQ_STR(text(t_path(d, "a")), "x[long]z");
 	/* Binary bytes, NUL included. */
-	put(cat(d, "bin"), "a\0b\0a\0b", 7, 0644);
-	T_EQ_INT(fs_replace(cat(d, "bin"), "\0b", 2, "\0\0\0", 3, &n, err,
+	t_spit(t_path(d, "bin"), "a\0b\0a\0b", 7, 0644);
+	T_EQ_INT(fs_replace(t_path(d, "bin"), "\0b", 2, "\0\0\0", 3, &n, err,
 	    sizeof(err)), 0);
 	T_EQ_INT(n, 2);
 	/* No match: the very same inode and times, count 0. */
-	T_EQ_INT(lstat(cat(d, "f"), &st1), 0);
+	T_EQ_INT(lstat(t_path(d, "f"), &st1), 0);
 	n = 99;
-	T_EQ_INT(replace_s(cat(d, "f"), "absent", "x", &n), 0);
+	T_EQ_INT(replace_s(t_path(d, "f"), "absent", "x", &n), 0);
 	T_EQ_INT(n, 0);
-	T_EQ_INT(lstat(cat(d, "f"), &st2), 0);
+	T_EQ_INT(lstat(t_path(d, "f"), &st2), 0);
 	T_EQ_INT(st2.st_ino, st1.st_ino);
 	T_EQ_INT(st2.st_mtim.tv_nsec, st1.st_mtim.tv_nsec);
 	T_EQ_INT(st2.st_ctim.tv_nsec, st1.st_ctim.tv_nsec);
-	T_EQ_STR(text(cat(d, "f")), "bye world, bye you");
+	T_EQ_STR(text(t_path(d, "f")), "bye world, bye you");
 	/* A pattern longer than the file; an empty file. */
-	T_EQ_INT(replace_s(cat(d, "a"), "much longer than the file", "", &n),
+	T_EQ_INT(replace_s(t_path(d, "a"), "much longer than the file", "", &n),
 	    0);
 	T_EQ_INT(n, 0);
-	put(cat(d, "e"), "", 0, 0644);
-	T_EQ_INT(replace_s(cat(d, "e"), "x", "y", &n), 0);
+	t_spit(t_path(d, "e"), "", 0, 0644);
+	T_EQ_INT(replace_s(t_path(d, "e"), "x", "y", &n), 0);
 	T_EQ_INT(n, 0);
 	tmp_free(d);
 }
@@ -545,23 +441,23 @@ test_replace_basic(void)
 static void
 test_replace_errors(void)
 {
-	char *d = tmp_new(), err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 128] = "";
 	unsigned long long n = 77;
 
-	T_EQ_INT(replace_s(cat(d, "none"), "a", "b", &n), -ENOENT);
-	T_OK(ino_of(cat(d, "none")) == 0);
+	T_EQ_INT(replace_s(t_path(d, "none"), "a", "b", &n), -ENOENT);
+	T_OK(ino_of(t_path(d, "none")) == 0);
 	T_EQ_INT(replace_s(d, "a", "b", &n), -EISDIR);
-	T_EQ_INT(mkfifo(cat(d, "fifo"), 0600), 0);
-	T_EQ_INT(replace_s(cat(d, "fifo"), "a", "b", &n), -EINVAL);
-	put(cat(d, "f"), "abc", 3, 0644);
-	T_EQ_INT(fs_replace(cat(d, "f"), "", 0, "x", 1, &n, err, sizeof(err)),
-	    -EINVAL);
+	T_EQ_INT(mkfifo(t_path(d, "fifo"), 0600), 0);
+	T_EQ_INT(replace_s(t_path(d, "fifo"), "a", "b", &n), -EINVAL);
+	t_spit(t_path(d, "f"), "abc", 3, 0644);
+	T_EQ_INT(fs_replace(t_path(d, "f"), "", 0, "x", 1, &n, err,
+	    sizeof(err)), -EINVAL);
 	T_EQ_STR(err, "old content must not be empty");
 	/* The file is looked at first: missing wins over an empty old. */
-	T_EQ_INT(fs_replace(cat(d, "none"), "", 0, "x", 1, &n, err,
+	T_EQ_INT(fs_replace(t_path(d, "none"), "", 0, "x", 1, &n, err,
 	    sizeof(err)), -ENOENT);
 	T_EQ_INT(n, 77);
-	T_EQ_STR(text(cat(d, "f")), "abc");
+	T_EQ_STR(text(t_path(d, "f")), "abc");
 	tmp_free(d);
 }
 
@@ -570,7 +466,7 @@ static void
 test_replace_boundary(void)
 {
 	static const char pat[] = "NEEDLE";
-	char *d = tmp_new(), *buf, *want, *got;
+	char *d = t_tmpdir(), *buf, *want, *got;
 	size_t size = 3 * CHUNK + 100, wl, gl;
 	unsigned long long n, wn;
 	int ok = 1;
@@ -581,13 +477,13 @@ test_replace_boundary(void)
 		/* One match ending, straddling or starting at each boundary. */
 		for (int k = 1; k <= 3; k++)
 			memcpy(buf + (size_t)k * CHUNK + shift, pat, 6);
-		put(cat(d, "f"), buf, size, 0644);
+		t_spit(t_path(d, "f"), buf, size, 0644);
 		want = ref_replace(buf, size, pat, "pin", &wn, &wl);
 		T_EQ_INT(wn, 3);
 		n = 0;
-		T_EQ_INT(replace_s(cat(d, "f"), pat, "pin", &n), 0);
+		T_EQ_INT(replace_s(t_path(d, "f"), pat, "pin", &n), 0);
 		T_EQ_INT(n, 3);
-		got = get(cat(d, "f"), &gl);
+		got = t_slurp(t_path(d, "f"), &gl);
 		if (got == NULL || gl != wl || memcmp(got, want, wl) != 0) {
 			fprintf(stderr, "  shift %d: content differs\n",
 			    shift);
@@ -600,10 +496,10 @@ test_replace_boundary(void)
 	/* A match that is the last bytes of the file, after a full chunk. */
 	memset(buf, 'x', CHUNK);
 	memcpy(buf + CHUNK - 3, "END", 3);
-	put(cat(d, "g"), buf, CHUNK, 0644);
-	T_EQ_INT(replace_s(cat(d, "g"), "END", "fin", &n), 0);
+	t_spit(t_path(d, "g"), buf, CHUNK, 0644);
+	T_EQ_INT(replace_s(t_path(d, "g"), "END", "fin", &n), 0);
 	T_EQ_INT(n, 1);
-	got = get(cat(d, "g"), &gl);
+	got = t_slurp(t_path(d, "g"), &gl);
 	T_OK(got != NULL && gl == CHUNK && memcmp(got + CHUNK - 3, "fin",
 	    3) == 0);
 	free(got);
@@ -615,7 +511,7 @@ test_replace_boundary(void)
 static void
 test_replace_long_pattern(void)
 {
-	char *d = tmp_new(), *buf, *pat, *got, err[PATH_MAX + 128] = "";
+	char *d = t_tmpdir(), *buf, *pat, *got, err[PATH_MAX + 128] = "";
 	size_t pl = CHUNK + 1000, size = 4 * CHUNK, gl;
 	unsigned long long n;
 
@@ -626,11 +522,11 @@ test_replace_long_pattern(void)
 	memset(buf, '.', size);
 	memcpy(buf + 100, pat, pl);
 	memcpy(buf + 2 * CHUNK + 7, pat, pl);
-	put(cat(d, "f"), buf, size, 0644);
-	T_EQ_INT(fs_replace(cat(d, "f"), pat, pl, "!", 1, &n, err,
+	t_spit(t_path(d, "f"), buf, size, 0644);
+	T_EQ_INT(fs_replace(t_path(d, "f"), pat, pl, "!", 1, &n, err,
 	    sizeof(err)), 0);
 	T_EQ_INT(n, 2);
-	got = get(cat(d, "f"), &gl);
+	got = t_slurp(t_path(d, "f"), &gl);
 	T_EQ_INT(gl, size - 2 * pl + 2);
 	T_OK(got != NULL && got[100] == '!' && got[99] == '.' &&
 	    got[101] == '.');
@@ -645,7 +541,7 @@ test_replace_long_pattern(void)
 static void
 test_replace_large(void)
 {
-	char *d = tmp_new(), *buf, *want, *got;
+	char *d = t_tmpdir(), *buf, *want, *got;
 	size_t size = 5 << 20, wl, gl;
 	unsigned long long n = 0, wn;
 	unsigned x = 12345;
@@ -655,17 +551,17 @@ test_replace_large(void)
 		x = x * 1103515245 + 12345;
 		buf[i] = "abc\n"[(x >> 16) & 3];
 	}
-	put(cat(d, "big"), buf, size, 0604);
-	T_EQ_INT(symlink("big", cat(d, "lnk")), 0);
+	t_spit(t_path(d, "big"), buf, size, 0604);
+	T_EQ_INT(symlink("big", t_path(d, "lnk")), 0);
 	want = ref_replace(buf, size, "abca", "Z", &wn, &wl);
 	T_OK(wn > 10000);
-	T_EQ_INT(replace_s(cat(d, "lnk"), "abca", "Z", &n), 0);
+	T_EQ_INT(replace_s(t_path(d, "lnk"), "abca", "Z", &n), 0);
 	T_EQ_INT(n, wn);
-	got = get(cat(d, "big"), &gl);
+	got = t_slurp(t_path(d, "big"), &gl);
 	T_EQ_INT(gl, wl);
 	T_OK(got != NULL && gl == wl && memcmp(got, want, wl) == 0);
-	T_EQ_INT(mode_of(cat(d, "big")), 0604);
-	T_EQ_INT(mode_of(cat(d, "lnk")), 0777);
+	T_EQ_INT(mode_of(t_path(d, "big")), 0604);
+	T_EQ_INT(mode_of(t_path(d, "lnk")), 0777);
 	free(got);
 	free(want);
 	free(buf);
@@ -679,7 +575,7 @@ test_replace_large(void)
 static void
 test_replace_random(void)
 {
-	char *d = tmp_new(), *buf, *want, *got, pat[8], rep[8];
+	char *d = t_tmpdir(), *buf, *want, *got, pat[8], rep[8];
 	unsigned long long n, wn;
 	size_t size, wl, gl;
 	unsigned x = 777;
@@ -700,12 +596,12 @@ test_replace_random(void)
 			pat[i] = (x >> 16) % 3 == 0 ? 'b' : 'a';
 		}
 		snprintf(rep, sizeof(rep), "%.*s", (int)(x >> 20) % 4, "XYZW");
-		put(cat(d, "r"), buf, size, 0644);
+		t_spit(t_path(d, "r"), buf, size, 0644);
 		want = ref_replace(buf, size, pat, rep, &wn, &wl);
 		n = 0;
-		if (replace_s(cat(d, "r"), pat, rep, &n) != 0 || n != wn)
+		if (replace_s(t_path(d, "r"), pat, rep, &n) != 0 || n != wn)
 			bad++;
-		got = get(cat(d, "r"), &gl);
+		got = t_slurp(t_path(d, "r"), &gl);
 		if (got == NULL || gl != wl || memcmp(got, want, wl) != 0) {
 			fprintf(stderr, "  size %zu pattern %s: differs\n",
 			    size, pat);

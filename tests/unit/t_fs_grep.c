@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_grep.h"
 
 struct rec {
@@ -34,75 +34,11 @@ struct rec {
 	int		 stop_at;	/* > 0: return -EINTR at that match */
 };
 
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
-static char	*cat(const char *, const char *);
-static void	 put(const char *, const char *, size_t);
 static char	*tree_new(void);
 static int	 on_match(const char *, unsigned long, const char *, size_t,
 		    void *);
 static int	 grep(const char *, const char *, unsigned, size_t,
 		    struct rec *, bool *);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_grep.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	chmod(path, 0700);
-	return remove(path);
-}
-
-/* Remove the tree and free its name. */
-static void
-tmp_free(char *dir)
-{
-	chmod(dir, 0700);
-	if (nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but one. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[2][PATH_MAX];
-	static int k;
-
-	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
-
-/* Write n bytes of s to a new file path. */
-static void
-put(const char *path, const char *s, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	if (fd < 0 || write(fd, s, n) != (ssize_t)n)
-		perror(path);
-	if (fd >= 0)
-		close(fd);
-}
 
 /*
  * The tree searched by most tests:
@@ -121,25 +57,25 @@ put(const char *path, const char *s, size_t n)
 static char *
 tree_new(void)
 {
-	char *d = tmp_new(), *big;
+	char *d = t_tmpdir(), *big;
 	size_t n;
 
-	put(cat(d, ".hidden"), "hello hidden\n", 13);
-	put(cat(d, "a.txt"), "hello world\nfoo\nHello again\n", 28);
-	mkdir(cat(d, "b"), 0755);
-	put(cat(d, "b/c.txt"), "nothing\nhello there", 19);
-	put(cat(d, "b/crlf.txt"), "hello crlf\r\nbye\r\n", 17);
-	put(cat(d, "bin.dat"), "hello\0binary\n", 13);
-	if (symlink("b", cat(d, "dirlink")) < 0 ||
-	    symlink("a.txt", cat(d, "link")) < 0)
+	t_spit(t_path(d, ".hidden"), "hello hidden\n", 13, 0644);
+	t_spit(t_path(d, "a.txt"), "hello world\nfoo\nHello again\n", 28, 0644);
+	mkdir(t_path(d, "b"), 0755);
+	t_spit(t_path(d, "b/c.txt"), "nothing\nhello there", 19, 0644);
+	t_spit(t_path(d, "b/crlf.txt"), "hello crlf\r\nbye\r\n", 17, 0644);
+	t_spit(t_path(d, "bin.dat"), "hello\0binary\n", 13, 0644);
+	if (symlink("b", t_path(d, "dirlink")) < 0 ||
+	    symlink("a.txt", t_path(d, "link")) < 0)
 		perror("symlink");
-	if (mkfifo(cat(d, "fifo"), 0644) < 0)
+	if (mkfifo(t_path(d, "fifo"), 0644) < 0)
 		perror("mkfifo");
 	if ((big = malloc(200000)) == NULL)
 		exit(1);
 	memset(big, 'a', 9000);
 	memcpy(big + 9000, "\nhello\0late\n", 12);
-	put(cat(d, "late.dat"), big, 9012);
+	t_spit(t_path(d, "late.dat"), big, 9012, 0644);
 	memcpy(big, "hello", 5);
 	memset(big + 5, 'x', 70000);
 	n = 70005;
@@ -148,10 +84,10 @@ tree_new(void)
 	n += 70000;
 	memcpy(big + n, "hello\ntail hello\n", 17);
 	n += 17;
-	put(cat(d, "long.txt"), big, n);
+	t_spit(t_path(d, "long.txt"), big, n, 0644);
 	free(big);
-	mkdir(cat(d, "zz"), 0755);
-	put(cat(d, "zz/empty"), "", 0);
+	mkdir(t_path(d, "zz"), 0755);
+	t_spit(t_path(d, "zz/empty"), "", 0, 0644);
 	return d;
 }
 
@@ -231,7 +167,7 @@ test_tree(void)
 	T_EQ_INT(grep(d, "no such words", 0, 0, &r, &tr), 0);
 	T_EQ_INT(tr, false);
 	T_EQ_INT(r.n, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Case folding and anchors (a CR and a missing newline do not get in the
@@ -262,7 +198,7 @@ test_icase_anchors(void)
 	memset(r.log, 0, sizeof(r.log));
 	T_EQ_INT(grep(d, "^[a-z]+ (w|t)", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "a.txt:1:hello world\nb/c.txt:2:hello there\n");
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A single file as the path; a link given as the path is followed. */
@@ -273,25 +209,25 @@ test_file(void)
 	struct rec r = { d, "", 0, 0 };
 	bool tr;
 
-	T_EQ_INT(grep(cat(d, "a.txt"), "o", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "a.txt"), "o", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "a.txt:1:hello world\na.txt:2:foo\n"
 	    "a.txt:3:Hello again\n");
 	memset(r.log, 0, sizeof(r.log));
-	T_EQ_INT(grep(cat(d, "link"), "foo", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "link"), "foo", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "link:2:foo\n");
 	memset(r.log, 0, sizeof(r.log));
-	T_EQ_INT(grep(cat(d, "dirlink"), "hello", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "dirlink"), "hello", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "dirlink/c.txt:2:hello there\n"
 	    "dirlink/crlf.txt:1:hello crlf\n");
 	memset(r.log, 0, sizeof(r.log));
 	/* Binary and empty files given directly: nothing. */
-	T_EQ_INT(grep(cat(d, "bin.dat"), "hello", 0, 0, &r, &tr), 0);
-	T_EQ_INT(grep(cat(d, "zz/empty"), "", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "bin.dat"), "hello", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "zz/empty"), "", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "");
 	/* An empty pattern matches every line, the last one unterminated. */
-	T_EQ_INT(grep(cat(d, "b/c.txt"), "", 0, 0, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "b/c.txt"), "", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log, "b/c.txt:1:nothing\nb/c.txt:2:hello there\n");
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* max_matches: exactly reached is not truncated; one more is. */
@@ -319,10 +255,10 @@ test_max(void)
 	/* Within one file. */
 	memset(r.log, 0, sizeof(r.log));
 	tr = false;
-	T_EQ_INT(grep(cat(d, "a.txt"), "o", 0, 1, &r, &tr), 0);
+	T_EQ_INT(grep(t_path(d, "a.txt"), "o", 0, 1, &r, &tr), 0);
 	T_EQ_INT(tr, true);
 	T_EQ_STR(r.log, "a.txt:1:hello world\n");
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* The callback's error stops the search; *truncated is left alone. */
@@ -336,7 +272,7 @@ test_stop(void)
 	T_EQ_INT(grep(d, "hello", 0, 0, &r, &tr), -EINTR);
 	T_EQ_INT(r.n, 2);
 	T_EQ_INT(tr, true);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Bad patterns and paths. */
@@ -356,15 +292,15 @@ test_errors(void)
 	T_OK(err[0] != '\0');
 	T_EQ_INT(tr, true);
 	err[0] = '\0';
-	T_EQ_INT(fs_grep(cat(d, "missing"), "x", 0, 0, on_match, &r, &tr, err,
-	    sizeof(err)), -ENOENT);
+	T_EQ_INT(fs_grep(t_path(d, "missing"), "x", 0, 0, on_match, &r, &tr,
+	    err, sizeof(err)), -ENOENT);
 	T_OK(strstr(err, "missing") != NULL);
-	T_EQ_INT(fs_grep(cat(d, "fifo"), "x", 0, 0, on_match, &r, &tr, err,
+	T_EQ_INT(fs_grep(t_path(d, "fifo"), "x", 0, 0, on_match, &r, &tr, err,
 	    sizeof(err)), -EINVAL);
 	T_EQ_INT(fs_grep("", "x", 0, 0, on_match, &r, &tr, err, sizeof(err)),
 	    -EINVAL);
 	T_EQ_INT(r.n, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Unreadable files and directories are skipped (root reads anything). */
@@ -376,19 +312,19 @@ test_unreadable(void)
 	bool tr;
 
 	if (geteuid() == 0) {
-		tmp_free(d);
+		t_tmpdir_free(d);
 		return;
 	}
-	chmod(cat(d, "a.txt"), 0);
-	chmod(cat(d, "b"), 0);
+	chmod(t_path(d, "a.txt"), 0);
+	chmod(t_path(d, "b"), 0);
 	T_EQ_INT(grep(d, "hello", 0, 0, &r, &tr), 0);
 	T_EQ_STR(r.log,
 	    ".hidden:1:hello hidden\n"
 	    "late.dat:2:hello\\0late\n"
 	    "long.txt:1:<65536 bytes>\n"
 	    "long.txt:3:tail hello\n");
-	chmod(cat(d, "b"), 0755);
-	tmp_free(d);
+	chmod(t_path(d, "b"), 0755);
+	t_tmpdir_free(d);
 }
 
 int

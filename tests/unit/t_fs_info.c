@@ -21,41 +21,11 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_info.h"
 
-static char	*tmp_new(void);
-static char	*cat(const char *, const char *);
 static void	 tz_set(const char *);
 static const char *fmt(time_t, long);
-
-/* A fresh temporary directory. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_info.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but one. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[2][PATH_MAX];
-	static int k;
-
-	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
 
 /* Switch the local time zone. */
 static void
@@ -87,18 +57,18 @@ test_info_types(void)
 	static const struct timespec times[2] = {
 		{ 1700000000, 1 }, { 1767225600, 500000000 },
 	};
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_info fi;
 	int fd;
 
-	fd = open(cat(d, "f"), O_WRONLY | O_CREAT, 0600);
+	fd = open(t_path(d, "f"), O_WRONLY | O_CREAT, 0600);
 	T_OK(fd >= 0);
 	T_EQ_INT(write(fd, "hello world\n", 12), 12);
 	T_EQ_INT(fchmod(fd, 04640), 0);
 	close(fd);
-	T_EQ_INT(utimensat(AT_FDCWD, cat(d, "f"), times, 0), 0);
+	T_EQ_INT(utimensat(AT_FDCWD, t_path(d, "f"), times, 0), 0);
 	memset(&fi, 0xa5, sizeof(fi));
-	T_EQ_INT(fs_info_lstat(cat(d, "f"), &fi), 0);
+	T_EQ_INT(fs_info_lstat(t_path(d, "f"), &fi), 0);
 	T_EQ_INT(fi.type, FS_T_FILE);
 	T_EQ_INT(fi.size, 12);
 	T_EQ_INT(fi.mode, 0640);
@@ -110,35 +80,35 @@ test_info_types(void)
 	T_OK(fi.ctime.tv_sec > 1767225600 - 86400 * 365 * 5);
 	T_OK(fi.ctime.tv_sec <= time(NULL));
 
-	T_EQ_INT(mkdir(cat(d, "dir"), 0), 0);
-	T_EQ_INT(chmod(cat(d, "dir"), 01755), 0);
-	T_EQ_INT(fs_info_lstat(cat(d, "dir"), &fi), 0);
+	T_EQ_INT(mkdir(t_path(d, "dir"), 0), 0);
+	T_EQ_INT(chmod(t_path(d, "dir"), 01755), 0);
+	T_EQ_INT(fs_info_lstat(t_path(d, "dir"), &fi), 0);
 	T_EQ_INT(fi.type, FS_T_DIR);
 	T_EQ_INT(fi.mode, 0755);
 
-	T_EQ_INT(symlink("f-target-17", cat(d, "ln")), 0);
-	T_EQ_INT(fs_info_lstat(cat(d, "ln"), &fi), 0);
+	T_EQ_INT(symlink("f-target-17", t_path(d, "ln")), 0);
+	T_EQ_INT(fs_info_lstat(t_path(d, "ln"), &fi), 0);
 	T_EQ_INT(fi.type, FS_T_SYMLINK);
 	T_EQ_INT(fi.size, 11);
 	T_EQ_INT(fi.mode, 0777);
 
-	T_EQ_INT(mkfifo(cat(d, "fifo"), 0620), 0);
-	T_EQ_INT(chmod(cat(d, "fifo"), 0620), 0);
-	T_EQ_INT(fs_info_lstat(cat(d, "fifo"), &fi), 0);
+	T_EQ_INT(mkfifo(t_path(d, "fifo"), 0620), 0);
+	T_EQ_INT(chmod(t_path(d, "fifo"), 0620), 0);
+	T_EQ_INT(fs_info_lstat(t_path(d, "fifo"), &fi), 0);
 	T_EQ_INT(fi.type, FS_T_OTHER);
 	T_EQ_INT(fi.size, 0);
 	T_EQ_INT(fi.mode, 0620);
 
 	/* Missing: -ENOENT and *info left alone. */
 	memset(&fi, 0x5a, sizeof(fi));
-	T_EQ_INT(fs_info_lstat(cat(d, "none"), &fi), -ENOENT);
+	T_EQ_INT(fs_info_lstat(t_path(d, "none"), &fi), -ENOENT);
 	T_EQ_INT(fi.mode, (mode_t)0x5a5a5a5a);
-	T_EQ_INT(fs_info_lstat(cat(d, "f/x"), &fi), -ENOTDIR);
+	T_EQ_INT(fs_info_lstat(t_path(d, "f/x"), &fi), -ENOTDIR);
 
-	unlink(cat(d, "f"));
-	unlink(cat(d, "ln"));
-	unlink(cat(d, "fifo"));
-	rmdir(cat(d, "dir"));
+	unlink(t_path(d, "f"));
+	unlink(t_path(d, "ln"));
+	unlink(t_path(d, "fifo"));
+	rmdir(t_path(d, "dir"));
 	T_EQ_INT(rmdir(d), 0);
 	free(d);
 }

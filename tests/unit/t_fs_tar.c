@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -33,6 +32,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_tar.h"
 
 extern char **environ;
@@ -40,12 +40,6 @@ extern char **environ;
 #define BIG_SIZE	(1024 * 1024 + 1)
 #define LONG_UID	3000000		/* over ustar's 7 octal digits */
 
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
-static char	*cat(const char *, const char *);
-static void	 put(const char *, const char *, size_t, mode_t);
-static char	*slurp(const char *, size_t *);
 static int	 fd_count(void);
 static char	*archive(const char *, size_t, size_t *);
 static int	 tar_run(const char *, size_t, const char *const *,
@@ -54,89 +48,6 @@ static char	*long_name(int, char);
 static void	 tree_make(const char *, const char *);
 static char	*members(const char *, size_t);
 static bool	 zeros(const char *, size_t);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_tar.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Remove the tree and free its name. */
-static void
-tmp_free(char *dir)
-{
-	if (nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but three. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[4][PATH_MAX];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
-
-/* Write n bytes of s to a new file path with mode. */
-static void
-put(const char *path, const char *s, size_t n, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-	if (fd < 0 || write(fd, s, n) != (ssize_t)n)
-		perror(path);
-	if (fd >= 0)
-		close(fd);
-	chmod(path, mode);
-}
-
-/* The whole file, NUL-terminated, or NULL. */
-static char *
-slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	char *p;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY)) < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || (p = malloc(st.st_size + 1)) == NULL) {
-		close(fd);
-		return NULL;
-	}
-	if (read(fd, p, st.st_size) != st.st_size) {
-		free(p);
-		close(fd);
-		return NULL;
-	}
-	p[st.st_size] = '\0';
-	*len = st.st_size;
-	close(fd);
-	return p;
-}
 
 /* Open descriptors of this process. */
 static int
@@ -216,8 +127,8 @@ tar_run(const char *a, size_t len, const char *const *argv, const char *out)
 	for (i = 0; i < 15 && argv[i] != NULL; i++)
 		memcpy(&v[i], &argv[i], sizeof(v[i]));
 	v[i] = NULL;
-	efile = cat(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") :
-	    "/tmp", "t_fs_tar.err.XXXXXX");
+	efile = t_path(getenv("TMPDIR") && *getenv("TMPDIR") ?
+	    getenv("TMPDIR") : "/tmp", "t_fs_tar.err.XXXXXX");
 	if ((efd = mkstemp(efile)) < 0)
 		return -1;
 	unlink(efile);
@@ -285,39 +196,39 @@ tree_make(const char *d, const char *o)
 	struct timespec ts[2] = { { 0, 0 }, { 0, 0 } };
 	char *big, *nm;
 
-	mkdir(cat(d, "src"), 0755);
+	mkdir(t_path(d, "src"), 0755);
 	if ((big = malloc(BIG_SIZE)) == NULL)
 		exit(1);
 	for (size_t i = 0; i < BIG_SIZE; i++)
 		big[i] = (char)(i * 7 % 251);
-	put(cat(d, "src/big"), big, BIG_SIZE, 0600);
+	t_spit(t_path(d, "src/big"), big, BIG_SIZE, 0600);
 	free(big);
-	put(cat(d, "src/caf\xc3\xa9.txt"), "caf\xc3\xa9\n", 6, 0644);
-	put(cat(d, "src/empty"), "", 0, 0644);
-	put(cat(d, "src/exec.sh"), "#!/bin/sh\n", 10, 0755);
+	t_spit(t_path(d, "src/caf\xc3\xa9.txt"), "caf\xc3\xa9\n", 6, 0644);
+	t_spit(t_path(d, "src/empty"), "", 0, 0644);
+	t_spit(t_path(d, "src/exec.sh"), "#!/bin/sh\n", 10, 0755);
 	ts[0].tv_sec = ts[1].tv_sec = -100;
-	utimensat(AT_FDCWD, cat(d, "src/exec.sh"), ts, 0);
-	if (mkfifo(cat(d, "src/fifo"), 0644) < 0)
+	utimensat(AT_FDCWD, t_path(d, "src/exec.sh"), ts, 0);
+	if (mkfifo(t_path(d, "src/fifo"), 0644) < 0)
 		perror("mkfifo");
 	nm = long_name(200, 'L');
-	if (symlink("small.txt", cat(d, "src/link_file")) < 0 ||
-	    symlink(nm, cat(d, "src/link_long")) < 0 ||
-	    symlink(o, cat(d, "src/link_out")) < 0)
+	if (symlink("small.txt", t_path(d, "src/link_file")) < 0 ||
+	    symlink(nm, t_path(d, "src/link_long")) < 0 ||
+	    symlink(o, t_path(d, "src/link_out")) < 0)
 		perror("symlink");
 	free(nm);
-	mkdir(cat(d, "src/nested"), 0700);
-	chmod(cat(d, "src/nested"), 0700);
-	mkdir(cat(d, "src/nested/deeper"), 0755);
-	put(cat(d, "src/nested/deeper/f"), "x", 1, 0644);
+	mkdir(t_path(d, "src/nested"), 0700);
+	chmod(t_path(d, "src/nested"), 0700);
+	mkdir(t_path(d, "src/nested/deeper"), 0755);
+	t_spit(t_path(d, "src/nested/deeper/f"), "x", 1, 0644);
 	nm = long_name(164, 'n');
 	memcpy(nm, "src/", 4);
-	put(cat(d, nm), "long\n", 5, 0644);
+	t_spit(t_path(d, nm), "long\n", 5, 0644);
 	free(nm);
-	put(cat(d, "src/small.txt"), "hello\n", 6, 0640);
+	t_spit(t_path(d, "src/small.txt"), "hello\n", 6, 0640);
 	ts[0].tv_sec = ts[1].tv_sec = 1000000000;
-	utimensat(AT_FDCWD, cat(d, "src/small.txt"), ts, 0);
+	utimensat(AT_FDCWD, t_path(d, "src/small.txt"), ts, 0);
 	/* Something in o that must not be archived through link_out. */
-	put(cat(o, "outside"), "no\n", 3, 0644);
+	t_spit(t_path(o, "outside"), "no\n", 3, 0644);
 }
 
 /* All zero? */
@@ -404,7 +315,7 @@ static void
 test_tree(void)
 {
 	static const size_t sizes[] = { 65536, 1, 511, 513 };
-	char *d = tmp_new(), *o = tmp_new(), *x = tmp_new(), *a[4] = { 0 };
+	char *d = t_tmpdir(), *o = t_tmpdir(), *x = t_tmpdir(), *a[4] = { 0 };
 	char *list, *nm, *want, *got, *lt, *lp, *m, lbuf[PATH_MAX];
 	size_t len[4], n, n2;
 	struct stat st, st2;
@@ -420,9 +331,9 @@ test_tree(void)
 
 	tree_make(d, o);
 	if (root)
-		T_EQ_INT(lchown(cat(d, "src/empty"), LONG_UID, LONG_UID), 0);
+		T_EQ_INT(lchown(t_path(d, "src/empty"), LONG_UID, LONG_UID), 0);
 	for (int i = 0; i < 4; i++) {
-		a[i] = archive(cat(d, "src"), sizes[i], &len[i]);
+		a[i] = archive(t_path(d, "src"), sizes[i], &len[i]);
 		T_OK(a[i] != NULL);
 		if (a[i] == NULL)
 			goto out;
@@ -434,9 +345,9 @@ test_tree(void)
 	T_OK(zeros(a[0] + len[0] - 1024, 1024));
 	/* 1. The names, in walk order. */
 	nm = long_name(160, 'n');
-	list = cat(x, "list");
+	list = t_path(x, "list");
 	T_EQ_INT(tar_run(a[0], len[0], targv, list), 0);
-	got = slurp(list, &n);
+	got = t_slurp(list, &n);
 	if (asprintf(&want, "src/\nsrc/big\nsrc/caf\xc3\xa9.txt\nsrc/empty\n"
 	    "src/exec.sh\nsrc/link_file\nsrc/link_long\nsrc/link_out\n"
 	    "src/nested/\nsrc/nested/deeper/\nsrc/nested/deeper/f\nsrc/%s\n"
@@ -447,7 +358,7 @@ test_tree(void)
 	free(want);
 	/* 2. Types, modes and link targets as tar -tv shows them. */
 	T_EQ_INT(tar_run(a[0], len[0], vargv, list), 0);
-	got = slurp(list, &n);
+	got = t_slurp(list, &n);
 	T_OK(got != NULL && strstr(got, "src/link_file -> small.txt\n"));
 	T_OK(got != NULL && strstr(got, "\n-rw-r----- "));
 	T_OK(got != NULL && strstr(got, "\ndrwx------ "));
@@ -468,82 +379,83 @@ test_tree(void)
 	/* 4. Extracted, everything is as it was. */
 	T_EQ_INT(tar_run(a[0], len[0], xargv, NULL), 0);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		lt = slurp(cat(d, files[i]), &n);
-		lp = slurp(cat(x, files[i]), &n2);
+		lt = t_slurp(t_path(d, files[i]), &n);
+		lp = t_slurp(t_path(x, files[i]), &n2);
 		T_OK(lt != NULL && lp != NULL && n == n2 &&
 		    memcmp(lt, lp, n) == 0);
 		if (lp == NULL)
 			fprintf(stderr, "  missing %s\n", files[i]);
 		free(lt);
 		free(lp);
-		T_OK(lstat(cat(d, files[i]), &st) == 0 &&
-		    lstat(cat(x, files[i]), &st2) == 0 &&
+		T_OK(lstat(t_path(d, files[i]), &st) == 0 &&
+		    lstat(t_path(x, files[i]), &st2) == 0 &&
 		    st.st_mode == st2.st_mode);
 	}
 	if (asprintf(&want, "src/%s", nm) < 0)
 		exit(1);
-	lt = slurp(cat(x, want), &n);
+	lt = t_slurp(t_path(x, want), &n);
 	free(want);
 	T_EQ_STR(lt, "long\n");
 	free(lt);
-	T_OK(lstat(cat(x, "src/nested"), &st) == 0 &&
+	T_OK(lstat(t_path(x, "src/nested"), &st) == 0 &&
 	    (st.st_mode & 07777) == 0700 && S_ISDIR(st.st_mode));
-	T_OK(lstat(cat(x, "src/small.txt"), &st) == 0 &&
+	T_OK(lstat(t_path(x, "src/small.txt"), &st) == 0 &&
 	    st.st_mtime == 1000000000);
-	T_OK(lstat(cat(x, "src/exec.sh"), &st) == 0 && st.st_mtime == -100);
-	T_OK(lstat(cat(x, "src/big"), &st) == 0 && st.st_size == BIG_SIZE);
-	T_OK(lstat(cat(x, "src/fifo"), &st) < 0 && errno == ENOENT);
+	T_OK(lstat(t_path(x, "src/exec.sh"), &st) == 0 && st.st_mtime == -100);
+	T_OK(lstat(t_path(x, "src/big"), &st) == 0 && st.st_size == BIG_SIZE);
+	T_OK(lstat(t_path(x, "src/fifo"), &st) < 0 && errno == ENOENT);
 	/* Links are links, with their targets; nothing came through them. */
-	T_OK(lstat(cat(x, "src/link_out"), &st) == 0 && S_ISLNK(st.st_mode));
-	n = readlink(cat(x, "src/link_out"), lbuf, sizeof(lbuf));
+	T_OK(lstat(t_path(x, "src/link_out"), &st) == 0 && S_ISLNK(st.st_mode));
+	n = readlink(t_path(x, "src/link_out"), lbuf, sizeof(lbuf));
 	T_OK(n == strlen(o) && memcmp(lbuf, o, n) == 0);
-	n = readlink(cat(x, "src/link_file"), lbuf, sizeof(lbuf));
+	n = readlink(t_path(x, "src/link_file"), lbuf, sizeof(lbuf));
 	T_OK(n == 9 && memcmp(lbuf, "small.txt", 9) == 0);
 	lt = long_name(200, 'L');
-	n = readlink(cat(x, "src/link_long"), lbuf, sizeof(lbuf));
+	n = readlink(t_path(x, "src/link_long"), lbuf, sizeof(lbuf));
 	T_OK(n == 200 && memcmp(lbuf, lt, 200) == 0);
 	free(lt);
-	T_OK(lstat(cat(x, "src/link_out/outside"), &st) == 0);	/* via o */
-	T_OK(lstat(cat(x, "outside"), &st) < 0);
+	/* Through the link, via o. */
+	T_OK(lstat(t_path(x, "src/link_out/outside"), &st) == 0);
+	T_OK(lstat(t_path(x, "outside"), &st) < 0);
 	if (root)
-		T_OK(lstat(cat(x, "src/empty"), &st) == 0 &&
+		T_OK(lstat(t_path(x, "src/empty"), &st) == 0 &&
 		    st.st_uid == LONG_UID && st.st_gid == LONG_UID);
 	free(nm);
 out:
 	for (int i = 0; i < 4; i++)
 		free(a[i]);
-	tmp_free(d);
-	tmp_free(o);
-	tmp_free(x);
+	t_tmpdir_free(d);
+	t_tmpdir_free(o);
+	t_tmpdir_free(x);
 }
 
 /* Files that shrink, grow or vanish after fs_tar_new(). */
 static void
 test_changes(void)
 {
-	char *d = tmp_new(), buf[65536], err[256] = "", *a = NULL, *m, *np;
+	char *d = t_tmpdir(), buf[65536], err[256] = "", *a = NULL, *m, *np;
 	const char *targv[] = { "tar", "-tf", "-", NULL };
 	struct fs_tar *t;
 	size_t len = 0, base;
 	ssize_t r;
 	int fd;
 
-	mkdir(cat(d, "t"), 0755);
+	mkdir(t_path(d, "t"), 0755);
 	memset(buf, 'a', 1000);
-	put(cat(d, "t/a"), buf, 1000, 0644);
+	t_spit(t_path(d, "t/a"), buf, 1000, 0644);
 	memset(buf, 'b', 1000);
-	put(cat(d, "t/b"), buf, 1000, 0644);
+	t_spit(t_path(d, "t/b"), buf, 1000, 0644);
 	memset(buf, 'c', 1000);
-	put(cat(d, "t/c"), buf, 1000, 0644);
-	T_OK((t = fs_tar_new(cat(d, "t"), err, sizeof(err))) != NULL);
+	t_spit(t_path(d, "t/c"), buf, 1000, 0644);
+	T_OK((t = fs_tar_new(t_path(d, "t"), err, sizeof(err))) != NULL);
 	if (t == NULL)
 		goto out;
-	T_EQ_INT(truncate(cat(d, "t/a"), 10), 0);
-	if ((fd = open(cat(d, "t/b"), O_WRONLY | O_APPEND)) >= 0) {
+	T_EQ_INT(truncate(t_path(d, "t/a"), 10), 0);
+	if ((fd = open(t_path(d, "t/b"), O_WRONLY | O_APPEND)) >= 0) {
 		T_EQ_INT(write(fd, buf, 500), 500);
 		close(fd);
 	}
-	unlink(cat(d, "t/c"));
+	unlink(t_path(d, "t/c"));
 	while ((r = fs_tar_read(t, buf, 700)) > 0) {
 		if ((np = realloc(a, len + r)) == NULL)
 			exit(1);
@@ -569,39 +481,39 @@ test_changes(void)
 	T_EQ_INT(tar_run(a, len, targv, NULL), 0);
 out:
 	free(a);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A file or a symlink as the root; names for "dir/" and "dir/.". */
 static void
 test_roots(void)
 {
-	char *d = tmp_new(), *a, *m, *p;
+	char *d = t_tmpdir(), *a, *m, *p;
 	size_t len;
 
-	mkdir(cat(d, "proj"), 0755);
-	put(cat(d, "proj/x.c"), "int x;\n", 7, 0644);
-	if (symlink("proj/x.c", cat(d, "ln")) < 0)
+	mkdir(t_path(d, "proj"), 0755);
+	t_spit(t_path(d, "proj/x.c"), "int x;\n", 7, 0644);
+	if (symlink("proj/x.c", t_path(d, "ln")) < 0)
 		perror("symlink");
-	a = archive(cat(d, "proj/x.c"), 100, &len);
+	a = archive(t_path(d, "proj/x.c"), 100, &len);
 	m = a ? members(a, len) : NULL;
 	T_EQ_STR(m, "0 x.c 7");
 	T_OK(a != NULL && memcmp(a + 512, "int x;\n", 7) == 0);
 	free(m);
 	free(a);
 	/* The symlink itself, not its target. */
-	a = archive(cat(d, "ln"), 4096, &len);
+	a = archive(t_path(d, "ln"), 4096, &len);
 	m = a ? members(a, len) : NULL;
 	T_EQ_STR(m, "2 ln 0");
 	T_OK(a != NULL && strcmp(a + 157, "proj/x.c") == 0);
 	free(m);
 	free(a);
-	a = archive(cat(d, "proj/"), 4096, &len);
+	a = archive(t_path(d, "proj/"), 4096, &len);
 	m = a ? members(a, len) : NULL;
 	T_EQ_STR(m, "5 proj/ 0;0 proj/x.c 7");
 	free(m);
 	free(a);
-	a = archive(cat(d, "proj/."), 4096, &len);
+	a = archive(t_path(d, "proj/."), 4096, &len);
 	m = a ? members(a, len) : NULL;
 	T_EQ_STR(m, "5 proj/ 0;0 proj/x.c 7");
 	free(m);
@@ -616,19 +528,19 @@ test_roots(void)
 	    strncmp(m + 2, p, strlen(p)) == 0 && m[2 + strlen(p)] == '/');
 	free(m);
 	free(a);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* 8 GiB + 1 (sparse): the size goes in a pax record, 0 in ustar. */
 static void
 test_huge(void)
 {
-	char *d = tmp_new(), err[256] = "", buf[4096];
+	char *d = t_tmpdir(), err[256] = "", buf[4096];
 	struct fs_tar *t;
 	ssize_t r;
 	int fd;
 
-	fd = open(cat(d, "huge"), O_WRONLY | O_CREAT, 0644);
+	fd = open(t_path(d, "huge"), O_WRONLY | O_CREAT, 0644);
 	if (fd < 0 || ftruncate(fd, 8LL * 1024 * 1024 * 1024 + 1) < 0) {
 		fprintf(stderr, "  no sparse 8 GiB file here: skipped\n");
 		if (fd >= 0)
@@ -636,7 +548,7 @@ test_huge(void)
 		goto out;
 	}
 	close(fd);
-	T_OK((t = fs_tar_new(cat(d, "huge"), err, sizeof(err))) != NULL);
+	T_OK((t = fs_tar_new(t_path(d, "huge"), err, sizeof(err))) != NULL);
 	if (t == NULL)
 		goto out;
 	T_EQ_INT(fs_tar_read(t, buf, sizeof(buf)), sizeof(buf));
@@ -652,7 +564,7 @@ test_huge(void)
 	T_EQ_INT(r, sizeof(buf));
 	fs_tar_free(t);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Not root: an unreadable directory is archived empty, an unreadable
@@ -660,53 +572,53 @@ out:
 static void
 test_unreadable(void)
 {
-	char *d = tmp_new(), *a, *m;
+	char *d = t_tmpdir(), *a, *m;
 	size_t len;
 
 	if (geteuid() == 0) {
-		tmp_free(d);
+		t_tmpdir_free(d);
 		return;
 	}
-	mkdir(cat(d, "u"), 0755);
-	mkdir(cat(d, "u/closed"), 0755);
-	put(cat(d, "u/closed/f"), "x", 1, 0644);
-	put(cat(d, "u/secret"), "abc", 3, 0644);
-	chmod(cat(d, "u/closed"), 0);
-	chmod(cat(d, "u/secret"), 0);
-	a = archive(cat(d, "u"), 4096, &len);
+	mkdir(t_path(d, "u"), 0755);
+	mkdir(t_path(d, "u/closed"), 0755);
+	t_spit(t_path(d, "u/closed/f"), "x", 1, 0644);
+	t_spit(t_path(d, "u/secret"), "abc", 3, 0644);
+	chmod(t_path(d, "u/closed"), 0);
+	chmod(t_path(d, "u/secret"), 0);
+	a = archive(t_path(d, "u"), 4096, &len);
 	m = a ? members(a, len) : NULL;
 	T_EQ_STR(m, "5 u/ 0;5 u/closed/ 0;0 u/secret 3");
 	T_OK(a != NULL && len == 6 * 512 && zeros(a + 3 * 512, 512));
 	free(m);
 	free(a);
-	chmod(cat(d, "u/closed"), 0755);
-	tmp_free(d);
+	chmod(t_path(d, "u/closed"), 0755);
+	t_tmpdir_free(d);
 }
 
 /* Errors from fs_tar_new and fs_tar_read. */
 static void
 test_errors(void)
 {
-	char *d = tmp_new(), err[256] = "", buf[16];
+	char *d = t_tmpdir(), err[256] = "", buf[16];
 	struct fs_tar *t;
 
 	errno = 0;
-	T_OK(fs_tar_new(cat(d, "missing"), err, sizeof(err)) == NULL);
+	T_OK(fs_tar_new(t_path(d, "missing"), err, sizeof(err)) == NULL);
 	T_EQ_INT(errno, ENOENT);
 	T_OK(strstr(err, "missing") != NULL);
-	put(cat(d, "f"), "x", 1, 0644);
+	t_spit(t_path(d, "f"), "x", 1, 0644);
 	errno = 0;
-	T_OK(fs_tar_new(cat(d, "f/sub"), err, sizeof(err)) == NULL);
+	T_OK(fs_tar_new(t_path(d, "f/sub"), err, sizeof(err)) == NULL);
 	T_EQ_INT(errno, ENOTDIR);
-	if (mkfifo(cat(d, "fifo"), 0644) < 0)
+	if (mkfifo(t_path(d, "fifo"), 0644) < 0)
 		perror("mkfifo");
 	errno = 0;
-	T_OK(fs_tar_new(cat(d, "fifo"), err, sizeof(err)) == NULL);
+	T_OK(fs_tar_new(t_path(d, "fifo"), err, sizeof(err)) == NULL);
 	T_EQ_INT(errno, EINVAL);
 	errno = 0;
 	T_OK(fs_tar_new("", err, sizeof(err)) == NULL);
 	T_EQ_INT(errno, EINVAL);
-	T_OK((t = fs_tar_new(cat(d, "f"), err, sizeof(err))) != NULL);
+	T_OK((t = fs_tar_new(t_path(d, "f"), err, sizeof(err))) != NULL);
 	if (t != NULL) {
 		T_EQ_INT(fs_tar_read(t, buf, 0), -EINVAL);
 		T_OK(fs_tar_error(t)[0] != '\0');
@@ -714,7 +626,7 @@ test_errors(void)
 	}
 	fs_tar_free(t);
 	fs_tar_free(NULL);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 int

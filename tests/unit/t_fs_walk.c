@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_walk.h"
 
 /* What the recording callback collects, and how it misbehaves. */
@@ -40,112 +41,10 @@ struct rec {
 	int		 bad;		/* path/rel/st inconsistencies */
 };
 
-static char	*tmp_new(void);
-static void	 tmp_free(char *);
-static int	 rm_at(int, const char *);
-static char	*cat(const char *, const char *);
-static void	 mk(const char *, const char *);
-static void	 mkf(const char *, const char *, const char *);
 static int	 record(const char *, const char *, const struct stat *, int,
 		    void *);
 static int	 walk(const char *, int, struct rec *);
 static void	 tree_basic(const char *);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_walk.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* Remove name under dfd, however deep (paths may exceed PATH_MAX). */
-static int
-rm_at(int dfd, const char *name)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int fd, n;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0);
-	/* A test may have locked it: it must be readable to be emptied. */
-	if (fchmodat(dfd, name, 0700, 0) < 0)
-		return -1;
-	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0)
-		return -1;
-	do {
-		n = 0;
-		if ((d = fdopendir(dup(fd))) == NULL)
-			break;
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") != 0 &&
-			    strcmp(de->d_name, "..") != 0 &&
-			    rm_at(fd, de->d_name) == 0)
-				n++;
-		}
-		closedir(d);
-	} while (n > 0);
-	close(fd);
-	return unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
-/* Remove the tree and free its name. */
-static void
-tmp_free(char *dir)
-{
-	if (rm_at(AT_FDCWD, dir) < 0)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but one. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[2][PATH_MAX];
-	static int k;
-
-	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
-
-/* mkdir dir/rel, or exit. */
-static void
-mk(const char *dir, const char *rel)
-{
-	if (mkdir(cat(dir, rel), 0755) < 0) {
-		perror(rel);
-		exit(1);
-	}
-}
-
-/* Write content to dir/rel, or exit. */
-static void
-mkf(const char *dir, const char *rel, const char *content)
-{
-	int fd;
-
-	fd = open(cat(dir, rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, content, strlen(content)) < 0) {
-		perror(rel);
-		exit(1);
-	}
-	close(fd);
-}
 
 /* The callback: append "rel:depth:type|" and check path, rel and st. */
 static int
@@ -182,9 +81,9 @@ record(const char *path, const char *rel, const struct stat *st, int depth,
 	    st2.st_mode != st->st_mode || st2.st_size != st->st_size)
 		r->bad++;
 	if (r->unlink_at != NULL && strcmp(rel, r->unlink_at) == 0)
-		rm_at(AT_FDCWD, cat(r->root, r->victim));
+		t_rmtree(t_path(r->root, r->victim));
 	if (r->swap != NULL && strcmp(rel, r->swap) == 0) {
-		if (rename(path, cat(r->root, "swapped-away")) < 0 ||
+		if (rename(path, t_path(r->root, "swapped-away")) < 0 ||
 		    symlink(r->swap_to, path) < 0)
 			r->bad += 100;
 	}
@@ -215,17 +114,17 @@ walk(const char *root, int maxdepth, struct rec *r)
 static void
 tree_basic(const char *d)
 {
-	mkf(d, ".hidden", "h");
-	mkf(d, "B", "bb");
-	mkf(d, "Z", "");
-	mkf(d, "_u", "u");
-	mk(d, "a");
-	mk(d, "a/b");
-	mkf(d, "a/b/c", "ccc");
-	mkf(d, "a/z", "z");
-	mkf(d, "a-", "");
-	mkf(d, "a.txt", "");
-	if (symlink("a", cat(d, "ln")) < 0) {
+	t_mkfile(d, ".hidden", "h");
+	t_mkfile(d, "B", "bb");
+	t_mkfile(d, "Z", "");
+	t_mkfile(d, "_u", "u");
+	t_mkdir(d, "a");
+	t_mkdir(d, "a/b");
+	t_mkfile(d, "a/b/c", "ccc");
+	t_mkfile(d, "a/z", "z");
+	t_mkfile(d, "a-", "");
+	t_mkfile(d, "a.txt", "");
+	if (symlink("a", t_path(d, "ln")) < 0) {
 		perror("symlink");
 		exit(1);
 	}
@@ -236,7 +135,7 @@ static void
 test_order(void)
 {
 	static struct rec r;
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 
 	tree_basic(d);
 	r = (struct rec){ .root = d };
@@ -244,7 +143,7 @@ test_order(void)
 	T_EQ_STR(r.buf, ".hidden:1:f|B:1:f|Z:1:f|_u:1:f|a:1:d|a/b:2:d|"
 	    "a/b/c:3:f|a/z:2:f|a-:1:f|a.txt:1:f|ln:1:l|");
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* maxdepth 0, 1, 2, a large one and FS_WALK_ALL. */
@@ -252,7 +151,7 @@ static void
 test_depth(void)
 {
 	static struct rec r;
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 
 	tree_basic(d);
 	r = (struct rec){ .root = d };
@@ -274,8 +173,8 @@ test_depth(void)
 	T_EQ_INT(walk(d, -2, &r), -EINVAL);
 	T_EQ_INT(r.n, 0);
 	/* maxdepth 0 does not even look at root. */
-	T_EQ_INT(walk(cat(d, "missing"), 0, &r), 0);
-	tmp_free(d);
+	T_EQ_INT(walk(t_path(d, "missing"), 0, &r), 0);
+	t_tmpdir_free(d);
 }
 
 /* A link to a directory outside the tree is reported, never entered. */
@@ -283,12 +182,12 @@ static void
 test_link_outside(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), *out = tmp_new();
+	char *d = t_tmpdir(), *out = t_tmpdir();
 
-	mkf(out, "secret", "s");
-	mk(d, "in");
-	if (symlink(out, cat(d, "in/out")) < 0 ||
-	    symlink("nowhere", cat(d, "dangling")) < 0) {
+	t_mkfile(out, "secret", "s");
+	t_mkdir(d, "in");
+	if (symlink(out, t_path(d, "in/out")) < 0 ||
+	    symlink("nowhere", t_path(d, "dangling")) < 0) {
 		perror("symlink");
 		exit(1);
 	}
@@ -296,8 +195,8 @@ test_link_outside(void)
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
 	T_EQ_STR(r.buf, "dangling:1:l|in:1:d|in/out:2:l|");
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
-	tmp_free(out);
+	t_tmpdir_free(d);
+	t_tmpdir_free(out);
 }
 
 /* Answering 1 skips a directory's contents; for a file it is ignored. */
@@ -305,7 +204,7 @@ static void
 test_prune(void)
 {
 	static struct rec r;
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 
 	tree_basic(d);
 	r = (struct rec){ .root = d, .prune = "a" };
@@ -319,7 +218,7 @@ test_prune(void)
 	r = (struct rec){ .root = d, .prune = "B" };
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
 	T_EQ_INT(r.n, 11);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A negative answer stops the walk at once and is returned; err kept. */
@@ -327,7 +226,7 @@ static void
 test_cb_error(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), err[64] = "untouched";
+	char *d = t_tmpdir(), err[64] = "untouched";
 
 	tree_basic(d);
 	r = (struct rec){ .root = d, .stop = "a/b" };
@@ -338,7 +237,7 @@ test_cb_error(void)
 	    -EXDEV);
 	T_EQ_STR(err, "untouched");
 	T_EQ_INT(r.n, 11);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* An unreadable directory fails the walk, naming it (not as root). */
@@ -346,19 +245,19 @@ static void
 test_unreadable(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), err[PATH_MAX + 64] = "", want[PATH_MAX + 64];
+	char *d = t_tmpdir(), err[PATH_MAX + 64] = "", want[PATH_MAX + 64];
 
-	mk(d, "a");
-	mk(d, "a/locked");
-	mkf(d, "a/locked/f", "");
-	mkf(d, "z", "");
+	t_mkdir(d, "a");
+	t_mkdir(d, "a/locked");
+	t_mkfile(d, "a/locked/f", "");
+	t_mkfile(d, "z", "");
 	if (geteuid() == 0) {
 		fprintf(stderr, "  (running as root: unreadable directory "
 		    "not checked)\n");
-		tmp_free(d);
+		t_tmpdir_free(d);
 		return;
 	}
-	T_EQ_INT(chmod(cat(d, "a/locked"), 0), 0);
+	T_EQ_INT(chmod(t_path(d, "a/locked"), 0), 0);
 	r = (struct rec){ .root = d };
 	T_EQ_INT(fs_walk(d, FS_WALK_ALL, record, &r, err, sizeof(err)),
 	    -EACCES);
@@ -371,7 +270,7 @@ test_unreadable(void)
 	r = (struct rec){ .root = d, .prune = "a/locked" };
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
 	T_EQ_STR(r.buf, "a:1:d|a/locked:2:d|z:1:f|");
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Entries and directories removed mid-walk are skipped silently. */
@@ -379,13 +278,13 @@ static void
 test_vanish(void)
 {
 	static struct rec r;
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 
-	mkf(d, "a1", "");
-	mkf(d, "a2", "");
-	mk(d, "a3");
-	mkf(d, "a3/x", "");
-	mkf(d, "a4", "");
+	t_mkfile(d, "a1", "");
+	t_mkfile(d, "a2", "");
+	t_mkdir(d, "a3");
+	t_mkfile(d, "a3/x", "");
+	t_mkfile(d, "a4", "");
 	/* A later sibling goes after readdir, before its lstat. */
 	r = (struct rec){ .root = d, .unlink_at = "a1", .victim = "a2" };
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
@@ -395,7 +294,7 @@ test_vanish(void)
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
 	T_EQ_STR(r.buf, "a1:1:f|a3:1:d|a4:1:f|");
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A directory swapped for a link after being reported is not entered. */
@@ -403,19 +302,19 @@ static void
 test_swap_for_link(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), *out = tmp_new();
+	char *d = t_tmpdir(), *out = t_tmpdir();
 
-	mkf(out, "secret", "");
-	mk(d, "s");
-	mkf(d, "s/inner", "");
+	t_mkfile(out, "secret", "");
+	t_mkdir(d, "s");
+	t_mkfile(d, "s/inner", "");
 	r = (struct rec){ .root = d, .swap = "s", .swap_to = out };
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
 	T_OK(strstr(r.buf, "secret") == NULL);
 	T_OK(strstr(r.buf, "inner") == NULL);
 	T_OK(strncmp(r.buf, "s:1:d|", 6) == 0);
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
-	tmp_free(out);
+	t_tmpdir_free(d);
+	t_tmpdir_free(out);
 }
 
 /* Root "/" gives "/name"; a trailing slash on root is dropped. */
@@ -423,7 +322,7 @@ static void
 test_root_forms(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), root[PATH_MAX];
+	char *d = t_tmpdir(), root[PATH_MAX];
 
 	/* "/" itself: every path is "/" + rel, never "//". */
 	r = (struct rec){ .root = "" };
@@ -440,11 +339,11 @@ test_root_forms(void)
 	    "a/z:2:f|a-:1:f|a.txt:1:f|ln:1:l|");
 	T_EQ_INT(r.bad, 0);
 	/* A linked root is followed (callers lstat it first if they care). */
-	r = (struct rec){ .root = cat(d, "ln") };
-	T_EQ_INT(walk(cat(d, "ln"), FS_WALK_ALL, &r), 0);
+	r = (struct rec){ .root = t_path(d, "ln") };
+	T_EQ_INT(walk(t_path(d, "ln"), FS_WALK_ALL, &r), 0);
 	T_EQ_STR(r.buf, "b:1:d|b/c:2:f|z:1:f|");
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A missing root, a file as root, an empty root. */
@@ -452,22 +351,22 @@ static void
 test_root_errors(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), err[PATH_MAX + 64], want[PATH_MAX + 64];
+	char *d = t_tmpdir(), err[PATH_MAX + 64], want[PATH_MAX + 64];
 
 	r = (struct rec){ .root = d };
-	T_EQ_INT(fs_walk(cat(d, "none"), FS_WALK_ALL, record, &r, err,
+	T_EQ_INT(fs_walk(t_path(d, "none"), FS_WALK_ALL, record, &r, err,
 	    sizeof(err)), -ENOENT);
 	snprintf(want, sizeof(want), "%s/none: %s", d, strerror(ENOENT));
 	T_EQ_STR(err, want);
-	mkf(d, "f", "");
-	T_EQ_INT(fs_walk(cat(d, "f"), FS_WALK_ALL, record, &r, err,
+	t_mkfile(d, "f", "");
+	T_EQ_INT(fs_walk(t_path(d, "f"), FS_WALK_ALL, record, &r, err,
 	    sizeof(err)), -ENOTDIR);
 	T_EQ_INT(fs_walk("", FS_WALK_ALL, record, &r, err, sizeof(err)),
 	    -EINVAL);
 	/* err may be empty. */
-	T_EQ_INT(fs_walk(cat(d, "none"), 1, record, &r, NULL, 0), -ENOENT);
+	T_EQ_INT(fs_walk(t_path(d, "none"), 1, record, &r, NULL, 0), -ENOENT);
 	T_EQ_INT(r.n, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Paths past PATH_MAX: -ENAMETOOLONG after reporting what fits. */
@@ -475,7 +374,7 @@ static void
 test_too_long(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), name[201], err[PATH_MAX + 64] = "";
+	char *d = t_tmpdir(), name[201], err[PATH_MAX + 64] = "";
 	int fd, nfd, levels = 0;
 	size_t len = strlen(d);
 	int rc;
@@ -503,7 +402,7 @@ test_too_long(void)
 	T_EQ_INT(r.n, (int)((PATH_MAX - 1 - strlen(d)) / 201));
 	T_OK(r.n < levels);
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Deeper than FS_WALK_MAXDEPTH: -ELOOP; a depth limit avoids it. */
@@ -511,7 +410,7 @@ static void
 test_too_deep(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), err[PATH_MAX + 64] = "";
+	char *d = t_tmpdir(), err[PATH_MAX + 64] = "";
 	int fd, nfd;
 
 	fd = open(d, O_RDONLY | O_DIRECTORY);
@@ -533,7 +432,7 @@ test_too_deep(void)
 	T_EQ_INT(walk(d, FS_WALK_MAXDEPTH, &r), 0);
 	T_EQ_INT(r.n, FS_WALK_MAXDEPTH);
 	T_EQ_INT(r.bad, 0);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /*
@@ -544,14 +443,14 @@ static void
 test_large_dir(void)
 {
 	static struct rec r;
-	char *d = tmp_new(), name[64];
+	char *d = t_tmpdir(), name[64];
 	const char *p, *q;
 	int sorted = 1;
 
 	for (int i = 0; i < 700; i++) {
 		snprintf(name, sizeof(name), "%c%d-%s", "aZ._"[i % 4],
 		    (i * 7919) % 701, "padding-padding-padding-padding");
-		mkf(d, name, "");
+		t_mkfile(d, name, "");
 	}
 	r = (struct rec){ .root = d };
 	T_EQ_INT(walk(d, FS_WALK_ALL, &r), 0);
@@ -567,7 +466,7 @@ test_large_dir(void)
 			sorted = 0;
 	}
 	T_OK(sorted);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 int

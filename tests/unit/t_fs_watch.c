@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -38,6 +37,7 @@
 #define FS_WATCH_QUEUE_MAX	256
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../fs/fs_watch.c"
 
 /* What the callback records. */
@@ -51,61 +51,11 @@ struct rec {
 	int		 stop_after;	/* > 0: return -EINTR at that event */
 };
 
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
-static char	*cat(const char *, const char *);
 static void	 put(const char *, const char *);
 static long	 now_ms(void);
 static int	 on_event(const struct fs_watch_event *, void *);
 static int	 pump(struct fs_watch *, struct rec *);
 static struct fs_watch *watch(const char *, bool, struct rec *);
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_fs_watch.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Remove the tree (if still there) and free its name. */
-static void
-tmp_free(char *dir)
-{
-	if (access(dir, F_OK) == 0 &&
-	    nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		perror(dir);
-	free(dir);
-}
-
-/* dir + "/" + rel, in a buffer that lives until the next call but three. */
-static char *
-cat(const char *dir, const char *rel)
-{
-	static char buf[4][PATH_MAX];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, rel);
-	return buf[k];
-}
 
 /* Create (or append to) path with content s: create, modify. */
 static void
@@ -193,7 +143,7 @@ watch(const char *dir, bool recursive, struct rec *r)
 static void
 test_root_events(void)
 {
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
@@ -206,12 +156,12 @@ test_root_events(void)
 	/* Nothing yet: a read returns at once. */
 	T_EQ_INT(fs_watch_read(fw, on_event, &r), 0);
 	T_EQ_INT(r.n, 0);
-	put(cat(d, "a"), "x");
-	chmod(cat(d, "a"), 0600);
-	rename(cat(d, "a"), cat(d, "b"));
-	unlink(cat(d, "b"));
-	mkdir(cat(d, "s"), 0755);
-	rmdir(cat(d, "s"));
+	put(t_path(d, "a"), "x");
+	chmod(t_path(d, "a"), 0600);
+	rename(t_path(d, "a"), t_path(d, "b"));
+	unlink(t_path(d, "b"));
+	mkdir(t_path(d, "s"), 0755);
+	rmdir(t_path(d, "s"));
 	chmod(d, 0750);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create a;modify a;attrib a;moved_from a;moved_to b;"
@@ -222,108 +172,108 @@ test_root_events(void)
 	T_EQ_INT(r.cookies[5], 0);
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Without recursive, what happens inside a subdirectory is not seen. */
 static void
 test_not_recursive(void)
 {
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
-	mkdir(cat(d, "old"), 0755);
+	mkdir(t_path(d, "old"), 0755);
 	T_OK((fw = watch(d, false, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	put(cat(d, "old/f"), "1");
-	mkdir(cat(d, "new"), 0755);
+	put(t_path(d, "old/f"), "1");
+	mkdir(t_path(d, "new"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "new/g"), "2");
-	mkdir(cat(d, "new/deeper"), 0755);
+	put(t_path(d, "new/g"), "2");
+	mkdir(t_path(d, "new/deeper"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create new/");
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Recursive: existing and later subdirectories, at any depth. */
 static void
 test_recursive(void)
 {
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
-	mkdir(cat(d, "old"), 0755);
-	mkdir(cat(d, "old/x"), 0755);
+	mkdir(t_path(d, "old"), 0755);
+	mkdir(t_path(d, "old/x"), 0755);
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
 	/* 1. Existing subdirectories are watched from the start. */
-	put(cat(d, "old/x/f"), "1");
+	put(t_path(d, "old/x/f"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create old/x/f;modify old/x/f");
 	/* 2. A tree made before its create is read: found by the scan. */
 	r.log[0] = '\0';
-	mkdir(cat(d, "sub"), 0755);
-	put(cat(d, "sub/f"), "1");
-	mkdir(cat(d, "sub/in"), 0755);
-	put(cat(d, "sub/in/g"), "1");
+	mkdir(t_path(d, "sub"), 0755);
+	put(t_path(d, "sub/f"), "1");
+	mkdir(t_path(d, "sub/in"), 0755);
+	put(t_path(d, "sub/in/g"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create sub/;create sub/f;create sub/in/;"
 	    "create sub/in/g");
 	/* 3. And it is watched from then on, at every level. */
 	r.log[0] = '\0';
-	put(cat(d, "sub/f"), "2");
-	put(cat(d, "sub/in/g"), "2");
-	rename(cat(d, "sub/f"), cat(d, "sub/in/f2"));
-	unlink(cat(d, "sub/in/g"));
+	put(t_path(d, "sub/f"), "2");
+	put(t_path(d, "sub/in/g"), "2");
+	rename(t_path(d, "sub/f"), t_path(d, "sub/in/f2"));
+	unlink(t_path(d, "sub/in/g"));
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "modify sub/f;modify sub/in/g;moved_from sub/f;"
 	    "moved_to sub/in/f2;delete sub/in/g");
 	/* 4. A subdirectory whose create was read before it was filled. */
 	r.log[0] = '\0';
-	mkdir(cat(d, "sub/in/late"), 0755);
+	mkdir(t_path(d, "sub/in/late"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "sub/in/late/h"), "3");
-	chmod(cat(d, "sub/in/late/h"), 0600);
+	put(t_path(d, "sub/in/late/h"), "3");
+	chmod(t_path(d, "sub/in/late/h"), 0600);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create sub/in/late/;create sub/in/late/h;"
 	    "modify sub/in/late/h;attrib sub/in/late/h");
 	/* 5. Removing a subtree reports each entry once. */
 	r.log[0] = '\0';
-	unlink(cat(d, "sub/in/late/h"));
-	rmdir(cat(d, "sub/in/late"));
+	unlink(t_path(d, "sub/in/late/h"));
+	rmdir(t_path(d, "sub/in/late"));
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "delete sub/in/late/h;delete sub/in/late/");
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A watched directory moved within the tree, out of it, and into it. */
 static void
 test_moves(void)
 {
-	char *d = tmp_new(), *o = tmp_new();
+	char *d = t_tmpdir(), *o = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
-	mkdir(cat(d, "a"), 0755);
-	mkdir(cat(d, "a/b"), 0755);
-	mkdir(cat(d, "dst"), 0755);
-	mkdir(cat(o, "in"), 0755);
-	mkdir(cat(o, "in/deep"), 0755);
+	mkdir(t_path(d, "a"), 0755);
+	mkdir(t_path(d, "a/b"), 0755);
+	mkdir(t_path(d, "dst"), 0755);
+	mkdir(t_path(o, "in"), 0755);
+	mkdir(t_path(o, "in/deep"), 0755);
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
 	T_EQ_INT(fw->nw, 4);
 	/* 1. Within the tree: the paths below follow the move. */
-	rename(cat(d, "a"), cat(d, "dst/c"));
-	put(cat(d, "dst/c/b/f"), "1");
+	rename(t_path(d, "a"), t_path(d, "dst/c"));
+	put(t_path(d, "dst/c/b/f"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "moved_from a/;moved_to dst/c/;create dst/c/b/f;"
 	    "modify dst/c/b/f");
@@ -331,60 +281,60 @@ test_moves(void)
 	T_EQ_INT(r.cookies[1], r.cookies[0]);
 	/* 2. Read in between: the pair may straddle two reads. */
 	r.log[0] = '\0';
-	rename(cat(d, "dst/c"), cat(d, "e"));
+	rename(t_path(d, "dst/c"), t_path(d, "e"));
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "e/b/g"), "1");
+	put(t_path(d, "e/b/g"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "moved_from dst/c/;moved_to e/;create e/b/g;"
 	    "modify e/b/g");
 	/* 3. Out of the tree: a lone moved_from, then nothing. */
 	r.log[0] = '\0';
 	r.n = 0;
-	rename(cat(d, "e"), cat(o, "e"));
+	rename(t_path(d, "e"), t_path(o, "e"));
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_INT(fw->nw, 2);	/* the root and dst */
-	put(cat(o, "e/b/h"), "1");
-	put(cat(o, "e/z"), "1");
+	put(t_path(o, "e/b/h"), "1");
+	put(t_path(o, "e/z"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "moved_from e/");
 	T_OK(r.cookies[0] != 0);
 	/* 4. Into the tree: a lone moved_to; its subdirectories watched. */
 	r.log[0] = '\0';
 	r.n = 0;
-	rename(cat(o, "in"), cat(d, "in"));
+	rename(t_path(o, "in"), t_path(d, "in"));
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "in/deep/k"), "1");
+	put(t_path(d, "in/deep/k"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "moved_to in/;create in/deep/k;modify in/deep/k");
 	T_EQ_INT(fw->nw, 4);
 	T_OK(r.cookies[0] != 0);
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
-	tmp_free(o);
+	t_tmpdir_free(d);
+	t_tmpdir_free(o);
 }
 
 /* The root deleted, or moved away: "gone" once, then nothing. */
 static void
 test_gone(void)
 {
-	char *d = tmp_new(), *o = tmp_new(), *moved = NULL;
+	char *d = t_tmpdir(), *o = t_tmpdir(), *moved = NULL;
 	struct fs_watch *fw;
 	struct rec r;
 
-	mkdir(cat(d, "s"), 0755);
-	put(cat(d, "s/f"), "1");
+	mkdir(t_path(d, "s"), 0755);
+	put(t_path(d, "s/f"), "1");
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	unlink(cat(d, "s/f"));
-	rmdir(cat(d, "s"));
+	unlink(t_path(d, "s/f"));
+	rmdir(t_path(d, "s"));
 	rmdir(d);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "delete s/f;delete s/;gone ./");
 	/* Re-creating the directory reports nothing any more. */
 	mkdir(d, 0755);
-	put(cat(d, "again"), "1");
+	put(t_path(d, "again"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_INT(fs_watch_read(fw, on_event, &r), 0);
 	T_EQ_STR(r.log, "delete s/f;delete s/;gone ./");
@@ -394,9 +344,9 @@ test_gone(void)
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	moved = strdup(cat(o, "moved"));
+	moved = strdup(t_path(o, "moved"));
 	rename(d, moved);
-	put(cat(moved, "x"), "1");
+	put(t_path(moved, "x"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "gone ./");
 	fs_watch_free(fw);
@@ -404,26 +354,26 @@ out:
 	if (moved != NULL)
 		rename(moved, d);
 	free(moved);
-	tmp_free(d);
-	tmp_free(o);
+	t_tmpdir_free(d);
+	t_tmpdir_free(o);
 }
 
 /* A file as the root: its own changes, then gone when deleted. */
 static void
 test_file(void)
 {
-	char *d = tmp_new(), *f;
+	char *d = t_tmpdir(), *f;
 	struct fs_watch *fw;
 	struct rec r;
 
-	f = strdup(cat(d, "f"));
+	f = strdup(t_path(d, "f"));
 	put(f, "1");
-	put(cat(d, "other"), "1");
+	put(t_path(d, "other"), "1");
 	T_OK((fw = watch(f, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
 	put(f, "2");
-	put(cat(d, "other"), "2");
+	put(t_path(d, "other"), "2");
 	chmod(f, 0600);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "modify .;attrib .");
@@ -435,40 +385,40 @@ test_file(void)
 	fs_watch_free(fw);
 out:
 	free(f);
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* The kernel's queue overflowing is reported as "overflow", last. */
 static void
 test_overflow_kernel(void)
 {
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
-	put(cat(d, "a"), "");
-	put(cat(d, "b"), "");
+	put(t_path(d, "a"), "");
+	put(t_path(d, "b"), "");
 	T_OK((fw = watch(d, false, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
 	/* Alternate between two files so the kernel cannot merge events;
 	 * the default max_queued_events is 16384. */
 	for (int i = 0; i < 40000; i++)
-		chmod(cat(d, i % 2 ? "a" : "b"), i % 4 < 2 ? 0600 : 0644);
+		chmod(t_path(d, i % 2 ? "a" : "b"), i % 4 < 2 ? 0600 : 0644);
 	T_EQ_INT(pump(fw, &r), 0);
 	T_OK(r.overflows >= 1);
 	T_EQ_INT(r.last, FS_W_OVERFLOW);
 	T_OK(r.n > 1000);
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Past FS_WATCH_QUEUE_MAX waiting events: one "overflow", then normal. */
 static void
 test_overflow_queue(void)
 {
-	char *d = tmp_new(), name[32];
+	char *d = t_tmpdir(), name[32];
 	struct fs_watch *fw;
 	struct rec r;
 
@@ -476,10 +426,10 @@ test_overflow_queue(void)
 	if (fw == NULL)
 		goto out;
 	/* The scan of a new directory queues a create for each entry. */
-	mkdir(cat(d, "s"), 0755);
+	mkdir(t_path(d, "s"), 0755);
 	for (int i = 0; i < FS_WATCH_QUEUE_MAX + 50; i++) {
 		snprintf(name, sizeof(name), "s/f%03d", i);
-		put(cat(d, name), "");
+		put(t_path(d, name), "");
 	}
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_INT(r.n, FS_WATCH_QUEUE_MAX + 1);
@@ -488,27 +438,27 @@ test_overflow_queue(void)
 	T_OK(strncmp(r.log, "create s/;create s/f000;create s/f001;", 38) ==
 	    0);
 	r.log[0] = '\0';
-	put(cat(d, "s/z"), "1");
+	put(t_path(d, "s/z"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create s/z;modify s/z");
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A callback that stops the read gets the rest on the next call. */
 static void
 test_stop(void)
 {
-	char *d = tmp_new();
+	char *d = t_tmpdir();
 	struct fs_watch *fw;
 	struct rec r;
 
 	T_OK((fw = watch(d, false, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	put(cat(d, "a"), "1");
-	unlink(cat(d, "a"));
+	put(t_path(d, "a"), "1");
+	unlink(t_path(d, "a"));
 	r.stop_after = 2;
 	T_EQ_INT(fs_watch_read(fw, on_event, &r), -EINTR);
 	T_EQ_STR(r.log, "create a;modify a");
@@ -517,20 +467,20 @@ test_stop(void)
 	T_EQ_STR(r.log, "create a;modify a;delete a");
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* FS_WATCH_MAX directories: -ENOSPC at the start, silence later. */
 static void
 test_cap(void)
 {
-	char *d = tmp_new(), name[32], err[256] = "";
+	char *d = t_tmpdir(), name[32], err[256] = "";
 	struct fs_watch *fw;
 	struct rec r;
 
 	for (int i = 0; i < FS_WATCH_MAX - 1; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
-		mkdir(cat(d, name), 0755);
+		mkdir(t_path(d, name), 0755);
 	}
 	/* 1. The root and FS_WATCH_MAX - 1 subdirectories: the cap. */
 	T_OK((fw = watch(d, true, &r)) != NULL);
@@ -538,18 +488,18 @@ test_cap(void)
 		goto out;
 	T_EQ_INT(fw->nw, FS_WATCH_MAX);
 	/* 2. A later directory is reported but not watched. */
-	mkdir(cat(d, "late"), 0755);
+	mkdir(t_path(d, "late"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "late/f"), "1");
+	put(t_path(d, "late/f"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "create late/");
 	/* 3. A deleted directory frees its slot for the next one. */
 	r.log[0] = '\0';
-	rmdir(cat(d, "d0"));
+	rmdir(t_path(d, "d0"));
 	T_EQ_INT(pump(fw, &r), 0);
-	mkdir(cat(d, "late2"), 0755);
+	mkdir(t_path(d, "late2"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
-	put(cat(d, "late2/g"), "1");
+	put(t_path(d, "late2/g"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "delete d0/;create late2/;create late2/g;"
 	    "modify late2/g");
@@ -566,7 +516,7 @@ test_cap(void)
 	T_OK((fw = watch(d, false, &r)) != NULL);
 	fs_watch_free(fw);
 out:
-	tmp_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Bad paths; kind names. */

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../kernelproto/kp_connfile.h"
 
 /* What jupyter_client 7.4.9's write_connection_file wrote, byte for byte. */
@@ -42,11 +42,7 @@ static const char jupyter_file[] =
 
 static int	 parse(const char *, struct kp_conn *, char *, size_t);
 static void	 sample(struct kp_conn *);
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
 static int	 count_entries(const char *);
-static char	*slurp(const char *, size_t *);
 
 /* kp_connfile_parse on a C string. */
 static int
@@ -69,38 +65,6 @@ sample(struct kp_conn *c)
 	strcpy(c->kernel_name, "python3");
 }
 
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_kp_connfile.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Remove the temporary tree dir and free its name. */
-static void
-tmp_free(char *dir)
-{
-	nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
 /* The number of entries in dir, "." and ".." aside; -1 if unreadable. */
 static int
 count_entries(const char *dir)
@@ -117,23 +81,6 @@ count_entries(const char *dir)
 			n++;
 	closedir(d);
 	return n;
-}
-
-/* The contents of path, NUL-terminated; NULL if unreadable. */
-static char *
-slurp(const char *path, size_t *lenp)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	size_t n;
-
-	if (f == NULL)
-		return NULL;
-	buf = calloc(1, 65536);
-	n = fread(buf, 1, 65535, f);
-	fclose(f);
-	*lenp = n;
-	return buf;
 }
 
 static void
@@ -455,7 +402,7 @@ static void
 test_write(void)
 {
 	struct kp_conn c, back;
-	char *dir = tmp_new(), *path, *text, err[256] = "";
+	char *dir = t_tmpdir(), *path, *text, err[256] = "";
 	struct stat st;
 	size_t len;
 
@@ -469,7 +416,7 @@ test_write(void)
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	T_EQ_INT(count_entries(dir), 1);	/* no temporary debris */
 	/* The very bytes jupyter_client writes. */
-	T_OK((text = slurp(path, &len)) != NULL);
+	T_OK((text = t_slurp(path, &len)) != NULL);
 	if (text != NULL) {
 		T_EQ_STR(text, jupyter_file);
 		T_EQ_INT(kp_connfile_parse(text, len, &back, err,
@@ -479,14 +426,14 @@ test_write(void)
 	}
 	free(text);
 	free(path);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_write_replaces(void)
 {
 	struct kp_conn c, back;
-	char *dir = tmp_new(), *path, *text, err[256];
+	char *dir = t_tmpdir(), *path, *text, err[256];
 	struct stat st;
 	size_t len;
 	mode_t old;
@@ -507,7 +454,7 @@ test_write_replaces(void)
 	T_EQ_INT(stat(path, &st), 0);
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	T_EQ_INT(count_entries(dir), 1);
-	T_OK((text = slurp(path, &len)) != NULL);
+	T_OK((text = t_slurp(path, &len)) != NULL);
 	if (text != NULL) {
 		T_EQ_INT(kp_connfile_parse(text, len, &back, err,
 		    sizeof(err)), 0);
@@ -521,14 +468,14 @@ test_write_replaces(void)
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	free(text);
 	free(path);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_write_missing_dir(void)
 {
 	struct kp_conn c;
-	char *dir = tmp_new(), *path, err[256] = "";
+	char *dir = t_tmpdir(), *path, err[256] = "";
 
 	sample(&c);
 	if (asprintf(&path, "%s/nope/kernel.json", dir) < 0)
@@ -538,14 +485,14 @@ test_write_missing_dir(void)
 	T_OK(strstr(err, "No such file or directory") != NULL);
 	T_EQ_INT(count_entries(dir), 0);
 	free(path);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_write_onto_dir(void)
 {
 	struct kp_conn c;
-	char *dir = tmp_new(), *path, err[256] = "";
+	char *dir = t_tmpdir(), *path, err[256] = "";
 
 	/* The temporary file is made and written; the rename fails. */
 	sample(&c);
@@ -558,14 +505,14 @@ test_write_onto_dir(void)
 	T_EQ_INT(count_entries(dir), 1);	/* the directory alone */
 	T_EQ_INT(count_entries(path), 0);
 	free(path);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void
 test_write_invalid(void)
 {
 	struct kp_conn c;
-	char *dir = tmp_new(), *path, err[256] = "";
+	char *dir = t_tmpdir(), *path, err[256] = "";
 
 	sample(&c);
 	c.port[KP_IOPUB] = 0;
@@ -575,7 +522,7 @@ test_write_invalid(void)
 	T_EQ_STR(err, "iopub_port 0 out of range 1..65535");
 	T_EQ_INT(count_entries(dir), 0);
 	free(path);
-	tmp_free(dir);
+	t_tmpdir_free(dir);
 }
 
 static void

@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../kernelproto/kp_kernelspec.h"
 
 /* Debian 12's /usr/share/jupyter/kernels/python3/kernel.json, exactly. */
@@ -46,9 +46,6 @@ static const char debian_spec[] =
 #define SYSTEM_PYTHON3	"/usr/share/jupyter/kernels/python3/kernel.json"
 
 static int	 parse(const char *, struct kp_kernelspec **, char *, size_t);
-static char	*tmp_new(void);
-static int	 tmp_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 tmp_free(char *);
 static void	 put(const char *, const char *, const char *);
 static char	*cat(const char *, const char *);
 static void	 env_clear(void);
@@ -60,38 +57,6 @@ parse(const char *text, struct kp_kernelspec **ks, char *err, size_t errlen)
 {
 	return kp_kernelspec_parse(text, strlen(text), "k", "/r", ks, err,
 	    errlen);
-}
-
-/* A fresh temporary directory; the caller frees it with tmp_free. */
-static char *
-tmp_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	if (asprintf(&dir, "%s/t_kp_kernelspec.XXXXXX", tmp) < 0 ||
-	    mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
-
-/* nftw callback: remove one entry, children first. */
-static int
-tmp_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Remove the temporary tree dir and free its name. */
-static void
-tmp_free(char *dir)
-{
-	nftw(dir, tmp_rm, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
 }
 
 /* "a/b", allocated. */
@@ -326,7 +291,7 @@ test_dirs(void)
 static void
 test_find_all(void)
 {
-	char *root = tmp_new(), *p1 = cat(root, "p1"), *p2 = cat(root, "p2");
+	char *root = t_tmpdir(), *p1 = cat(root, "p1"), *p2 = cat(root, "p2");
 	char *const dirs[] = { p1, p2, NULL };
 	struct kp_kernelspec **list = NULL;
 	size_t skipped = 99;
@@ -384,13 +349,13 @@ test_find_all(void)
 	kp_kernelspec_list_free(NULL);
 	free(p1);
 	free(p2);
-	tmp_free(root);
+	t_tmpdir_free(root);
 }
 
 static void
 test_find_from_env(void)
 {
-	char *root = tmp_new(), *jp, *want, **dirs;
+	char *root = t_tmpdir(), *jp, *want, **dirs;
 	struct kp_kernelspec **list = NULL;
 	size_t skipped, seen = 0;
 
@@ -432,7 +397,7 @@ test_find_from_env(void)
 	kp_kernelspec_dirs_free(dirs);
 	env_clear();
 	free(jp);
-	tmp_free(root);
+	t_tmpdir_free(root);
 }
 
 static void

@@ -11,7 +11,6 @@
  * real system.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "../t.h"
+#include "../t_tmp.h"
 #include "../../execd/metrics.h"
 #include "../../execd/xmalloc.h"
 
@@ -53,30 +53,10 @@
 #define HOST_BUSY_TICKS	1660	/* all of the cpu line but idle (5000) */
 #define GIB		1073741824.0
 
-static char	*fx_new(void);
 static void	 fx_put(const char *, const char *, const char *);
 static void	 fx_host(const char *);
-static int	 fx_rm(const char *, const struct stat *, int, struct FTW *);
-static void	 fx_free(char *);
 static int	 fx_read(const char *, struct metrics_sample *);
 static uint64_t	 host_busy_usec(void);
-
-/* Create an empty fixture directory; the caller frees it with fx_free. */
-static char *
-fx_new(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *dir;
-
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	dir = xasprintf("%s/t_metrics.XXXXXX", tmp);
-	if (mkdtemp(dir) == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return dir;
-}
 
 /* Write text to dir/rel, creating the directories on the way. */
 static void
@@ -111,22 +91,6 @@ fx_host(const char *dir)
 	fx_put(dir, "proc/stat", HOST_STAT);
 }
 
-/* nftw callback: remove one entry, children first. */
-static int
-fx_rm(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Remove the fixture tree and free its name. */
-static void
-fx_free(char *dir)
-{
-	if (nftw(dir, fx_rm, 16, FTW_DEPTH | FTW_PHYS) == -1)
-		perror(dir);
-	free(dir);
-}
-
 /* metrics_read() on dir/proc and dir/cgroup, printing any error. */
 static int
 fx_read(const char *dir, struct metrics_sample *s)
@@ -157,7 +121,7 @@ host_busy_usec(void)
 static void
 test_v2_nested(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -184,14 +148,14 @@ test_v2_nested(void)
 	T_EQ_DBL(s.mem_used_mib, 192);
 	T_OK(s.wall_usec > 0);
 	T_OK(s.timestamp_ms > INT64_C(1600000000000));
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v2, "max" everywhere: host limits, but the cgroup's usage. */
 static void
 test_v2_unlimited(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -210,14 +174,14 @@ test_v2_unlimited(void)
 	T_EQ_DBL(s.host_cpus, HOST_NCPU);
 	T_EQ_DBL(s.mem_total_mib, HOST_TOTAL_MIB);
 	T_EQ_DBL(s.mem_used_mib, 80);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v2: a quota under one CPU still counts as 1; a limit above RAM is RAM. */
 static void
 test_v2_small_quota(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -233,14 +197,14 @@ test_v2_small_quota(void)
 	T_EQ_DBL(s.host_cpus, 1);
 	T_EQ_DBL(s.mem_total_mib, HOST_TOTAL_MIB);
 	T_EQ_DBL(s.mem_used_mib, 1);	/* no memory.stat: nothing to take */
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v2 root cgroup without memory.current: host memory, cgroup CPU time. */
 static void
 test_v2_root(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -254,14 +218,14 @@ test_v2_root(void)
 	T_EQ_DBL(s.host_cpus, HOST_NCPU);
 	T_EQ_DBL(s.mem_total_mib, HOST_TOTAL_MIB);
 	T_EQ_DBL(s.mem_used_mib, HOST_USED_MIB);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v2 without cpu.stat and with a bad memory.max: host fills those in. */
 static void
 test_v2_partial(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -277,14 +241,14 @@ test_v2_partial(void)
 	T_EQ_DBL(s.host_cpus, HOST_NCPU);
 	T_EQ_DBL(s.mem_total_mib, HOST_TOTAL_MIB);
 	T_EQ_DBL(s.mem_used_mib, 2);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v2 under a cgroup namespace: our path is not there, the root is ours. */
 static void
 test_v2_namespace(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -307,14 +271,14 @@ test_v2_namespace(void)
 	fx_put(d, "outside/memory.current", "1073741824\n");
 	T_EQ_INT(fx_read(d, &s), 0);
 	T_EQ_DBL(s.mem_used_mib, 128);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* v1 on a hybrid host, separate cpu and cpuacct mounts. */
 static void
 test_v1_separate(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -347,7 +311,7 @@ test_v1_separate(void)
 	T_EQ_DBL(s.host_cpus, 3);
 	T_EQ_DBL(s.mem_total_mib, 1024);
 	T_EQ_DBL(s.mem_used_mib, 250);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /*
@@ -357,7 +321,7 @@ test_v1_separate(void)
 static void
 test_v1_combined(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -381,14 +345,14 @@ test_v1_combined(void)
 	T_EQ_DBL(s.host_cpus, 1);
 	T_EQ_DBL(s.mem_total_mib, HOST_TOTAL_MIB);
 	T_EQ_DBL(s.mem_used_mib, 0);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* No cgroup at all: every value is the host's. */
 static void
 test_no_cgroup(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_host(d);
@@ -404,14 +368,14 @@ test_no_cgroup(void)
 	T_EQ_INT(fx_read(d, &s), 0);
 	T_EQ_INT(s.cpu_usec, host_busy_usec());
 	T_EQ_DBL(s.mem_used_mib, HOST_USED_MIB);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* A cgroup that provides every value needs no host files. */
 static void
 test_cgroup_only(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	struct metrics_sample s;
 
 	fx_put(d, "proc/self/cgroup", "0::/box\n");
@@ -426,14 +390,14 @@ test_cgroup_only(void)
 	T_EQ_DBL(s.host_cpus, 1);
 	T_EQ_DBL(s.mem_total_mib, 2048);
 	T_EQ_DBL(s.mem_used_mib, 1536);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* Without cgroup or host files the read fails and leaves *out alone. */
 static void
 test_no_host(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	char *proc = xasprintf("%s/proc", d), *cg = xasprintf("%s/cgroup", d);
 	struct metrics_src src = { proc, cg };
 	struct metrics_sample s;
@@ -452,7 +416,7 @@ test_no_host(void)
 	T_EQ_INT(s.cpu_usec, UINT64_C(0xa5a5a5a5a5a5a5a5));
 	free(proc);
 	free(cg);
-	fx_free(d);
+	t_tmpdir_free(d);
 }
 
 /* metrics_cpu_pct: half of two CPUs is 50. */
@@ -530,7 +494,7 @@ test_system(void)
 static void
 test_oom_kills(void)
 {
-	char *d = fx_new();
+	char *d = t_tmpdir();
 	char *proc = xasprintf("%s/proc", d), *cg = xasprintf("%s/cgroup", d);
 	struct metrics_src src = { proc, cg };
 	uint64_t n = 77;
@@ -544,9 +508,9 @@ test_oom_kills(void)
 	    "low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 0\n");
 	T_EQ_INT(metrics_oom_kills(&src, &n), 0);
 	T_EQ_INT(n, 2);
-	fx_free(d);
+	t_tmpdir_free(d);
 
-	d = fx_new();
+	d = t_tmpdir();
 	free(proc);
 	free(cg);
 	proc = xasprintf("%s/proc", d);
@@ -559,7 +523,7 @@ test_oom_kills(void)
 	    "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
 	T_EQ_INT(metrics_oom_kills(&src, &n), 0);
 	T_EQ_INT(n, 5);
-	fx_free(d);
+	t_tmpdir_free(d);
 	free(proc);
 	free(cg);
 }
