@@ -9,7 +9,13 @@
  * reader that comes to a file already gone jumps to the oldest one kept
  * after it.
  * Which events a reader still has to drop, and whether some are missing,
- * it learns from the "seq" that ends every event.  This file does not know
+ * it learns from the "seq" that ends every event.
+ * Most commands say little, and creating a file costs more than running
+ * `true`; so the first file is kept in memory until it passes CMDLOG_MEM
+ * bytes (or a file's size), or all such memory passes CMDLOG_MEM_TOTAL,
+ * and only then
+ * written out (readers find the same bytes at the same offsets either
+ * way).  This file does not know
  * about HTTP or streams; feed.c does.
  */
 #include <errno.h>
@@ -26,8 +32,13 @@
 #include "loop.h"
 #include "xmalloc.h"
 
+#define CMDLOG_MEM	(64 << 10)	/* file 0 in memory up to this */
+#define CMDLOG_MEM_TOTAL (16 << 20)	/* ... while all of them fit here */
+
 struct cmdlog {
 	char			*prefix;
+	struct sse_buf		 mem;		/* file 0, while in_mem */
+	bool			 in_mem;
 	size_t			 cap;
 	size_t			 filecap;
 	uint64_t		 maxfiles;	/* kept after 0, at most */
@@ -62,6 +73,10 @@ static uint64_t	*seq_of(struct cmdlog *, uint64_t);
 static bool	 kept(const struct cmdlog *, uint64_t);
 static void	 trim(struct cmdlog *);
 static int	 open_file(struct cmdlog *, uint64_t);
+static int	 write_all(struct cmdlog *, const char *, size_t);
+static int	 spill(struct cmdlog *);
+
+static size_t	 mem_total;	/* bytes of every log's file 0 in memory */
 static void	 rotate(struct cmdlog *);
 static void	 notify_all(struct cmdlog *);
 static uint64_t	 seq_at_end(const char *, size_t);
@@ -119,7 +134,6 @@ int
 cmdlog_new(const char *prefix, size_t cap, size_t lag, struct cmdlog **out)
 {
 	struct cmdlog *l = xcalloc(1, sizeof(*l));
-	int rc;
 
 	l->prefix = xstrdup(prefix);
 	l->cap = cap;
@@ -127,12 +141,57 @@ cmdlog_new(const char *prefix, size_t cap, size_t lag, struct cmdlog **out)
 	l->maxfiles = lag / l->filecap > 2 ? lag / l->filecap : 2;
 	l->first = 1;
 	l->fd = -1;
-	if ((rc = open_file(l, 0)) < 0) {
-		free(l->prefix);
-		free(l);
-		return rc;
-	}
+	sse_buf_init(&l->mem);
+	l->in_mem = true;
 	*out = l;
+	return 0;
+}
+
+/* Write file 0 out of memory; from now on the log is all files. */
+static int
+spill(struct cmdlog *l)
+{
+	int rc;
+
+	if ((rc = open_file(l, 0)) < 0)
+		return rc;
+	l->in_mem = false;
+	mem_total -= l->mem.len;
+	if (l->mem.len > 0 && (rc = write_all(l, l->mem.p, l->mem.len)) < 0)
+		return rc;
+	l->len = l->mem.len;
+	sse_buf_reset(&l->mem);
+	return 0;
+}
+
+/*
+ * Write p[0..n) at the end of the current file, whole or not at all.
+ * 0 or -errno (logged once).
+ */
+static int
+write_all(struct cmdlog *l, const char *p, size_t n)
+{
+	size_t done = 0;
+	ssize_t w;
+	int e;
+
+	while (done < n) {
+		w = write(l->fd, p + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : ENOSPC;
+			/* No half event may stay for a reader to find. */
+			if (ftruncate(l->fd, (off_t)l->len) < 0)
+				e = errno;
+			if (!l->warned)
+				log_warnx("%s: events not kept: %s", l->prefix,
+				    strerror(e));
+			l->warned = true;
+			return -e;
+		}
+		done += (size_t)w;
+	}
 	return 0;
 }
 
@@ -217,35 +276,31 @@ int
 cmdlog_append(struct cmdlog *l, const char *p, size_t n)
 {
 	const char *end;
-	size_t done = 0;
-	ssize_t w;
-	int e;
+	int rc;
 
-	if (l->fd < 0)
+	if (l->ended)
 		return -EPIPE;
 	if (n == 0)
 		return 0;
+	if (l->in_mem && l->mem.len + n <= CMDLOG_MEM &&
+	    l->mem.len + n <= l->filecap &&
+	    mem_total + n <= CMDLOG_MEM_TOTAL) {
+		if (l->len == 0 && (end = memmem(p, n, "\n\n", 2)) != NULL)
+			l->seq0 = seq_at_end(p, (size_t)(end - p) + 2);
+		sse_buf_add(&l->mem, p, n);
+		mem_total += n;
+		l->len += n;
+		notify_all(l);
+		return 0;
+	}
+	if (l->in_mem && (rc = spill(l)) < 0)
+		return rc;
 	if (l->len >= l->filecap)
 		rotate(l);
 	if (l->len == 0 && (end = memmem(p, n, "\n\n", 2)) != NULL)
 		*seq_of(l, l->cur) = seq_at_end(p, (size_t)(end - p) + 2);
-	while (done < n) {
-		w = write(l->fd, p + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			e = w < 0 ? errno : ENOSPC;
-			/* No half event may stay for a reader to find. */
-			if (ftruncate(l->fd, (off_t)l->len) < 0)
-				e = errno;
-			if (!l->warned)
-				log_warnx("%s: events not kept: %s", l->prefix,
-				    strerror(e));
-			l->warned = true;
-			return -e;
-		}
-		done += (size_t)w;
-	}
+	if ((rc = write_all(l, p, n)) < 0)
+		return rc;
 	l->len += n;
 	notify_all(l);
 	return 0;
@@ -295,7 +350,10 @@ cmdlog_free(struct cmdlog *l)
 		return;
 	if (l->fd >= 0)
 		close(l->fd);
-	for (uint64_t n = 0; n <= l->cur; n++) {
+	if (l->in_mem)
+		mem_total -= l->mem.len;
+	sse_buf_reset(&l->mem);
+	for (uint64_t n = l->in_mem ? 1 : 0; n <= l->cur; n++) {
 		if (!kept(l, n))
 			continue;
 		path = file_path(l, n);
@@ -420,6 +478,20 @@ cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
 	for (;;) {
 		if (l == NULL)
 			return FEED_END;
+		if (r->file == 0 && l->in_mem) {
+			/* File 0 is still in memory: read it there. */
+			if (r->bufcap < chunk) {
+				free(r->buf);
+				r->bufcap = chunk;
+				r->buf = xmalloc(r->bufcap);
+			}
+			got = (ssize_t)(l->mem.len - (size_t)r->off);
+			if ((size_t)got > r->bufcap)
+				got = (ssize_t)r->bufcap;
+			if (got > 0)
+				memcpy(r->buf, l->mem.p + r->off, (size_t)got);
+			goto have;
+		}
 		if (r->fd < 0) {
 			if (!kept(l, r->file)) {
 				r->file = l->first;	/* removed: jump */
@@ -442,6 +514,7 @@ cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
 			continue;
 		if (got < 0)
 			return FEED_END;
+have:
 		used = take(r, out, (size_t)got);
 		if (used == 0 && (size_t)got == r->bufcap) {
 			/* One event larger than the buffer: read it whole. */

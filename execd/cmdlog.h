@@ -34,8 +34,9 @@ typedef void cmdlog_notify_cb(struct cmdlog_reader *, void *arg);
 
 /*
  * A new, empty history in files <prefix>.<n>.events (the first is made
- * now), keeping about cap bytes, and up to about lag more for readers
- * behind.  0 with *out set, or -errno.
+ * when the history outgrows memory, see cmdlog.c), keeping about cap
+ * bytes, and up to about lag more for readers behind.  0 with *out set,
+ * or -errno.
  */
 int	cmdlog_new(const char *prefix, size_t cap, size_t lag,
 	    struct cmdlog **out);
