@@ -31,6 +31,7 @@
 #define TMP_TRIES	100
 #define LINK_HOPS	40	/* as the kernel's own limit */
 #define REPLACE_CHUNK	(64 * 1024)
+#define FLUSH_EVERY	(8 << 20)	/* start writeback every 8 MiB */
 
 /* Output of fs_replace(): buffered writes into the temporary. */
 struct out {
@@ -71,6 +72,8 @@ atomic_reset(struct fs_atomic *a)
 	a->mode = 0;
 	a->uid = (uid_t)-1;
 	a->gid = (gid_t)-1;
+	a->written = 0;
+	a->flushed = 0;
 }
 
 /*
@@ -246,6 +249,17 @@ fs_atomic_write(struct fs_atomic *a, const void *p, size_t n)
 			return -EIO;
 		s += w;
 		n -= (size_t)w;
+		a->written += w;
+	}
+	/*
+	 * Start writeback of each full stretch as it is written, without
+	 * waiting for it, so that the fsync at commit finds little left to
+	 * do: a big upload then ends with a short sync, not a long stall.
+	 */
+	if (a->written - a->flushed >= FLUSH_EVERY) {
+		(void)sync_file_range(a->fd, a->flushed, a->written - a->flushed,
+		    SYNC_FILE_RANGE_WRITE);
+		a->flushed = a->written;
 	}
 	return 0;
 }

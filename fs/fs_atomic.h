@@ -25,6 +25,8 @@ struct fs_atomic {		/* caller storage; fields private */
 	mode_t	 mode;		/* decided at open */
 	uid_t	 uid;		/* owner to keep, or -1 */
 	gid_t	 gid;
+	off_t	 written;	/* bytes written */
+	off_t	 flushed;	/* ... whose writeback has been started */
 };
 
 /*
