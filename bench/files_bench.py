@@ -18,7 +18,9 @@ bandwidth on a shared machine swings by 2x from one second to the next):
             VmRSS is sampled while it receives.
 
 Prints "dl_execd_mbs dl_nginx_mbs dl_rss_kib ul_execd_mbs ul_dd_mbs
-ul_rss_kib idle_rss_kib" (MB = 10^6 bytes; RSS the peak seen).  Every
+ul_rss_kib idle_rss_kib dl_pair_ratio" (MB = 10^6 bytes; RSS the peak
+seen; the last is the median, over the download pairs, of execd's rate
+over nginx's).  Every
 process started here is stopped by its pid; the files are removed.
 """
 
@@ -26,6 +28,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -194,9 +197,14 @@ def main(argv):
             die("the upload wrote %d bytes" % os.path.getsize(target))
         for p in (big, target, ddout):
             os.unlink(p)
-        print("%.0f %.0f %d %.0f %.0f %d %d" % (
+        # Each execd download is paired with the nginx one right after
+        # it; the median of the pairs' ratios is steadier than a ratio of
+        # bests when the machine's speed drifts.
+        pairs = statistics.median(n / e for e, n in zip(de, dn))
+        print("%.0f %.0f %d %.0f %.0f %d %d %.3f" % (
             size / min(de) / 1e6, size / min(dn) / 1e6, sd.peak,
-            size / min(ue) / 1e6, size / min(ud) / 1e6, su.peak, idle))
+            size / min(ue) / 1e6, size / min(ud) / 1e6, su.peak, idle,
+            pairs))
     finally:
         proc.terminate()
         try:

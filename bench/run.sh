@@ -544,9 +544,11 @@ run_bg 900 "$T/files.out" "$T/files.log" \
 stop "$NGINX_PID"
 # shellcheck disable=SC2086
 set -- $(cat "$T/files.out")
-[ $# -eq 7 ] || fail "files_bench.py printed '$(cat "$T/files.out")'"
-FD_E=$1 FD_N=$2 FD_RSS=$3 FU_E=$4 FU_DD=$5 FU_RSS=$6 F_IDLE=$7
-RATIO=$(calc "sprintf(\"%.2f\", $FD_E / $FD_N)")
+[ $# -eq 8 ] || fail "files_bench.py printed '$(cat "$T/files.out")'"
+FD_E=$1 FD_N=$2 FD_RSS=$3 FU_E=$4 FU_DD=$5 FU_RSS=$6 F_IDLE=$7 FD_PAIR=$8
+# The verdict takes the median ratio of back-to-back pairs (see
+# files_bench.py); the best rates are shown beside it.
+RATIO=$(calc "sprintf(\"%.2f\", $FD_PAIR)")
 row "download $FILES_MIB MiB (MB/s)" "$FD_E MB/s" "$FD_N MB/s nginx" \
 	"$RATIO" "ratio >= $DL_MIN_RATIO" "$(verdict_ge "$RATIO" "$DL_MIN_RATIO")"
 # No target: the upload crosses loopback TCP (one more copy than dd's) and
