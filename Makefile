@@ -11,8 +11,8 @@ PKGS	= libmicrohttpd libzmq jansson libcrypto libseccomp uuid
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -MMD -MP
-LDFLAGS	+= -pie -Wl,-z,relro,-z,now
+CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -pthread -MMD -MP
+LDFLAGS	+= -pie -pthread -Wl,-z,relro,-z,now
 # Debian's libwslay-dev ships no pkg-config file.
 LDLIBS	+= $(PKG_LIBS) -lwslay -lm
 

@@ -33,10 +33,12 @@
 #include "log.h"
 #include "loop.h"
 #include "route.h"
+#include "work.h"
 #include "xmalloc.h"
 
 /* After the grace period, how long to wait for the last flushes. */
 #define FINAL_WAIT_MS	2000
+#define WORKERS		2	/* threads for blocking file work */
 
 static struct execd	 app;
 static int		 sigfd = -1;
@@ -102,11 +104,14 @@ main(int argc, char **argv)
 	    sizeof(err)) < 0)
 		log_warnx("metrics: %s", err);
 
+	if ((rc = work_init(app.loop, WORKERS)) < 0)
+		fatalx("cannot start the worker threads: %s", strerror(-rc));
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);
 	if ((rc = loop_run(app.loop)) < 0)
 		fatalx("event loop: %s", strerror(-rc));
 
+	work_shutdown();	/* before http_free: jobs answer requests */
 	http_free(app.http);
 	command_shutdown();
 	rmdir(app.cmd_dir);

@@ -5,6 +5,9 @@
  *
  * Handlers validate the whole request first, resolve paths with fs_path,
  * call fs/ and map the result; the filesystem logic itself lives in fs/.
+ * Work that grows with the tree or the file (rm -rf, replace, list,
+ * search, grep) runs on a worker thread (work.h) while the request waits
+ * deferred, so a big tree never stalls the loop.
  * Uploads, downloads and archives, whose bodies are streamed, are in
  * route_xfer.c.  Loop thread only.
  */
@@ -31,6 +34,7 @@
 #include "log.h"
 #include "loop.h"
 #include "route.h"
+#include "work.h"
 #include "xmalloc.h"
 
 #define MAX_PATHS	1024	/* repeated path= keys one request may name */
@@ -61,6 +65,27 @@ struct collect {
 	int		 bad;		/* search: the pattern is malformed */
 };
 
+/* The requests whose work may take long run it on a worker (work.h). */
+enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP };
+
+struct fs_job {
+	struct http_req	*req;		/* NULL once the request is gone */
+	enum fs_op	 op;
+	char		 path[PATH_MAX];	/* list, search, grep */
+	char		*pattern;	/* search, grep */
+	int		 depth;		/* list */
+	bool		 file;		/* search: path is not a directory */
+	unsigned	 flags;		/* grep */
+	size_t		 max;		/* grep */
+	bool		 truncated;	/* grep */
+	bool		 verbose;	/* replace */
+	json_t		*items;		/* rmtree, replace: what to do */
+	json_t		*out;		/* the answer, built on the worker */
+	size_t		 failed;	/* index of the item that failed */
+	int		 rc;
+	char		 err[ERRLEN];
+};
+
 struct watch {
 	struct loop		*loop;
 	struct sse_stream	*s;
@@ -76,6 +101,13 @@ static int	 walk_search(const char *, const char *, const struct stat *,
 		    int, void *);
 static int	 grep_one(const char *, unsigned long, const char *, size_t,
 		    void *);
+static struct fs_job *job_new(enum fs_op);
+static void	 job_free(struct fs_job *);
+static void	 job_start(struct http_req *, struct fs_job *);
+static void	 job_cancel(struct http_req *, void *);
+static void	 job_run(void *);
+static void	 job_done(void *);
+static void	 job_reply(struct http_req *, struct fs_job *);
 static void	 watch_ready(struct loop *, int, void *, int, void *);
 static int	 watch_event(const struct fs_watch_event *, void *);
 static void	 watch_push(struct watch *, json_t *);
@@ -159,6 +191,190 @@ route_fs_info_json(const char *path, const struct fs_info *fi)
 	    "mode", (int)fs_mode_decimal(fi->mode));
 }
 
+static struct fs_job *
+job_new(enum fs_op op)
+{
+	struct fs_job *j = xcalloc(1, sizeof(*j));
+
+	j->op = op;
+	return j;
+}
+
+static void
+job_free(struct fs_job *j)
+{
+	free(j->pattern);
+	json_decref(j->items);
+	json_decref(j->out);
+	free(j);
+}
+
+/* From a handler: the reply comes when a worker has done the job. */
+static void
+job_start(struct http_req *req, struct fs_job *j)
+{
+	j->req = req;
+	http_req_defer(req, job_cancel, j);
+	work_submit(job_run, job_done, j);
+}
+
+/* execd is shutting down: the request is answered 503 without us. */
+static void
+job_cancel(struct http_req *req, void *arg)
+{
+	struct fs_job *j = arg;
+
+	j->req = NULL;
+}
+
+/* On a worker: the filesystem part, results into j. */
+static void
+job_run(void *arg)
+{
+	struct fs_job *j = arg;
+	struct collect c = { 0 };
+	struct stat st;
+	const char *key, *path;
+	unsigned long long count;
+	json_t *it;
+	size_t i;
+
+	switch (j->op) {
+	case OP_RMTREE:
+		json_array_foreach(j->items, i, it) {
+			path = json_string_value(json_array_get(it, 1));
+			if ((j->rc = fs_tree_remove(path, j->err,
+			    sizeof(j->err))) < 0) {
+				j->failed = i;
+				return;
+			}
+		}
+		return;
+	case OP_REPLACE:
+		j->out = json_object();
+		json_array_foreach(j->items, i, it) {
+			key = json_string_value(json_array_get(it, 0));
+			path = json_string_value(json_array_get(it, 1));
+			j->rc = fs_replace(path,
+			    json_string_value(json_array_get(it, 2)),
+			    json_string_length(json_array_get(it, 2)),
+			    json_string_value(json_array_get(it, 3)),
+			    json_string_length(json_array_get(it, 3)), &count,
+			    j->err, sizeof(j->err));
+			if (j->rc < 0) {
+				j->failed = i;
+				return;
+			}
+			json_object_set_new(j->out, key, json_pack("{s:I}",
+			    "replacedCount", (json_int_t)count));
+		}
+		return;
+	case OP_LIST:
+		c.list = j->out = json_array();
+		if (j->depth > 0)
+			j->rc = fs_walk(j->path, j->depth, walk_list, &c,
+			    j->err, sizeof(j->err));
+		return;
+	case OP_SEARCH:
+		c.list = j->out = json_array();
+		c.pattern = j->pattern;
+		if (!j->file)
+			j->rc = fs_walk(j->path, FS_WALK_ALL, walk_search, &c,
+			    j->err, sizeof(j->err));
+		else if (lstat(j->path, &st) == 0)	/* tested itself */
+			walk_search(j->path, "", &st, 0, &c);
+		return;
+	case OP_GREP:
+		j->out = json_array();
+		j->rc = fs_grep(j->path, j->pattern, j->flags, j->max,
+		    grep_one, j->out, &j->truncated, j->err, sizeof(j->err));
+		return;
+	}
+}
+
+/* Back on the loop thread: answer, if the request is still there. */
+static void
+job_done(void *arg)
+{
+	struct fs_job *j = arg;
+
+	if (j->req != NULL)
+		job_reply(j->req, j);
+	job_free(j);
+}
+
+/* The answer to a job's request, from its results. */
+static void
+job_reply(struct http_req *req, struct fs_job *j)
+{
+	const char *orig, *path, *err = j->err[0] ? j->err : strerror(-j->rc);
+	json_t *it = j->items != NULL ? json_array_get(j->items, j->failed) :
+	    NULL;
+
+	orig = json_string_value(json_array_get(it, 0));
+	path = json_string_value(json_array_get(it, 1));
+	if (j->rc < 0) {
+		switch (j->op) {
+		case OP_RMTREE:
+			http_reply_errno(req, j->rc == -EBUSY ? -EPERM : j->rc,
+			    "error removing directory %s. %s", orig, err);
+			break;
+		case OP_REPLACE:
+			if (j->rc == -ENOENT)
+				http_reply_errno(req, j->rc, "file not found. "
+				    "stat %s: no such file or directory",
+				    path);
+			else if (j->rc == -EISDIR)
+				http_reply_error(req, 400, HTTP_E_BODY,
+				    "path is a directory: %s", path);
+			else
+				http_reply_errno(req, j->rc, "error replacing "
+				    "in %s. %s", orig, err);
+			break;
+		case OP_LIST:
+			http_reply_errno(req, j->rc, "error listing directory "
+			    "%s. %s", j->path, err);
+			break;
+		case OP_SEARCH:
+			http_reply_errno(req, j->rc, "error searching files. "
+			    "error accessing path %s", err);
+			break;
+		case OP_GREP:
+			if (j->rc == -EINVAL)
+				http_reply_error(req, 400, HTTP_E_BODY,
+				    "invalid pattern %s: %s", j->pattern, err);
+			else
+				http_reply_errno(req, j->rc, "error searching "
+				    "%s: %s", j->path, err);
+			break;
+		}
+		return;
+	}
+	switch (j->op) {
+	case OP_RMTREE:
+		http_reply_empty(req);
+		break;
+	case OP_REPLACE:
+		if (j->verbose) {
+			http_reply_json(req, 200, j->out);
+			j->out = NULL;
+		} else {
+			http_reply_empty(req);
+		}
+		break;
+	case OP_LIST:
+	case OP_SEARCH:
+		http_reply_json(req, 200, j->out);
+		j->out = NULL;
+		break;
+	case OP_GREP:
+		http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches",
+		    j->out, "truncated", j->truncated));
+		j->out = NULL;
+		break;
+	}
+}
+
 /* Every value of the repeated path key; on too many, reply and return -1. */
 static ssize_t
 query_paths(struct http_req *req, const char **vals)
@@ -234,31 +450,33 @@ route_files_delete(struct http_req *req)
 	http_reply_empty(req);
 }
 
-/* DELETE /directories?path=...: rm -rf each; missing ones are fine. */
+/*
+ * DELETE /directories?path=...: rm -rf each, on a worker; missing ones are
+ * fine.  The first failure stops the request.
+ */
 void
 route_dirs_delete(struct http_req *req)
 {
 	const char *vals[MAX_PATHS];
-	char path[PATH_MAX], err[ERRLEN];
+	char path[PATH_MAX];
+	struct fs_job *j;
 	ssize_t n;
-	int rc;
 
 	if ((n = query_paths(req, vals)) < 0)
 		return;
+	j = job_new(OP_RMTREE);
+	j->items = json_array();
 	for (ssize_t i = 0; i < n; i++) {
 		if (vals[i][0] == '\0')		/* upstream: a no-op */
 			continue;
-		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
-			return;
-		err[0] = '\0';
-		if ((rc = fs_tree_remove(path, err, sizeof(err))) < 0) {
-			http_reply_errno(req, rc == -EBUSY ? -EPERM : rc,
-			    "error removing directory %s. %s", vals[i],
-			    err[0] ? err : strerror(-rc));
+		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
+			job_free(j);
 			return;
 		}
+		json_array_append_new(j->items, json_pack("[s, s]", vals[i],
+		    path));
 	}
-	http_reply_empty(req);
+	job_start(req, j);
 }
 
 /*
@@ -446,19 +664,23 @@ route_files_move(struct http_req *req)
 	http_reply_empty(req);
 }
 
-/* POST /files/replace[?verbose=true] {"<path>":{"old":"a","new":"b"}}. */
+/*
+ * POST /files/replace[?verbose=true] {"<path>":{"old":"a","new":"b"}}: the
+ * whole body is checked, then the files are rewritten on a worker.
+ */
 void
 route_files_replace(struct http_req *req)
 {
-	json_t *body = http_req_json(req), *v, *out;
-	const char *key, *verbose = http_req_query(req, "verbose"), *old, *new_;
+	json_t *body = http_req_json(req), *v;
+	const char *key, *verbose = http_req_query(req, "verbose");
 	char path[PATH_MAX], err[ERRLEN];
-	unsigned long long count;
-	int rc;
+	struct fs_job *j;
 
 	if (need_object(req, body, "{\"old\",\"new\"}") < 0)
 		return;
-	/* 1. Check everything, so that a mistake changes no file. */
+	j = job_new(OP_REPLACE);
+	j->items = json_array();
+	j->verbose = verbose != NULL && strcmp(verbose, "true") == 0;
 	json_object_foreach(body, key, v) {
 		if (body_check(v, key, replace_fields, 2, err,
 		    sizeof(err)) < 0) {
@@ -466,44 +688,20 @@ route_files_replace(struct http_req *req)
 			    "request, %s%s", err, json_is_object(v) &&
 			    json_is_string(json_object_get(v, "old")) ?
 			    " (old content must not be empty)" : "");
+			job_free(j);
 			return;
 		}
-		if (route_fs_resolve(req, key, path, sizeof(path)) < 0)
-			return;
-	}
-	/* 2. Replace, file by file. */
-	out = json_object();
-	json_object_foreach(body, key, v) {
-		route_fs_resolve(req, key, path, sizeof(path));
-		old = json_string_value(json_object_get(v, "old"));
-		new_ = body_str(v, "new", "");
-		err[0] = '\0';
-		rc = fs_replace(path, old, json_string_length(json_object_get(v,
-		    "old")), new_, strlen(new_), &count, err, sizeof(err));
-		if (rc < 0) {
-			json_decref(out);
-			if (rc == -ENOENT)
-				http_reply_errno(req, rc, "file not found. "
-				    "stat %s: no such file or directory",
-				    path);
-			else if (rc == -EISDIR)
-				http_reply_error(req, 400, HTTP_E_BODY,
-				    "path is a directory: %s", path);
-			else
-				http_reply_errno(req, rc, "error replacing in "
-				    "%s. %s", key, err[0] ? err :
-				    strerror(-rc));
+		if (route_fs_resolve(req, key, path, sizeof(path)) < 0) {
+			job_free(j);
 			return;
 		}
-		json_object_set_new(out, key, json_pack("{s:I}",
-		    "replacedCount", (json_int_t)count));
+		/* Copies: the worker must not share the request's JSON. */
+		json_array_append_new(j->items, json_pack("[s, s, s%, s]", key,
+		    path, json_string_value(json_object_get(v, "old")),
+		    json_string_length(json_object_get(v, "old")),
+		    body_str(v, "new", "")));
 	}
-	if (verbose != NULL && strcmp(verbose, "true") == 0)
-		http_reply_json(req, 200, out);
-	else {
-		json_decref(out);
-		http_reply_empty(req);
-	}
+	job_start(req, j);
 }
 
 static int
@@ -539,11 +737,10 @@ void
 route_dirs_list(struct http_req *req)
 {
 	const char *ds = http_req_query(req, "depth");
-	char path[PATH_MAX], err[ERRLEN];
-	struct collect c = { 0 };
+	char path[PATH_MAX];
+	struct fs_job *j;
 	struct stat st;
 	long long depth = 1;
-	int rc;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
@@ -567,16 +764,10 @@ route_dirs_list(struct http_req *req)
 		    "directory: %s", path);
 		return;
 	}
-	c.list = json_array();
-	err[0] = '\0';
-	if (depth > 0 && (rc = fs_walk(path, (int)depth, walk_list, &c, err,
-	    sizeof(err))) < 0) {
-		json_decref(c.list);
-		http_reply_errno(req, rc, "error listing directory %s. %s",
-		    path, err);
-		return;
-	}
-	http_reply_json(req, 200, c.list);
+	j = job_new(OP_LIST);
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->depth = (int)depth;
+	job_start(req, j);
 }
 
 static int
@@ -604,26 +795,26 @@ walk_search(const char *path, const char *rel, const struct stat *st,
 
 /*
  * GET /files/search?path=D[&pattern=G]: every non-directory under D whose
- * base name matches G (default "**"), symlinks never followed.
+ * base name matches G (default "**"), symlinks never followed; the walk
+ * runs on a worker.
  */
 void
 route_files_search(struct http_req *req)
 {
-	char path[PATH_MAX], err[ERRLEN];
-	struct collect c = { 0 };
+	const char *pattern = http_req_query(req, "pattern");
+	char path[PATH_MAX];
+	struct fs_job *j;
 	struct stat st;
-	int rc;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
-	c.pattern = http_req_query(req, "pattern");
-	if (c.pattern == NULL || c.pattern[0] == '\0')
-		c.pattern = "**";
+	if (pattern == NULL || pattern[0] == '\0')
+		pattern = "**";
 	/* Checked up front, whatever the tree holds. */
-	if (fs_glob_match(c.pattern, "") < 0) {
+	if (fs_glob_match(pattern, "") < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "error searching "
 		    "files. invalid pattern %s: syntax error in pattern",
-		    c.pattern);
+		    pattern);
 		return;
 	}
 	if (stat(path, &st) < 0) {
@@ -631,23 +822,11 @@ route_files_search(struct http_req *req)
 		    path, strerror(errno));
 		return;
 	}
-	c.list = json_array();
-	if (!S_ISDIR(st.st_mode)) {
-		/* A file is tested itself (lstat: it may be a link). */
-		if (lstat(path, &st) == 0)
-			walk_search(path, "", &st, 0, &c);
-		http_reply_json(req, 200, c.list);
-		return;
-	}
-	err[0] = '\0';
-	if ((rc = fs_walk(path, FS_WALK_ALL, walk_search, &c, err,
-	    sizeof(err))) < 0) {
-		json_decref(c.list);
-		http_reply_errno(req, rc, "error searching files. error "
-		    "accessing path %s", err[0] ? err : strerror(-rc));
-		return;
-	}
-	http_reply_json(req, 200, c.list);
+	j = job_new(OP_SEARCH);
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->pattern = xstrdup(pattern);
+	j->file = !S_ISDIR(st.st_mode);
+	job_start(req, j);
 }
 
 static int
@@ -676,11 +855,9 @@ route_files_grep(struct http_req *req)
 	const char *pat = http_req_query(req, "pattern"),
 	    *ic = http_req_query(req, "ignoreCase"),
 	    *ms = http_req_query(req, "maxMatches");
-	char path[PATH_MAX], err[ERRLEN];
+	char path[PATH_MAX];
 	long long max = GREP_DEFAULT;
-	bool truncated = false;
-	json_t *list;
-	int rc;
+	struct fs_job *j;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
@@ -694,23 +871,12 @@ route_files_grep(struct http_req *req)
 		    "parameter 'maxMatches': %s (1 to %d)", ms, GREP_MAX);
 		return;
 	}
-	list = json_array();
-	err[0] = '\0';
-	rc = fs_grep(path, pat, ic != NULL && strcmp(ic, "true") == 0 ?
-	    FS_GREP_ICASE : 0, (size_t)max, grep_one, list, &truncated, err,
-	    sizeof(err));
-	if (rc < 0) {
-		json_decref(list);
-		if (rc == -EINVAL)
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "pattern %s: %s", pat, err);
-		else
-			http_reply_errno(req, rc, "error searching %s: %s",
-			    path, err[0] ? err : strerror(-rc));
-		return;
-	}
-	http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches", list,
-	    "truncated", truncated));
+	j = job_new(OP_GREP);
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->pattern = xstrdup(pat);
+	j->flags = ic != NULL && strcmp(ic, "true") == 0 ? FS_GREP_ICASE : 0;
+	j->max = (size_t)max;
+	job_start(req, j);
 }
 
 /*

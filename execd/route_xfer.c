@@ -32,6 +32,7 @@
 #include "multipart.h"
 #include "range.h"
 #include "route.h"
+#include "work.h"
 #include "xmalloc.h"
 
 #define E_FILE		"INVALID_FILE"
@@ -67,6 +68,7 @@ struct upload {
 	struct fs_atomic	*files;		/* one per file part */
 	size_t			 nfiles;
 	mode_t			 newmode;	/* for files created */
+	struct http_req		*req;		/* while committing; NULL: gone */
 	/* The first failure, answered by the sink. */
 	int			 rc;
 	unsigned		 status;	/* 0: from rc */
@@ -93,6 +95,9 @@ static int	 up_feed(struct http_req *, const char *, size_t, void *);
 static void	 up_end(struct http_req *, void *);
 static void	 up_abort(void *);
 static void	 up_free(struct upload *);
+static void	 up_cancel(struct http_req *, void *);
+static void	 up_commit(void *);
+static void	 up_committed(void *);
 static int	 up_fail(struct upload *, unsigned, const char *,
 		    const char *, ...) __attribute__((format(printf, 4, 5)));
 static int	 up_fail_errno(struct upload *, int, const char *,
@@ -322,10 +327,6 @@ static void
 up_end(struct http_req *req, void *arg)
 {
 	struct upload *up = arg;
-	struct target *t;
-	char err[ERRLEN];
-	size_t i;
-	int rc;
 
 	if (mp_finish(up->mp) < 0)
 		up_fail(up, 400, E_FILE, "malformed multipart body: %s",
@@ -344,19 +345,54 @@ up_end(struct http_req *req, void *arg)
 		up_free(up);
 		return;
 	}
-	for (i = 0; i < up->nfiles; i++) {
+	/* Syncing and renaming may take a while: on a worker. */
+	up->req = req;
+	http_req_defer(req, up_cancel, up);
+	work_submit(up_commit, up_committed, up);
+}
+
+/* execd is shutting down: the request is answered 503 without us. */
+static void
+up_cancel(struct http_req *req, void *arg)
+{
+	struct upload *up = arg;
+
+	up->req = NULL;
+}
+
+/* On a worker: sync, own and rename every file, in order. */
+static void
+up_commit(void *arg)
+{
+	struct upload *up = arg;
+	struct target *t;
+	char err[ERRLEN];
+	int rc;
+
+	for (size_t i = 0; i < up->nfiles; i++) {
 		t = &up->targets[i];
 		err[0] = '\0';
 		if ((rc = fs_atomic_commit(&up->files[i], t->mode, t->uid,
 		    t->gid, err, sizeof(err))) < 0) {
 			up_fail_errno(up, rc, "error writing file", t->path,
 			    err);
-			up_reply(req, up);
-			up_free(up);
 			return;
 		}
 	}
-	http_reply_empty(req);
+}
+
+/* Back on the loop thread: answer, if the request is still there. */
+static void
+up_committed(void *arg)
+{
+	struct upload *up = arg;
+
+	if (up->req != NULL) {
+		if (up->rc < 0)
+			up_reply(up->req, up);
+		else
+			http_reply_empty(up->req);
+	}
 	up_free(up);
 }
 

@@ -14,6 +14,7 @@ import shutil
 import socket
 import stat
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -718,3 +719,41 @@ def parse_events(raw):
         if line.startswith(b"{"):
             out.append(json.loads(line))
     return out
+
+
+def test_long_file_work_does_not_stall_other_requests():
+    # Rewriting ~200 MB takes a while; it runs on a worker thread, so
+    # the loop keeps answering in the meantime.
+    t = tmpdir()
+    path = t + "/big.txt"
+    with open(path, "wb") as f:
+        chunk = b"hello world foo bar baz\n" * 4096
+        for _ in range(2000):
+            f.write(chunk)
+    with Execd() as d:
+        done = {}
+
+        def replace():
+            t0 = time.monotonic()
+            st, _, body = d.request("POST", "/files/replace?verbose=true",
+                                    body={path: {"old": "foo",
+                                                 "new": "quux"}},
+                                    timeout=120)
+            done["secs"] = time.monotonic() - t0
+            done["st"], done["body"] = st, body
+        th = threading.Thread(target=replace)
+        th.start()
+        c = d.conn()
+        worst = 0
+        while th.is_alive():
+            t0 = time.monotonic()
+            st, _, _ = d.request("GET", "/ping", conn=c)
+            assert st == 200
+            worst = max(worst, time.monotonic() - t0)
+        th.join()
+        assert done["st"] == 200, done
+        assert json.loads(done["body"]) == {
+            path: {"replacedCount": 2000 * 4096}}
+        assert done["secs"] > 0.1, done     # long enough to tell
+        assert worst < done["secs"] / 4, (worst, done["secs"])
+    shutil.rmtree(t)

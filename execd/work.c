@@ -1,0 +1,191 @@
+/*
+ * work.c -- the worker pool (libuv's threadpool, smaller).
+ *
+ * Two lists under one mutex: jobs waiting for a worker, and jobs whose fn
+ * has run.  Workers sleep on a condition variable; a finished job is
+ * moved to the second list and an eventfd on the loop is bumped, and the
+ * loop thread runs the done callbacks.  Nothing else is shared.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "work.h"
+#include "xmalloc.h"
+
+#define WORK_MAX_THREADS	8
+
+struct job {
+	work_fn		*fn;
+	work_done_cb	*done;
+	void		*arg;
+	struct job	*next;
+};
+
+/* A FIFO of jobs. */
+struct jobq {
+	struct job	*head, *tail;
+};
+
+static struct {
+	struct loop	*loop;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct jobq	 todo, done;
+	pthread_t	 threads[WORK_MAX_THREADS];
+	unsigned	 nthreads;
+	int		 efd;
+	bool		 stopping;
+} W = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+    .efd = -1 };
+
+static void	 push(struct jobq *, struct job *);
+static struct job *pop(struct jobq *);
+static void	*worker(void *);
+static void	 finished(struct loop *, int, void *, int, void *);
+static void	 run_done(void);
+
+static void
+push(struct jobq *q, struct job *j)
+{
+	j->next = NULL;
+	if (q->tail != NULL)
+		q->tail->next = j;
+	else
+		q->head = j;
+	q->tail = j;
+}
+
+static struct job *
+pop(struct jobq *q)
+{
+	struct job *j = q->head;
+
+	if (j != NULL && (q->head = j->next) == NULL)
+		q->tail = NULL;
+	return j;
+}
+
+/* A worker: run jobs until told to stop and none is left. */
+static void *
+worker(void *unused)
+{
+	struct job *j;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&W.mu);
+	for (;;) {
+		while ((j = pop(&W.todo)) == NULL && !W.stopping)
+			pthread_cond_wait(&W.cv, &W.mu);
+		if (j == NULL)
+			break;
+		pthread_mutex_unlock(&W.mu);
+		j->fn(j->arg);
+		pthread_mutex_lock(&W.mu);
+		push(&W.done, j);
+		/* A full counter (EAGAIN) means a wake-up is pending. */
+		(void)!write(W.efd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&W.mu);
+	return NULL;
+}
+
+/* Start the pool; see work.h. */
+int
+work_init(struct loop *loop, unsigned n)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (n == 0 || n > WORK_MAX_THREADS)
+		return -EINVAL;
+	if ((W.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return -errno;
+	W.loop = loop;
+	loop_add_fd(loop, W.efd, LOOP_READ, finished, NULL);
+	/* Workers take no signals: those go to the loop's signalfd. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (; W.nthreads < n; W.nthreads++) {
+		if ((rc = pthread_create(&W.threads[W.nthreads], NULL, worker,
+		    NULL)) != 0) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			work_shutdown();
+			return -rc;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+/* Queue a job; see work.h. */
+void
+work_submit(work_fn *fn, work_done_cb *done, void *arg)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+
+	j->fn = fn;
+	j->done = done;
+	j->arg = arg;
+	pthread_mutex_lock(&W.mu);
+	if (W.nthreads == 0)
+		fatalx("work_submit before work_init");
+	push(&W.todo, j);
+	pthread_cond_signal(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+}
+
+/* Run the done callbacks of every finished job. */
+static void
+run_done(void)
+{
+	struct job *j;
+
+	for (;;) {
+		pthread_mutex_lock(&W.mu);
+		j = pop(&W.done);
+		pthread_mutex_unlock(&W.mu);
+		if (j == NULL)
+			return;
+		j->done(j->arg);
+		free(j);
+	}
+}
+
+static void
+finished(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("work: eventfd");
+	run_done();
+}
+
+/* Stop the pool; see work.h. */
+void
+work_shutdown(void)
+{
+	pthread_mutex_lock(&W.mu);
+	W.stopping = true;
+	pthread_cond_broadcast(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+	for (unsigned i = 0; i < W.nthreads; i++)
+		pthread_join(W.threads[i], NULL);
+	W.nthreads = 0;
+	W.stopping = false;
+	run_done();
+	if (W.efd >= 0) {
+		loop_del(W.loop, W.efd, NULL);
+		close(W.efd);
+		W.efd = -1;
+	}
+}

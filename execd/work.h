@@ -1,0 +1,29 @@
+/*
+ * work.h -- a small pool of threads for work that blocks: walking big
+ * trees, removing them, rewriting or syncing files.
+ *
+ * A job's fn runs on a worker thread and must touch nothing of the loop,
+ * MHD or ZeroMQ, only its own arg; its done then runs on the loop thread,
+ * where it may reply to a request it deferred.  Jobs start in the order
+ * they were submitted; with several workers they may end in any order.
+ * work_init, work_submit and work_shutdown: loop thread only.
+ */
+#ifndef EXECD_WORK_H
+#define EXECD_WORK_H
+
+struct loop;
+
+typedef void work_fn(void *arg);
+typedef void work_done_cb(void *arg);
+
+/* Start n worker threads reporting to loop.  0 or -errno. */
+int	work_init(struct loop *, unsigned n);
+/* Queue a job: fn(arg) on a worker, then done(arg) on the loop thread. */
+void	work_submit(work_fn *fn, work_done_cb *done, void *arg);
+/*
+ * Stop the workers once the jobs already queued have run, then call the
+ * done of every job that has not had it.  The loop need not be running.
+ */
+void	work_shutdown(void);
+
+#endif
