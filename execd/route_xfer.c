@@ -8,7 +8,9 @@
  * (fs_atomic), and every target is renamed into place only when the whole
  * body has arrived and checked out, so an upload cut off midway leaves the
  * old files as they were and no debris.  Downloads use MHD's file
- * responses (sendfile) or a content reader.  Loop thread only.
+ * responses (sendfile) or a content reader.  The final sync-and-rename of
+ * an upload and the listing of an archive's tree run on a worker thread
+ * (work.h).  Loop thread only, but for those jobs' fns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +108,9 @@ static void	 up_reply(struct http_req *, struct upload *);
 static void	 range_refuse(struct http_req *, const char *, int, uint64_t);
 static ssize_t	 lines_read(void *, char *, size_t);
 static void	 lines_done(void *);
+static void	 archive_cancel(struct http_req *, void *);
+static void	 archive_list(void *);
+static void	 archive_listed(void *);
 static ssize_t	 tar_read(void *, char *, size_t);
 static void	 tar_done(void *);
 
@@ -706,37 +711,81 @@ lines_done(void *arg)
 	free(ln);
 }
 
+/* An archive being prepared: the tree is listed on a worker. */
+struct archive {
+	struct http_req	*req;		/* NULL once the request is gone */
+	char		 path[PATH_MAX];
+	struct fs_tar	*tar;
+	int		 rc;
+	char		 err[ERRLEN];
+};
+
 /*
  * GET /files/archive?path=D: D as a tar stream (names start with D's base
- * name; symlinks are stored as links and never followed).
+ * name; symlinks are stored as links and never followed).  The list of
+ * entries is made on a worker; the bytes are read as the client takes
+ * them.
  */
 void
 route_files_archive(struct http_req *req)
 {
-	char path[PATH_MAX], err[ERRLEN];
-	struct fs_tar *t;
+	struct archive *a = xcalloc(1, sizeof(*a));
+
+	if (route_fs_query_path(req, a->path, sizeof(a->path)) < 0) {
+		free(a);
+		return;
+	}
+	a->req = req;
+	http_req_defer(req, archive_cancel, a);
+	work_submit(archive_list, archive_listed, a);
+}
+
+static void
+archive_cancel(struct http_req *req, void *arg)
+{
+	struct archive *a = arg;
+
+	a->req = NULL;
+}
+
+/* On a worker: walk the tree. */
+static void
+archive_list(void *arg)
+{
+	struct archive *a = arg;
+
+	if ((a->tar = fs_tar_new(a->path, a->err, sizeof(a->err))) == NULL)
+		a->rc = -errno;
+}
+
+/* Back on the loop thread: start sending, or say why not. */
+static void
+archive_listed(void *arg)
+{
+	struct archive *a = arg;
 	struct http_resp *hr;
 	struct sse_buf b;
 	const char *base;
+	char name[NAME_MAX + 8];
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
-		return;
-	err[0] = '\0';
-	if ((t = fs_tar_new(path, err, sizeof(err))) == NULL) {
-		http_reply_errno(req, -errno, "cannot archive %s: %s", path,
-		    err[0] ? err : strerror(errno));
-		return;
+	if (a->req == NULL) {
+		fs_tar_free(a->tar);
+	} else if (a->tar == NULL) {
+		http_reply_errno(a->req, a->rc, "cannot archive %s: %s",
+		    a->path, a->err[0] ? a->err : strerror(-a->rc));
+	} else {
+		hr = http_resp_reader(tar_read, tar_done, a->tar);
+		http_resp_header(hr, "Content-Type", "application/x-tar");
+		base = strrchr(a->path, '/');
+		base = base != NULL && base[1] != '\0' ? base + 1 : "root";
+		snprintf(name, sizeof(name), "%s.tar", base);
+		sse_buf_init(&b);
+		disposition(&b, name);
+		http_resp_header(hr, "Content-Disposition", b.p);
+		sse_buf_reset(&b);
+		http_reply_resp(a->req, 200, hr);
 	}
-	hr = http_resp_reader(tar_read, tar_done, t);
-	http_resp_header(hr, "Content-Type", "application/x-tar");
-	base = strrchr(path, '/');
-	base = base != NULL && base[1] != '\0' ? base + 1 : "root";
-	snprintf(err, sizeof(err), "%s.tar", base);
-	sse_buf_init(&b);
-	disposition(&b, err);
-	http_resp_header(hr, "Content-Disposition", b.p);
-	sse_buf_reset(&b);
-	http_reply_resp(req, 200, hr);
+	free(a);
 }
 
 static ssize_t
