@@ -6,6 +6,7 @@
  * for happens or a generous deadline passes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,14 +217,15 @@ static void
 test_python_state_stream_result_error(void)
 {
 	const struct kp_kernelspec *py = spec_named(specs, "python3");
-	const char *cf;
+	char cf[PATH_MAX];
 	struct stat st;
 
 	T_OK(py != NULL);
 	if (py == NULL || start(py) == NULL)
 		return;
 	T_OK(wait_for(&S.ready, 1, 60000));
-	cf = kernel_connection_file(S.k);
+	/* A copy: the kernel, and the path it owns, go at stop(). */
+	snprintf(cf, sizeof(cf), "%s", kernel_connection_file(S.k));
 	T_OK(stat(cf, &st) == 0 && (st.st_mode & 0777) == 0600);
 	T_OK(json_is_object(kernel_info(S.k)));
 	run("x = 41\nprint('hi')");

@@ -568,7 +568,8 @@ test_idents_buffers(void)
 
 	fl_msg(&l, NULL, good, KEY, KEYLEN);
 	/* Prepend three identities: one binary, one empty, one long. */
-	memmove(&l.f[3], &l.f[0], l.n * sizeof(l.f[0]));
+	for (size_t i = l.n; i-- > 0;)
+		l.f[i + 3] = l.f[i];
 	l.f[0].p = bin;
 	l.f[0].n = sizeof(bin);
 	l.f[1].p = "";
