@@ -114,7 +114,7 @@ $(B)/bench/kbench: $(B)/obj/bench/kbench.o $(CORE_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-valgrind: $(B)/execd $(UNIT_BIN)
+valgrind: $(B)/execd $(UNIT_BIN) $(REPLAY_BIN)
 	@VALGRIND=1 sh tests/run.sh $(B)
 
 format:

@@ -1,7 +1,8 @@
 #!/bin/sh
 # What `make test` and CI run: the whole suite three times, plain, under
 # AddressSanitizer (with LeakSanitizer) and under UndefinedBehaviorSanitizer,
-# each in its own build tree.  The last line is "N passed, N failed".
+# each in its own build tree, then the unit tests and corpus replays under
+# valgrind.  The last line is "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -19,6 +20,10 @@ for san in "" address undefined; do
 	cat "$log"
 	count "$log" || echo "FAIL build or runner${san:+ ($san)}: no summary line"
 done
+echo "=== make valgrind"
+make -s -j"$jobs" WERROR=1 B=build/valgrind valgrind >"$log" 2>&1
+cat "$log"
+count "$log" || echo "FAIL valgrind: no summary line"
 # The fake kernel tests our kernel code; check it against jupyter_client
 # once (it does not depend on the build).
 echo "=== fake kernel self-test"
