@@ -1,7 +1,16 @@
 /*
  * spawn.c -- fork, prepare, exec (tmux's job_run, libuv's uv_spawn).
  *
- * Signals are blocked around fork() so that no handler of ours runs in the
+ * The child is made the way posix_spawn makes it: clone() with CLONE_VM
+ * and CLONE_VFORK, on a stack of its own, so that nothing of execd's
+ * memory is copied (a fork() costs more than running `true`).  execd
+ * waits, suspended, until the child has exec'd or failed.  The child
+ * shares execd's memory until then, so it only makes system calls: no
+ * allocation, no locks, and the identity changes as raw syscalls (glibc's
+ * setuid() would try to change every thread of execd).  Where such a
+ * clone is refused (valgrind), and in AddressSanitizer builds, a plain
+ * fork() does the same.
+ * Signals are blocked around it so that no handler of ours runs in the
  * child; the child resets every disposition and its mask before exec.  The
  * child reports a failed step as {step, errno} on a CLOEXEC pipe and
  * _exit(127)s; EOF on that pipe means the exec worked.  Nothing here
@@ -14,8 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -36,6 +48,31 @@ struct report {
 	int	err;
 };
 
+/* What the child needs, on the parent's stack (the child shares it). */
+struct start {
+	const struct spawn_opts	*o;
+	pid_t			 parent;
+	int			 errfd;
+};
+
+#define CHILD_STACK	(256 << 10)
+
+/*
+ * AddressSanitizer's interceptors and stack bookkeeping cannot run on a
+ * stack it did not make, in memory it shares: its builds fork.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define USE_CLONE	0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USE_CLONE	0
+#endif
+#endif
+#ifndef USE_CLONE
+#define USE_CLONE	1
+#endif
+
+static int	start_child(void *);
 static void	child(const struct spawn_opts *, pid_t, int)
 		    __attribute__((noreturn));
 static void	fail(int, enum step) __attribute__((noreturn));
@@ -92,9 +129,12 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	/* A new session leader takes a terminal as its own (forkpty). */
 	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		fail(errfd, S_CTTY);
-	/* 3. Identity: groups first, while we may still change them. */
-	if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 ||
-	    setgid(o->gid) < 0 || setuid(o->uid) < 0))
+	/*
+	 * 3. Identity: groups first, while we may still change them.  Raw
+	 * calls: this process alone changes, not the threads of execd.
+	 */
+	if (o->set_ids && (syscall(SYS_setgroups, o->ngroups, o->groups) < 0 ||
+	    syscall(SYS_setgid, o->gid) < 0 || syscall(SYS_setuid, o->uid) < 0))
 		fail(errfd, S_IDS);
 	/* 4. Working directory, then exec with a PATH search. */
 	if (o->cwd != NULL && chdir(o->cwd) < 0)
@@ -103,12 +143,23 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	fail(errfd, S_EXEC);
 }
 
+/* The child's entry on its own stack: its end of the pipe stays open. */
+static int
+start_child(void *arg)
+{
+	const struct start *st = arg;
+
+	child(st->o, st->parent, st->errfd);
+}
+
 /* Fork and exec; see spawn.h. */
 int
 spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 {
+	static void *stack;	/* one at a time: execd waits for the child */
 	sigset_t all, old;
 	struct report r;
+	struct start st;
 	int p[2], e;
 	pid_t c, self = getpid();
 	ssize_t n;
@@ -120,12 +171,25 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		snprintf(err, errlen, "pipe: %s", strerror(e));
 		return -e;
 	}
+	if (USE_CLONE && stack == NULL) {
+		stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stack == MAP_FAILED)
+			stack = NULL;
+	}
+	st = (struct start){ o, self, p[1] };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	c = fork();
-	if (c == 0) {
-		close(p[0]);
-		child(o, self, p[1]);
+	c = -1;
+	errno = EINVAL;
+	if (stack != NULL)
+		c = clone(start_child, (char *)stack + CHILD_STACK,
+		    CLONE_VM | CLONE_VFORK | SIGCHLD, &st);
+	if (c < 0 && (errno == EINVAL || errno == ENOSYS)) {
+		/* No such clone here: an ordinary fork. */
+		c = fork();
+		if (c == 0)
+			child(o, self, p[1]);
 	}
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
