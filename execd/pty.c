@@ -205,17 +205,6 @@ fail:
 	return rc;
 }
 
-/* A close-on-exec pipe whose end ours is non-blocking.  0 or -errno. */
-static int
-pipe_for_us(int fds[2], int ours)
-{
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	if (fcntl(fds[ours], F_SETFL, O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
-
 /* bash on three pipes, in a process group of its own. */
 static int
 spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
@@ -224,8 +213,8 @@ spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int rc;
 
-	if ((rc = pipe_for_us(in, 1)) < 0 || (rc = pipe_for_us(out, 0)) < 0 ||
-	    (rc = pipe_for_us(er, 0)) < 0) {
+	if ((rc = spawn_pipe(in, 1)) < 0 || (rc = spawn_pipe(out, 0)) < 0 ||
+	    (rc = spawn_pipe(er, 0)) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(-rc));
 		goto fail;
 	}

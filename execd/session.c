@@ -83,16 +83,6 @@ session_new(struct loop *loop, const char *dir, const char *cwd,
 	return s;
 }
 
-static int
-pipe_for_us(int p[2], int ours)
-{
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	if (fcntl(p[ours], F_SETFL, O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
-
 /* Start bash: stdin from us, stdout, stderr and fd 3 to us. */
 static int
 start_shell(struct session *s, char *err, size_t errlen)
@@ -118,8 +108,8 @@ start_shell(struct session *s, char *err, size_t errlen)
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int st[2] = { -1, -1 }, rc;
 
-	if ((rc = pipe_for_us(in, 1)) < 0 || (rc = pipe_for_us(out, 0)) < 0 ||
-	    (rc = pipe_for_us(er, 0)) < 0 || (rc = pipe_for_us(st, 0)) < 0) {
+	if ((rc = spawn_pipe(in, 1)) < 0 || (rc = spawn_pipe(out, 0)) < 0 ||
+	    (rc = spawn_pipe(er, 0)) < 0 || (rc = spawn_pipe(st, 0)) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(-rc));
 		goto fail;
 	}

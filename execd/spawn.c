@@ -143,6 +143,24 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	fail(errfd, S_EXEC);
 }
 
+/* A pipe for a child; see spawn.h. */
+int
+spawn_pipe(int fds[2], int ours)
+{
+	int e;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	if (fcntl(fds[ours], F_SETFL, O_NONBLOCK) < 0) {
+		e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		fds[0] = fds[1] = -1;
+		return -e;
+	}
+	return 0;
+}
+
 /* The child's entry on its own stack: its end of the pipe stays open. */
 static int
 start_child(void *arg)

@@ -38,5 +38,11 @@ struct spawn_opts {
  */
 int	spawn_start(const struct spawn_opts *, pid_t *pid, char *err,
 	    size_t errlen);
+/*
+ * A close-on-exec pipe between execd and a child, execd's end (fds[ours])
+ * non-blocking.  0, or -errno with nothing left open (fds untouched, or
+ * both -1).
+ */
+int	spawn_pipe(int fds[2], int ours);
 
 #endif
