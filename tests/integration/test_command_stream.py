@@ -16,8 +16,8 @@ from test_command import (Stream, assert_failed, assert_ok, background,
 
 # -- helpers ---------------------------------------------------------------
 
-class Reattach:
-    """A GET /command/{id}/stream read event by event."""
+class Reattach(Stream):
+    """A GET /command/{id}/stream read event by event, as Stream reads."""
 
     def __init__(self, d, cid, after=None, timeout=30):
         path = "/command/%s/stream" % cid
@@ -30,31 +30,6 @@ class Reattach:
         assert self.r.getheader("content-type") == "text/event-stream"
         self.evs = []
         self.ended = False
-
-    def next(self):
-        while not self.ended:
-            line = self.r.readline()
-            if not line:
-                self.ended = True
-                break
-            if line.strip():
-                ev = json.loads(line)
-                self.evs.append(ev)
-                return ev
-        return None
-
-    def until(self, pred):
-        while True:
-            ev = self.next()
-            assert ev is not None, "stream ended early: %r" % self.evs
-            if pred(ev):
-                return ev
-
-    def rest(self):
-        while self.next() is not None:
-            pass
-        self.c.close()
-        return self.evs
 
 
 def reattach(d, cid, after=None, timeout=30):
