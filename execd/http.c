@@ -46,6 +46,7 @@
  * much more; past it the connection is closed without an answer.
  */
 #define DISCARD_MAX	(16u << 20)
+#define HTTP_WAKE_MS	1000	/* longest sleep with connections open */
 
 struct http_resp {
 	struct MHD_Response	*r;
@@ -349,7 +350,13 @@ mhd_timeout(struct loop *l, void *arg)
 		return 0;
 	if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
 		return -1;
-	return t > 60000 ? 60000 : (long)t;
+	/*
+	 * With connections open, wake at least once a second: under load a
+	 * connection whose socket still held data was seen to wait for the
+	 * next event (an upload cut off midway went unnoticed for seconds),
+	 * and MHD_run() on a quiet daemon costs next to nothing.
+	 */
+	return t > HTTP_WAKE_MS ? HTTP_WAKE_MS : (long)t;
 }
 
 static void

@@ -782,10 +782,20 @@ reaped(pid_t pid, int st, void *arg)
 {
 	struct kernel *k = arg;
 	char how[128], tail[1024], why[1400];
-	bool was_ready = k->state == K_READY, restart;
+	bool was_ready, restart;
 	char err[256];
 	size_t n;
 
+	/*
+	 * Read what the kernel sent before it died, first: one poll may
+	 * report the exit and its last output together, and output printed
+	 * just before a crash belongs to the run it ends.
+	 */
+	for (size_t i = 0; k->ch != NULL &&
+	    i < sizeof(polled) / sizeof(polled[0]); i++)
+		on_sock(k->loop, -1, kp_chan_socket(k->ch, polled[i]),
+		    LOOP_READ, k);
+	was_ready = k->state == K_READY;
 	describe_exit(st, how, sizeof(how));
 	if (oom_killed(k, st))
 		snprintf(how, sizeof(how), "was killed by the out-of-memory "
