@@ -92,6 +92,19 @@ class Term {
     return this.until(() => re.test(this.output(prefix)), `output ${re}`);
   }
 
+  /**
+   * Wait for output matching re and then bash's next prompt, after which
+   * the shell writes nothing until typed at: only then is output_offset
+   * final.  The prompt comes in a write of its own, after the output.
+   */
+  untilPrompt(re) {
+    return this.until(() => {
+      const o = this.output();
+      const m = re.exec(o);
+      return m !== null && /[#$] $/.test(o.slice(m.index + m[0].length));
+    }, `output ${re}, then a prompt`);
+  }
+
   untilJson(type) {
     return this.until(() => this.json(type).length > 0, `a ${type} frame`);
   }
@@ -231,7 +244,7 @@ describe("pty", () => {
     const id = await create(d);
     const a = await attach(d, id);
     a.type("echo mark-$((40+1))\n");
-    await a.untilOutput(/mark-41/);
+    await a.untilPrompt(/mark-41/);
     await a.close();
     const end = (await api(d, "GET", `/pty/${id}`)).json.output_offset;
     assert.ok(end > 0);
@@ -311,7 +324,7 @@ describe("pty", () => {
     v1.send({ type: "ping" });
     await v1.untilJson("pong");
     w.type("echo after-$((2*4)); stty size\n");
-    await w.untilOutput(/after-8\r\n24 80/);
+    await w.untilPrompt(/after-8\r\n24 80/);
     const end = (await api(d, "GET", `/pty/${id}`)).json.output_offset;
     for (const t of [w, v2]) {
       await t.until(() => t.allBytes().length === end, "all the bytes");
