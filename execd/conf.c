@@ -77,7 +77,9 @@ static const struct opt opts[] = {
 	    "kernels, many of which cannot speak ipc" },
 	{ "kernel-ready-timeout", O_KERNEL_READY,
 	    "EXECD_KERNEL_READY_TIMEOUT", "SECONDS", "60",
-	    "a kernel that has not answered kernel_info by then is killed" },
+	    "a kernel that has not answered kernel_info after a third of "
+	    "this is started again, once; the second process is killed "
+	    "when silent this long" },
 	{ "max-output", O_MAX_OUTPUT, "EXECD_MAX_OUTPUT", "BYTES", "16M",
 	    "stdout and stderr one run may stream; past it output is dropped "
 	    "and the run says how much" },

@@ -6,6 +6,9 @@
  * the kernelspec's argv in its own process group, connect the channels,
  * send kernel_info_request until a reply has come on shell and something
  * has come on iopub (so the subscription is known to be live), then READY.
+ * A process silent for a third of the ready timeout is started again, once
+ * per start: a kernel can lose its receive loop to a request that came
+ * while it was binding (tslab's zeromq.js does), and no retry reaches it.
  * The heartbeat and the reaper both watch for death.  Executions are kept
  * in a pending list keyed by msg_id; iopub messages are routed by
  * parent_header.msg_id, and messages from other clients of the same
@@ -45,7 +48,7 @@
 enum kstate { K_STARTING, K_READY, K_STOPPING, K_GONE };
 
 /* Why execd itself killed the process, for the report. */
-enum kcause { C_NONE, C_READY_TIMEOUT, C_HEARTBEAT };
+enum kcause { C_NONE, C_SILENT, C_READY_TIMEOUT, C_HEARTBEAT };
 
 struct pending {
 	char			 id[33];
@@ -74,6 +77,7 @@ struct kernel {
 	size_t				 tail_len;
 	enum kstate			 state;
 	bool				 restart_after_exit;
+	bool				 silent_once;	/* started again for it */
 	bool				 tcp;
 	unsigned			 restarts;
 	json_t				*info;
@@ -287,7 +291,8 @@ launch(struct kernel *k, char *err, size_t errlen)
 	 * (tslab's zeromq.js does, with "Socket is blocked by a bind").
 	 */
 	k->t_nudge = loop_timer_add(k->loop, ASK_AGAIN_MS, on_nudge, k);
-	k->t_ready = loop_timer_add(k->loop, k->conf->ready_timeout_ms,
+	k->t_ready = loop_timer_add(k->loop, k->silent_once ?
+	    k->conf->ready_timeout_ms : k->conf->ready_timeout_ms / 3,
 	    on_ready_timeout, k);
 	log_info("kernel=%s pid=%ld spec=%s started", k->id, (long)k->pid,
 	    k->spec->name);
@@ -520,6 +525,7 @@ become_ready(struct kernel *k)
 	loop_timer_cancel(k->loop, k->t_nudge);
 	k->t_ready = k->t_nudge = 0;
 	k->state = K_READY;
+	k->silent_once = false;
 	if (k->conf->hb_interval_ms > 0 && k->t_hb == 0) {
 		kp_chan_hb_ping(k->ch);
 		k->t_hb = loop_timer_add(k->loop, k->conf->hb_interval_ms,
@@ -609,10 +615,18 @@ on_ready_timeout(struct loop *l, uint64_t id, void *arg)
 	k->t_ready = 0;
 	if (k->state != K_STARTING)
 		return;
-	log_warnx("kernel=%s no kernel_info_reply within %u ms: killing it",
-	    k->id, k->conf->ready_timeout_ms);
-	k->restart_after_exit = false;
-	k->cause = C_READY_TIMEOUT;
+	if (!k->silent_once) {
+		log_warnx("kernel=%s no kernel_info_reply within %u ms: "
+		    "starting it again", k->id, k->conf->ready_timeout_ms / 3);
+		k->silent_once = true;
+		k->restart_after_exit = true;
+		k->cause = C_SILENT;
+	} else {
+		log_warnx("kernel=%s no kernel_info_reply within %u ms: "
+		    "killing it", k->id, k->conf->ready_timeout_ms);
+		k->restart_after_exit = false;
+		k->cause = C_READY_TIMEOUT;
+	}
 	kill(-k->pid, SIGKILL);
 }
 
@@ -801,7 +815,11 @@ reaped(pid_t pid, int st, void *arg)
 		snprintf(how, sizeof(how), "was killed by the out-of-memory "
 		    "killer (signal 9)");
 	stderr_tail(k, tail, sizeof(tail));
-	if (k->cause == C_READY_TIMEOUT)
+	if (k->cause == C_SILENT)
+		snprintf(why, sizeof(why), "kernel %s did not answer "
+		    "kernel_info within %u ms: starting it again%s",
+		    k->spec->name, k->conf->ready_timeout_ms / 3, tail);
+	else if (k->cause == C_READY_TIMEOUT)
 		snprintf(why, sizeof(why), "kernel %s did not answer "
 		    "kernel_info within %u ms%s", k->spec->name,
 		    k->conf->ready_timeout_ms, tail);

@@ -32,7 +32,7 @@ per line (blank lines and lines starting with '#' are skipped):
                           StdinNotImplementedError if allow_stdin is false
 
 Start-up fault modes: --no-kernel-info, --lose-first-info,
---exit-at-start CODE,
+--deaf-first-start MARKER, --exit-at-start CODE,
 --no-heartbeat, --stderr-lines N, --slow-start SECONDS.  Extra flags may
 also be given in the environment variable FAKEKERNEL_FLAGS.
 """
@@ -617,6 +617,11 @@ def parse_args(argv):
                    help="never answer kernel_info_request")
     p.add_argument("--lose-first-info", action="store_true",
                    help="drop the first kernel_info_request")
+    p.add_argument("--deaf-first-start", metavar="MARKER",
+                   help="if the file MARKER does not exist, create it and "
+                        "never answer kernel_info_request (as a kernel "
+                        "whose receive loop died at start); if it does, "
+                        "start normally")
     p.add_argument("--exit-at-start", type=int, metavar="CODE",
                    help="say so on stderr and exit with CODE at start")
     p.add_argument("--no-heartbeat", action="store_true",
@@ -651,6 +656,14 @@ def main(argv):
         log("stderr line %d of %d", i + 1, opts.stderr_lines)
     if opts.slow_start > 0:
         time.sleep(opts.slow_start)
+    if opts.deaf_first_start is not None:
+        try:
+            os.close(os.open(opts.deaf_first_start,
+                             os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            log("deaf this start: the marker was not there")
+            opts.no_kernel_info = True
+        except FileExistsError:
+            pass
     if opts.exit_at_start is not None:
         log("exiting with %d", opts.exit_at_start)
         return opts.exit_at_start

@@ -394,6 +394,7 @@ test_fake_never_ready_times_out(void)
 	if (start(fake("fake-noinfo")) != NULL) {
 		T_OK(wait_for(&S.dead, 1, 20000));
 		T_OK(strstr(S.why, "did not answer kernel_info") != NULL);
+		T_EQ_INT(S.restarting, 1);	/* started again, once */
 	}
 	conf.ready_timeout_ms = saved;
 }
@@ -407,6 +408,27 @@ test_fake_first_kernel_info_lost(void)
 	conf.ready_timeout_ms = 5000;
 	if (start(fake("fake-lose1")) != NULL) {
 		T_OK(wait_for(&S.ready, 1, 10000));
+		T_EQ_INT(S.dead, 0);
+		stop();
+	}
+	conf.ready_timeout_ms = saved;
+}
+
+static void
+test_fake_deaf_first_start_is_started_again(void)
+{
+	unsigned saved = conf.ready_timeout_ms;
+
+	/*
+	 * The first process never answers (tslab whose receive loop died
+	 * while binding); a third of the timeout in, execd starts it again,
+	 * once, and the new process answers.
+	 */
+	conf.ready_timeout_ms = 3000;
+	if (start(fake("fake-deaf1")) != NULL) {
+		T_OK(wait_for(&S.ready, 1, 10000));
+		T_EQ_INT(S.restarting, 1);
+		T_OK(strstr(S.why, "starting it again") != NULL);
 		T_EQ_INT(S.dead, 0);
 		stop();
 	}
@@ -639,6 +661,11 @@ setup(void)
 	write_spec("fake-noinfo", "\"--no-kernel-info\", ", "signal");
 	write_spec("fake-lose1", "\"--lose-first-info\", ", "signal");
 	write_spec("fake-nohb", "\"--no-heartbeat\", ", "signal");
+	if (asprintf(&kd, "\"--deaf-first-start\", \"%s/deaf1\", ",
+	    fakedir) < 0)
+		abort();
+	write_spec("fake-deaf1", kd, "signal");
+	free(kd);
 	kp_kernelspec_find_all(fdirs, &fake_specs, NULL);
 }
 
@@ -657,6 +684,8 @@ static const struct t_case cases[] = {
 	{ "fake exit at start", test_fake_exit_at_start_reports_status_and_stderr },
 	{ "fake never ready", test_fake_never_ready_times_out },
 	{ "fake loses the first kernel_info", test_fake_first_kernel_info_lost },
+	{ "fake deaf at its first start is started again",
+	    test_fake_deaf_first_start_is_started_again },
 	{ "fake dies mid-execution", test_fake_dies_mid_execution },
 	{ "fake interrupt by message", test_fake_interrupt_by_message },
 	{ "fake bad messages dropped", test_fake_bad_messages_are_dropped },
