@@ -4,7 +4,9 @@
  *
  * A terminal (pty.c) has at most one writer, the client whose input
  * reaches the shell, and any number of viewers (?viewer=1), who get the
- * same output and whose input is ignored.  On connect a client gets the
+ * same output and whose input is ignored (a viewer that comes before the
+ * shell started waits for a writer to start it, so that it is told the
+ * real mode).  On connect a client gets the
  * retained output from ?since= as one replay frame (0x03, 8-byte
  * big-endian offset, bytes), then {"type":"connected"}, then live output
  * as 0x01 (terminal or stdout) and 0x02 (stderr in pipe mode) frames.  A
@@ -84,6 +86,7 @@ struct client {
 	bool			 pipe;
 	bool			 evicted;	/* taken over before its 101 */
 	bool			 live;		/* gets output */
+	bool			 waiting;	/* a viewer before the shell */
 	bool			 dead;		/* on the dead list */
 	struct client		*next;		/* in t->clients */
 	struct client		*dnext;		/* in dead */
@@ -240,9 +243,9 @@ term_free(struct term *t, const char *why)
 		t->clients = c->next;
 		c->next = NULL;
 		c->t = NULL;
-		if (c->ws != NULL && c->live)
+		if (c->ws != NULL && (c->live || c->waiting))
 			send_exit(c, -1, why);
-		c->live = false;
+		c->live = c->waiting = false;
 	}
 	pty_free(t->pty);
 	free(t);
@@ -373,7 +376,7 @@ unlink_client(struct client *c)
 	if (t->claim == c)
 		t->claim = NULL;
 	c->t = NULL;
-	c->live = false;
+	c->live = c->waiting = false;
 }
 
 /* Free c before the next poll (never inside its own callbacks). */
@@ -459,6 +462,15 @@ on_upgraded(struct http_upgrade *u, int fd, const char *extra, size_t n,
 			ws_close(c->ws, WS_CLOSE_NORMAL, "START_FAILED");
 			return;
 		}
+		for (struct client *v = t->clients; v != NULL; v = v->next) {
+			if (v->waiting) {
+				v->waiting = false;
+				attach(v);
+			}
+		}
+	} else if (pty_state(t->pty) == PTY_NEW) {
+		c->waiting = true;
+		return;
 	}
 	attach(c);
 }
@@ -550,7 +562,7 @@ send_exit(struct client *c, int code, const char *why)
 	struct frame f = { .type = "exit", .has_exit = true,
 	    .exit_code = code };
 
-	c->live = false;
+	c->live = c->waiting = false;
 	send_frame(c, &f);
 	ws_close(c->ws, WS_CLOSE_NORMAL, why);
 }
@@ -591,7 +603,7 @@ on_msg(struct ws *ws, int type, const char *p, size_t n, void *arg)
 {
 	struct client *c = arg;
 
-	if (c->t == NULL || !c->live)
+	if (c->t == NULL || (!c->live && !c->waiting))
 		return;
 	if (type == WS_BINARY) {
 		/* 0x00 + bytes; empty frames and other prefixes: ignored. */

@@ -355,6 +355,34 @@ describe("pty", () => {
     await t.closeInfo();
   });
 
+  it("a viewer that came before the shell is told its real mode", async () => {
+    const d = execd.daemon;
+    const id = await create(d, { command: "echo piped; read x" });
+    const v = connect(d, id, "?viewer=1");
+    await v.opened;
+    // No shell yet: the viewer waits for the writer to start one.
+    const w = await attach(d, id, "?pty=0");
+    await v.untilJson("connected");
+    assert.deepEqual(v.json("connected")[0], { type: "connected",
+      session_id: id, mode: "pipe", viewer: true });
+    await v.untilOutput(/piped\n/, 0x01);
+    w.type("\n");
+    await v.untilJson("exit");
+    for (const t of [v, w]) await t.closeInfo();
+  });
+
+  it("a viewer of a session deleted before its shell started gets exit",
+    async () => {
+      const d = execd.daemon;
+      const id = await create(d);
+      const v = connect(d, id, "?viewer=1");
+      await v.opened;
+      assert.equal((await api(d, "DELETE", `/pty/${id}`)).status, 200);
+      await v.untilJson("exit");
+      assert.equal(v.json("exit")[0].exit_code, -1);
+      assert.equal((await v.closeInfo()).code, 1000);
+    });
+
   it("delete kills the shell; the client gets exit -1", async () => {
     const d = execd.daemon;
     const id = await create(d);
