@@ -895,8 +895,8 @@ route_files_watch(struct http_req *req)
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
 	err[0] = '\0';
-	fw = fs_watch_new(path, rec != NULL && strcmp(rec, "true") == 0, err,
-	    sizeof(err));
+	fw = fs_watch_new(path, &(struct fs_watch_opts){ .recursive =
+	    rec != NULL && strcmp(rec, "true") == 0 }, err, sizeof(err));
 	if (fw == NULL) {
 		http_reply_errno(req, -errno, "cannot watch %s: %s", path,
 		    err[0] ? err : strerror(errno));

@@ -51,6 +51,7 @@ struct qev {
 struct fs_watch {
 	int		 fd;
 	bool		 recursive;
+	size_t		 max_dirs, max_queue;
 	bool		 isdir;		/* the root is a directory */
 	bool		 gone;		/* "gone" queued: nothing more */
 	char		*root;
@@ -165,7 +166,7 @@ wd_add(struct fs_watch *fw, const char *path, uint32_t mask, bool root)
 	char *p;
 	int wd;
 
-	if (fw->nw >= FS_WATCH_MAX)
+	if (fw->nw >= fw->max_dirs)
 		return -ENOSPC;
 	if ((p = strdup(path)) == NULL)
 		return -ENOMEM;
@@ -310,7 +311,7 @@ queue_push(struct fs_watch *fw, enum fs_watch_kind kind, const char *path,
 }
 
 /*
- * Queue an event, taking ownership of path.  Past FS_WATCH_QUEUE_MAX the
+ * Queue an event, taking ownership of path.  Past max_queue the
  * event is dropped and one "overflow" queued instead.  0 or -ENOMEM.
  */
 static int
@@ -320,7 +321,7 @@ queue_take(struct fs_watch *fw, enum fs_watch_kind kind, char *path,
 	struct qev *nq;
 	size_t ncap;
 
-	if (fw->qn - fw->qhead >= FS_WATCH_QUEUE_MAX) {
+	if (fw->qn - fw->qhead >= fw->max_queue) {
 		free(path);
 		if (fw->qfull)
 			return 0;
@@ -525,8 +526,10 @@ drain(struct fs_watch *fw)
 
 /* Start watching; see fs_watch.h. */
 struct fs_watch *
-fs_watch_new(const char *path, bool recursive, char *err, size_t errlen)
+fs_watch_new(const char *path, const struct fs_watch_opts *opts, char *err,
+    size_t errlen)
 {
+	static const struct fs_watch_opts defaults;
 	struct fs_watch *fw;
 	struct stat st;
 	size_t len;
@@ -553,8 +556,14 @@ fs_watch_new(const char *path, bool recursive, char *err, size_t errlen)
 	/* "/a/b//" is reported as "/a/b"; "/" stays "/". */
 	for (len = strlen(fw->root); len > 1 && fw->root[len - 1] == '/';)
 		fw->root[--len] = '\0';
+	if (opts == NULL)
+		opts = &defaults;
 	fw->isdir = S_ISDIR(st.st_mode);
-	fw->recursive = recursive && fw->isdir;
+	fw->recursive = opts->recursive && fw->isdir;
+	fw->max_dirs = opts->max_dirs > 0 ? opts->max_dirs :
+	    FS_WATCH_MAX_DIRS;
+	fw->max_queue = opts->max_queue > 0 ? opts->max_queue :
+	    FS_WATCH_MAX_QUEUE;
 	fw->rootwd = -1;
 	if ((fw->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		rc = -errno;
@@ -583,6 +592,13 @@ int
 fs_watch_fd(const struct fs_watch *fw)
 {
 	return fw->fd;
+}
+
+/* Watches in place; see fs_watch.h. */
+size_t
+fs_watch_count(const struct fs_watch *fw)
+{
+	return fw->nw;
 }
 
 /* Read and deliver every pending event; see fs_watch.h. */

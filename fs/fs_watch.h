@@ -32,12 +32,12 @@
  *   watched.
  * - Each moved_from/moved_to pair shares a non-zero cookie.  A move out
  *   of the tree is a lone moved_from, a move in a lone moved_to.
- * - Watches are capped at FS_WATCH_MAX directories: fs_watch_new() fails
+ * - Watches are capped at max_dirs directories: fs_watch_new() fails
  *   with -ENOSPC past it (or past the system's max_user_watches); later
  *   directories past it are silently not watched.
  * - "overflow" (path: the root) means the kernel dropped events; the
- *   client should rescan.  It is also reported when more than
- *   FS_WATCH_QUEUE_MAX events wait for the callback.
+ *   client should rescan.  It is also reported when more than max_queue
+ *   events wait for the callback.
  * - "gone" (path: the root) is reported once when the root is deleted or
  *   moved away, or its watch is removed (unmount); nothing follows it.
  */
@@ -48,15 +48,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Both may be set at build time (the unit test makes them small). */
-#ifndef FS_WATCH_MAX
-#define FS_WATCH_MAX		8192	/* directories watched, at most */
-#endif
-#ifndef FS_WATCH_QUEUE_MAX
-#define FS_WATCH_QUEUE_MAX	65536	/* events waiting for the callback */
-#endif
+#define FS_WATCH_MAX_DIRS	8192	/* default max_dirs */
+#define FS_WATCH_MAX_QUEUE	65536	/* default max_queue */
 
 struct fs_watch;
+
+/* How to watch; a zero cap takes its default. */
+struct fs_watch_opts {
+	bool	 recursive;	/* subdirectories too, and later ones */
+	size_t	 max_dirs;	/* directories watched, at most */
+	size_t	 max_queue;	/* events waiting for the callback */
+};
 
 enum fs_watch_kind {
 	FS_W_CREATE,
@@ -92,15 +94,20 @@ typedef int fs_watch_cb(const struct fs_watch_event *, void *arg);
 /*
  * Watch path (a directory: its entries; a file: the file itself; a
  * symlink given as path is followed, symlinks below it never are);
- * recursive adds every subdirectory, and directories created (or moved in)
- * later.  NULL with errno (ENOENT, EACCES, ENOSPC past FS_WATCH_MAX or the
- * system limit, EMFILE...) and a message in err.
+ * opts->recursive adds every subdirectory, and directories created (or
+ * moved in) later.  opts NULL: not recursive, default caps.  NULL with
+ * errno (ENOENT, EACCES, ENOSPC past max_dirs or the system limit,
+ * EMFILE...) and a message in err.
  */
-struct fs_watch	*fs_watch_new(const char *path, bool recursive, char *err,
+struct fs_watch	*fs_watch_new(const char *path,
+		    const struct fs_watch_opts *opts, char *err,
 		    size_t errlen);
 
 /* The inotify descriptor: non-blocking, CLOEXEC; poll it for POLLIN. */
 int		 fs_watch_fd(const struct fs_watch *);
+
+/* How many directories (or the one file) are watched now. */
+size_t		 fs_watch_count(const struct fs_watch *);
 
 /*
  * Read every pending event (never blocks), calling cb for each.  0 when

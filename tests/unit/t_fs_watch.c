@@ -29,16 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * fs_watch.c itself is compiled in, with small caps so that they can be
- * reached quickly; its symbols then take the place of libfs.a's.
- */
-#define FS_WATCH_MAX		64
-#define FS_WATCH_QUEUE_MAX	256
-
+#include "../../fs/fs_watch.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_watch.c"
+
+/* Small caps, so that the tests reach them quickly. */
+#define MAX_DIRS	64
+#define MAX_QUEUE	256
 
 /* What the callback records. */
 struct rec {
@@ -134,7 +131,9 @@ watch(const char *dir, bool recursive, struct rec *r)
 
 	memset(r, 0, sizeof(*r));
 	r->root = dir;
-	if ((fw = fs_watch_new(dir, recursive, err, sizeof(err))) == NULL)
+	if ((fw = fs_watch_new(dir, &(struct fs_watch_opts){ .recursive =
+	    recursive, .max_dirs = MAX_DIRS, .max_queue = MAX_QUEUE }, err,
+	    sizeof(err))) == NULL)
 		fprintf(stderr, "  fs_watch_new %s: %s\n", dir, err);
 	return fw;
 }
@@ -270,7 +269,7 @@ test_moves(void)
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	T_EQ_INT(fw->nw, 4);
+	T_EQ_INT(fs_watch_count(fw), 4);
 	/* 1. Within the tree: the paths below follow the move. */
 	rename(t_path(d, "a"), t_path(d, "dst/c"));
 	put(t_path(d, "dst/c/b/f"), "1");
@@ -292,7 +291,7 @@ test_moves(void)
 	r.n = 0;
 	rename(t_path(d, "e"), t_path(o, "e"));
 	T_EQ_INT(pump(fw, &r), 0);
-	T_EQ_INT(fw->nw, 2);	/* the root and dst */
+	T_EQ_INT(fs_watch_count(fw), 2);	/* the root and dst */
 	put(t_path(o, "e/b/h"), "1");
 	put(t_path(o, "e/z"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
@@ -306,7 +305,7 @@ test_moves(void)
 	put(t_path(d, "in/deep/k"), "1");
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "moved_to in/;create in/deep/k;modify in/deep/k");
-	T_EQ_INT(fw->nw, 4);
+	T_EQ_INT(fs_watch_count(fw), 4);
 	T_OK(r.cookies[0] != 0);
 	fs_watch_free(fw);
 out:
@@ -414,7 +413,7 @@ out:
 	t_tmpdir_free(d);
 }
 
-/* Past FS_WATCH_QUEUE_MAX waiting events: one "overflow", then normal. */
+/* Past MAX_QUEUE waiting events: one "overflow", then normal. */
 static void
 test_overflow_queue(void)
 {
@@ -427,12 +426,12 @@ test_overflow_queue(void)
 		goto out;
 	/* The scan of a new directory queues a create for each entry. */
 	mkdir(t_path(d, "s"), 0755);
-	for (int i = 0; i < FS_WATCH_QUEUE_MAX + 50; i++) {
+	for (int i = 0; i < MAX_QUEUE + 50; i++) {
 		snprintf(name, sizeof(name), "s/f%03d", i);
 		put(t_path(d, name), "");
 	}
 	T_EQ_INT(pump(fw, &r), 0);
-	T_EQ_INT(r.n, FS_WATCH_QUEUE_MAX + 1);
+	T_EQ_INT(r.n, MAX_QUEUE + 1);
 	T_EQ_INT(r.overflows, 1);
 	T_EQ_INT(r.last, FS_W_OVERFLOW);
 	T_OK(strncmp(r.log, "create s/;create s/f000;create s/f001;", 38) ==
@@ -470,7 +469,7 @@ out:
 	t_tmpdir_free(d);
 }
 
-/* FS_WATCH_MAX directories: -ENOSPC at the start, silence later. */
+/* MAX_DIRS directories: -ENOSPC at the start, silence later. */
 static void
 test_cap(void)
 {
@@ -478,15 +477,15 @@ test_cap(void)
 	struct fs_watch *fw;
 	struct rec r;
 
-	for (int i = 0; i < FS_WATCH_MAX - 1; i++) {
+	for (int i = 0; i < MAX_DIRS - 1; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
 		mkdir(t_path(d, name), 0755);
 	}
-	/* 1. The root and FS_WATCH_MAX - 1 subdirectories: the cap. */
+	/* 1. The root and MAX_DIRS - 1 subdirectories: the cap. */
 	T_OK((fw = watch(d, true, &r)) != NULL);
 	if (fw == NULL)
 		goto out;
-	T_EQ_INT(fw->nw, FS_WATCH_MAX);
+	T_EQ_INT(fs_watch_count(fw), MAX_DIRS);
 	/* 2. A later directory is reported but not watched. */
 	mkdir(t_path(d, "late"), 0755);
 	T_EQ_INT(pump(fw, &r), 0);
@@ -503,11 +502,12 @@ test_cap(void)
 	T_EQ_INT(pump(fw, &r), 0);
 	T_EQ_STR(r.log, "delete d0/;create late2/;create late2/g;"
 	    "modify late2/g");
-	T_EQ_INT(fw->nw, FS_WATCH_MAX);
+	T_EQ_INT(fs_watch_count(fw), MAX_DIRS);
 	fs_watch_free(fw);
 	/* 4. One directory too many at the start. */
 	errno = 0;
-	fw = fs_watch_new(d, true, err, sizeof(err));
+	fw = fs_watch_new(d, &(struct fs_watch_opts){ .recursive = true,
+	    .max_dirs = MAX_DIRS }, err, sizeof(err));
 	T_OK(fw == NULL);
 	T_EQ_INT(errno, ENOSPC);
 	T_OK(err[0] != '\0');
@@ -527,13 +527,13 @@ test_errors(void)
 	struct fs_watch *fw;
 
 	errno = 0;
-	fw = fs_watch_new("/nonexistent-t_fs_watch/x", false, err,
+	fw = fs_watch_new("/nonexistent-t_fs_watch/x", NULL, err,
 	    sizeof(err));
 	T_OK(fw == NULL);
 	T_EQ_INT(errno, ENOENT);
 	T_OK(strstr(err, "nonexistent-t_fs_watch") != NULL);
 	errno = 0;
-	T_OK(fs_watch_new("", true, err, sizeof(err)) == NULL);
+	T_OK(fs_watch_new("", NULL, err, sizeof(err)) == NULL);
 	T_EQ_INT(errno, EINVAL);
 	fs_watch_free(NULL);
 	T_EQ_STR(fs_watch_kind_name(FS_W_CREATE), "create");
