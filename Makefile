@@ -118,14 +118,14 @@ valgrind: $(B)/execd $(UNIT_BIN) $(REPLAY_BIN)
 	@VALGRIND=1 sh tests/run.sh $(B)
 
 format:
-	clang-format -i execd/*.[ch] sse/*.[ch] fs/*.[ch] tests/unit/*.c \
+	clang-format -i execd/*.[ch] sse/*.[ch] fs/*.[ch] util/*.h tests/unit/*.c \
 	    tests/fuzz/*.c
 
 lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 \
 	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) \
 	    --include=tests/cppcheck.h \
-	    execd sse fs kernelproto
+	    execd sse fs kernelproto util
 	/usr/bin/python3 -m pyflakes tests bench
 
 clean:

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/utf8.h"
 #include "kp_connfile.h"
 
 static const char *const chan_names[KP_NCHAN] = {
@@ -76,40 +77,11 @@ seterr(char *err, size_t errlen, const char *fmt, ...)
 static bool
 utf8_ok(const unsigned char *p, size_t n)
 {
-	size_t i = 0, len;
-	unsigned int cp;
+	size_t len;
 
-	while (i < n) {
-		if (p[i] == 0)
+	for (size_t i = 0; i < n; i += len)
+		if (p[i] == 0 || (len = utf8_len(p + i, n - i)) == 0)
 			return false;
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if (p[i] >= 0xc2 && p[i] <= 0xdf) {
-			len = 2;
-			cp = p[i] & 0x1f;
-		} else if (p[i] >= 0xe0 && p[i] <= 0xef) {
-			len = 3;
-			cp = p[i] & 0x0f;
-		} else if (p[i] >= 0xf0 && p[i] <= 0xf4) {
-			len = 4;
-			cp = p[i] & 0x07;
-		} else
-			return false;
-		if (n - i < len)
-			return false;
-		for (size_t k = 1; k < len; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (p[i + k] & 0x3f);
-		}
-		if ((len == 3 && cp < 0x800) ||
-		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += len;
-	}
 	return true;
 }
 

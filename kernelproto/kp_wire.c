@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "kp_wire.h"
 
 #define DELIM_LEN	(sizeof(KP_DELIM) - 1)
@@ -61,43 +62,6 @@ copy_blobs(const struct kp_part *f, size_t n)
 		b[i].n = f[i].n;
 	}
 	return b;
-}
-
-/*
- * Length of a valid UTF-8 sequence at s (n bytes left), or 0.  Overlong
- * forms, surrogates and values past U+10FFFF are not valid.
- */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0], cp;
-	size_t len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
 }
 
 /* The value of the "\uXXXX" escape at s, or -1 if there is none. */
@@ -160,7 +124,7 @@ load_lenient(const void *p, size_t n, json_error_t *e)
 		} else if (s[i] == '\\' && i + 1 < n) {
 			t[k++] = s[i++];	/* any other escape, whole */
 			t[k++] = s[i++];
-		} else if ((len = utf8_seq(s + i, n - i)) == 0) {
+		} else if ((len = utf8_len(s + i, n - i)) == 0) {
 			memcpy(t + k, "\xef\xbf\xbd", 3);
 			k += 3;
 			i++;

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
 #include "sse_fmt.h"
 
 static void	 grow(struct sse_buf *, size_t);
-static size_t	 utf8_len(const unsigned char *, size_t);
 static int	 cmp_keys(const void *, const void *);
 
 static void
@@ -100,43 +100,6 @@ sse_buf_consume(struct sse_buf *b, size_t n)
 	}
 	if (b->p != NULL)
 		b->p[b->len] = '\0';
-}
-
-/*
- * Length of the valid UTF-8 sequence at s, or 0 if the bytes there are not
- * one (overlong forms, surrogates and values past U+10FFFF included).
- */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0], cp;
-	size_t len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
 }
 
 /* Quote and escape s[0..n) the way upstream's JSON encoder does. */
