@@ -53,7 +53,6 @@ import signal
 import socket
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,164 +60,27 @@ import uuid
 
 import zmq
 
+from benchlib import (START_TIMEOUT, Execd, die, free_port, now_us,
+                      on_signal, read, spawn, stop, stop_all)
+
 WARMUPS = 10
 BLOCK = 10          # round trips per side before switching sides
 TIMEOUT = 30        # seconds, for one reply or one readiness wait
 CODE = "1+1"
-START_TIMEOUT = 30  # seconds for a server to answer
 READY_TIMEOUT = 60  # seconds for a pool kernel to be ready
 
 QUICKACK = getattr(socket, "TCP_QUICKACK", 12)
-_procs = []         # (Popen, name) still to stop
-
-
-def now_us():
-    """CLOCK_MONOTONIC in microseconds."""
-    return time.monotonic_ns() // 1000
-
-
-def die(msg):
-    raise RuntimeError(msg)
-
-
-def on_signal(signum, frame):
-    """SIGTERM/SIGINT/SIGHUP: unwind, so that every finally runs."""
-    raise SystemExit(128 + signum)
-
-
-# --- processes -------------------------------------------------------------
-
-def children(pid):
-    """Pids whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        if int(st[st.rindex(")") + 2:].split()[1]) == pid:
-            out.append(int(d))
-    return out
-
-
-def gone(pid):
-    """True when pid no longer runs (or is a zombie)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            st = f.read()
-    except OSError:
-        return True
-    return st[st.rindex(")") + 2] == "Z"
-
-
-def stop(proc, grace=5.0):
-    """SIGTERM, wait at most grace seconds, then SIGKILL; reap it."""
-    _procs[:] = [p for p in _procs if p[0] is not proc]
-    if proc.poll() is not None:
-        return proc.returncode
-    kids = children(proc.pid)
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(grace)
-    # Kernels it started and left behind (execd reaps its own; this is
-    # for a server that did not).
-    deadline = time.monotonic() + 2
-    for k in kids:
-        while not gone(k) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if not gone(k):
-            try:
-                os.kill(k, signal.SIGKILL)
-            except OSError:
-                pass
-    return proc.returncode
-
-
-def stop_all():
-    for proc, _ in list(_procs):
-        stop(proc)
-
-
-def spawn(name, argv, log_path, env=None):
-    log = open(log_path, "wb")
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=log, env=env)
-    finally:
-        log.close()
-    _procs.append((proc, name))
-    return proc
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # --- execd ------------------------------------------------------------------
 
-class Execd:
-    """One execd on 127.0.0.1 at a port it picks, with one keep-alive
-    HTTP connection."""
-
-    def __init__(self, binary, tmp, name, *args):
-        self.log_path = os.path.join(tmp, name + ".log")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("EXECD_")}
-        self.proc = spawn(name, [binary, "--listen", "127.0.0.1:0",
-                                 "--runtime-dir",
-                                 os.path.join(tmp, name + "-runtime")]
-                          + list(args), self.log_path, env)
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)",
-                          read(self.log_path))
-            if m:
-                self.port = int(m.group(1))
-                break
-            if self.proc.poll() is not None:
-                die("execd exited with %s at start: %s"
-                    % (self.proc.returncode, read(self.log_path)[-600:]))
-            if time.monotonic() > deadline:
-                die("execd did not start: " + read(self.log_path)[-600:])
-            time.sleep(0.01)
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
-                                               timeout=TIMEOUT)
-        self.request("GET", "/ping")
-
-    def request(self, method, path, body=None):
-        """(status, body bytes) on the keep-alive connection."""
-        hdrs = {}
-        if body is not None:
-            body = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        self.conn.request(method, path, body=body, headers=hdrs)
-        r = self.conn.getresponse()
-        return r.status, r.read()
-
-    def json(self, method, path, body=None, want=200):
-        st, data = self.request(method, path, body)
-        if st != want:
-            die("execd: %s %s: %d %s" % (method, path, st, data[:400]))
-        return json.loads(data) if data else None
-
-    def close(self):
-        self.conn.close()
-        return stop(self.proc)
+def start_execd(binary, tmp, name, *args):
+    """An execd with a runtime dir of its own, once it answers /ping."""
+    ex = Execd(binary, tmp, "--runtime-dir",
+               os.path.join(tmp, name + "-runtime"), *args, name=name,
+               timeout=TIMEOUT)
+    ex.request("GET", "/ping")
+    return ex
 
 
 def execd_run(ex, body):
@@ -370,7 +232,7 @@ class JupyterServer:
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "server.log")
-        self.proc = spawn("jupyter-server", [
+        self.proc = spawn([
             python, "-m", "jupyter_server", "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             "--ServerApp.port=%d" % self.port,
@@ -584,7 +446,7 @@ def cmd_exec(binary, n, tmp):
     ex = js = zc = ws = None
     ctx_id = None
     try:
-        ex = Execd(binary, tmp, "execd", "--log-level", "warn")
+        ex = start_execd(binary, tmp, "execd", "--log-level", "warn")
         ctx_id = ex.json("POST", "/code/context", {"language": "python"})["id"]
         info = ex.json("GET", "/code/contexts/%s/connection" % ctx_id)
         for f in ("transport", "ip", "key", "shell_port", "iopub_port",
@@ -685,14 +547,14 @@ def create_delete(ex):
 
 def cmd_context(binary, n, tmp):
     nopool, pool = [], []
-    ex = Execd(binary, tmp, "execd-nopool", "--log-level", "info")
+    ex = start_execd(binary, tmp, "execd-nopool", "--log-level", "info")
     try:
         for _ in range(n):
             nopool.append(create_delete(ex))
     finally:
         ex.close()
-    ex = Execd(binary, tmp, "execd-pool", "--log-level", "info",
-               "--pool", "python=1")
+    ex = start_execd(binary, tmp, "execd-pool", "--log-level", "info",
+                     "--pool", "python=1")
     try:
         for i in range(n):
             wait_log(ex, READY, i + 1, READY_TIMEOUT,
@@ -717,7 +579,7 @@ def spawn_true(sh="/bin/sh"):
 
 def cmd_command(binary, n, tmp):
     """POST /command of `true` to its final event, vs spawning it."""
-    ex = Execd(binary, tmp, "execd-command", "--log-level", "warn")
+    ex = start_execd(binary, tmp, "execd-command", "--log-level", "warn")
     body = json.dumps({"command": "true"}).encode()
     ours, base, bash = [], [], []
     try:

@@ -29,10 +29,8 @@ Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM.
 """
 
-import http.client
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -41,117 +39,16 @@ import tempfile
 import threading
 import time
 
-START_TIMEOUT = 30
+from benchlib import (Execd, children, die, fds, now_us, on_signal,
+                      rss_kib, stop_all)
+
 TIMEOUT = 120
-_procs = []
 
 
-def now_us():
-    return time.monotonic_ns() // 1000
-
-
-def die(msg):
-    raise RuntimeError(msg)
-
-
-def on_signal(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    die("no VmRSS for pid %d" % pid)
-
-
-def fds(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def children(pid):
-    """(pid, state) of the processes whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        rest = st[st.rindex(")") + 2:].split()
-        if int(rest[1]) == pid:
-            out.append((int(d), rest[0]))
-    return out
-
-
-class Execd:
-    """One execd on a free port of 127.0.0.1, one keep-alive connection."""
-
-    def __init__(self, binary, tmp, *args):
-        self.log_path = os.path.join(tmp, "execd.log")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("EXECD_")}
-        env["TMPDIR"] = tmp
-        log = open(self.log_path, "wb")
-        try:
-            self.proc = subprocess.Popen(
-                [binary, "--listen", "127.0.0.1:0", "--log-level", "warn"]
-                + list(args), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=log, env=env)
-        finally:
-            log.close()
-        _procs.append(self.proc)
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)",
-                          read(self.log_path))
-            if m:
-                self.port = int(m.group(1))
-                break
-            if self.proc.poll() is not None:
-                die("execd exited at start: " + read(self.log_path)[-600:])
-            if time.monotonic() > deadline:
-                die("execd did not start: " + read(self.log_path)[-600:])
-            time.sleep(0.01)
-        self.conn = self.connect()
-
-    def connect(self):
-        return http.client.HTTPConnection("127.0.0.1", self.port,
-                                          timeout=TIMEOUT)
-
-    def request(self, method, path, body=None):
-        hdrs = {}
-        if body is not None:
-            body = json.dumps(body).encode()
-            hdrs["Content-Type"] = "application/json"
-        self.conn.request(method, path, body=body, headers=hdrs)
-        r = self.conn.getresponse()
-        return r.status, r.read()
-
-    def close(self):
-        self.conn.close()
-        stop(self.proc)
-
-
-def stop(proc, grace=10.0):
-    if proc in _procs:
-        _procs.remove(proc)
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def start_execd(binary, tmp):
+    """An execd of ours, its temporary files under tmp."""
+    return Execd(binary, tmp, "--log-level", "warn", env={"TMPDIR": tmp},
+                 timeout=TIMEOUT)
 
 
 def wait_until(pred, what, timeout=60):
@@ -189,7 +86,7 @@ def cmd_hold(binary, n, tmp):
                 pass
         for p in pids:
             os.waitpid(p, 0)
-    ex = Execd(binary, tmp)
+    ex = start_execd(binary, tmp)
     try:
         st, _ = ex.request("GET", "/ping")
         time.sleep(0.2)
@@ -241,7 +138,7 @@ def cmd_stream(binary, mib, tmp):
     subprocess.run(["/bin/sh", "-c", gen + " >/dev/null"], check=True,
                    timeout=TIMEOUT)
     base_us = now_us() - t0
-    ex = Execd(binary, tmp)
+    ex = start_execd(binary, tmp)
     peak = [0]
     done = threading.Event()
 
@@ -310,8 +207,7 @@ def main(argv):
         sys.stderr.write("command_bench.py: %s\n" % e)
         return 1
     finally:
-        for p in list(_procs):
-            stop(p)
+        stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

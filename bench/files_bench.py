@@ -35,6 +35,8 @@ import tempfile
 import threading
 import time
 
+import benchlib
+
 BLOCK = 1 << 20
 
 
@@ -44,14 +46,11 @@ def die(msg):
 
 
 def rss_kib(pid):
+    """VmRSS of pid in KiB, 0 when it cannot be read."""
     try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+        return benchlib.rss_kib(pid)
+    except (OSError, RuntimeError):
+        return 0
 
 
 class Sampler:
@@ -145,14 +144,6 @@ def dd(target, mib):
     return time.monotonic() - t0
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def main(argv):
     if len(argv) != 5:
         die("usage: files_bench.py EXECD NGINX_PORT NGINX_ROOT MIB")
@@ -162,7 +153,7 @@ def main(argv):
     with open(big, "wb") as f:
         for _ in range(mib):
             f.write(block)
-    port = free_port()
+    port = benchlib.free_port()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([execd, "--listen", "127.0.0.1:%d" % port,
                              "--log-level", "warn"], stdout=log, stderr=log)

@@ -22,17 +22,13 @@ started here is shut down, even on failure.
 import os
 import statistics
 import sys
-import time
 
 from jupyter_client import BlockingKernelClient, KernelManager
 
+from benchlib import now_us
+
 WARMUPS = 10
 TIMEOUT = 30  # seconds, for one message or one readiness wait
-
-
-def now_us():
-    """CLOCK_MONOTONIC in microseconds."""
-    return time.monotonic_ns() // 1000
 
 
 def round_trip(kc):

@@ -20,10 +20,8 @@ Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM.
 """
 
-import http.client
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -35,62 +33,10 @@ import time
 
 import websocket
 
-START_TIMEOUT = 30
+from benchlib import Execd, die, now_us, on_signal, procs, stop, stop_all
+
 TIMEOUT = 10
 COMMAND = "stty raw -echo; echo READY; exec cat"
-_procs = []
-
-
-def now_us():
-    return time.monotonic_ns() // 1000
-
-
-def die(msg):
-    raise RuntimeError(msg)
-
-
-def on_signal(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
-
-
-def stop(proc, grace=10.0):
-    if proc in _procs:
-        _procs.remove(proc)
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def start_execd(binary, tmp):
-    """execd on a free port: (proc, port)."""
-    log_path = os.path.join(tmp, "execd.log")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EXECD_")}
-    env["TMPDIR"] = tmp
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--log-level", "warn"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    _procs.append(proc)
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", read(log_path))
-        if m:
-            return proc, int(m.group(1))
-        if proc.poll() is not None:
-            die("execd exited at start: " + read(log_path)[-600:])
-        if time.monotonic() > deadline:
-            die("execd did not start: " + read(log_path)[-600:])
-        time.sleep(0.01)
 
 
 def percentiles(xs):
@@ -103,9 +49,10 @@ def keys(n):
 
 
 def via_execd(binary, n, tmp):
-    proc, port = start_execd(binary, tmp)
+    ex = Execd(binary, tmp, "--log-level", "warn", env={"TMPDIR": tmp},
+               timeout=TIMEOUT)
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+        conn, port = ex.conn, ex.port
         conn.request("POST", "/pty", body=json.dumps({"command": COMMAND}))
         r = conn.getresponse()
         body = r.read()
@@ -140,7 +87,7 @@ def via_execd(binary, n, tmp):
         conn.close()
         return times
     finally:
-        stop(proc)
+        ex.close()
 
 
 def via_local_pty(n):
@@ -149,7 +96,7 @@ def via_local_pty(n):
         ["/bin/bash", "--norc", "--noprofile", "-c", COMMAND],
         stdin=s, stdout=s, stderr=s, start_new_session=True,
         close_fds=True)
-    _procs.append(proc)
+    procs.append(proc)
     os.close(s)
     try:
         poller = select.poll()
@@ -191,8 +138,7 @@ def main(argv):
         print(e_med, b_med, e_p99, b_p99)
         return 0
     finally:
-        for p in list(_procs):
-            stop(p)
+        stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
