@@ -66,12 +66,12 @@ struct collect {
 };
 
 /* The requests whose work may take long run it on a worker (work.h). */
-enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP };
+enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP, OP_WATCH };
 
 struct fs_job {
 	struct http_req	*req;		/* NULL once the request is gone */
 	enum fs_op	 op;
-	char		 path[PATH_MAX];	/* list, search, grep */
+	char		 path[PATH_MAX];	/* list, search, grep, watch */
 	char		*pattern;	/* search, grep */
 	int		 depth;		/* list */
 	bool		 file;		/* search: path is not a directory */
@@ -79,6 +79,8 @@ struct fs_job {
 	size_t		 max;		/* grep */
 	bool		 truncated;	/* grep */
 	bool		 verbose;	/* replace */
+	bool		 recursive;	/* watch */
+	struct fs_watch	*watch;		/* watch: made on the worker */
 	json_t		*items;		/* rmtree, replace: what to do */
 	json_t		*out;		/* the answer, built on the worker */
 	size_t		 failed;	/* index of the item that failed */
@@ -108,6 +110,7 @@ static void	 job_cancel(struct http_req *, void *);
 static void	 job_run(void *);
 static void	 job_done(void *);
 static void	 job_reply(struct http_req *, struct fs_job *);
+static void	 watch_open(struct http_req *, struct fs_watch *);
 static void	 watch_ready(struct loop *, int, void *, int, void *);
 static int	 watch_event(const struct fs_watch_event *, void *);
 static void	 watch_push(struct watch *, json_t *);
@@ -204,6 +207,7 @@ static void
 job_free(struct fs_job *j)
 {
 	free(j->pattern);
+	fs_watch_free(j->watch);
 	json_decref(j->items);
 	json_decref(j->out);
 	free(j);
@@ -289,6 +293,13 @@ job_run(void *arg)
 		j->rc = fs_grep(j->path, j->pattern, j->flags, j->max,
 		    grep_one, j->out, &j->truncated, j->err, sizeof(j->err));
 		return;
+	case OP_WATCH:
+		/* A recursive watch scans the tree: seconds on a big one. */
+		j->watch = fs_watch_new(j->path, &(struct fs_watch_opts){
+		    .recursive = j->recursive }, j->err, sizeof(j->err));
+		if (j->watch == NULL)
+			j->rc = -errno;
+		return;
 	}
 }
 
@@ -347,6 +358,10 @@ job_reply(struct http_req *req, struct fs_job *j)
 				http_reply_errno(req, j->rc, "error searching "
 				    "%s: %s", j->path, err);
 			break;
+		case OP_WATCH:
+			http_reply_errno(req, j->rc, "cannot watch %s: %s",
+			    j->path, err);
+			break;
 		}
 		return;
 	}
@@ -371,6 +386,10 @@ job_reply(struct http_req *req, struct fs_job *j)
 		http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches",
 		    j->out, "truncated", j->truncated));
 		j->out = NULL;
+		break;
+	case OP_WATCH:
+		watch_open(req, j->watch);
+		j->watch = NULL;
 		break;
 	}
 }
@@ -888,20 +907,23 @@ void
 route_files_watch(struct http_req *req)
 {
 	const char *rec = http_req_query(req, "recursive");
-	char path[PATH_MAX], err[ERRLEN];
-	struct watch *w;
-	struct fs_watch *fw;
+	char path[PATH_MAX];
+	struct fs_job *j;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
-	err[0] = '\0';
-	fw = fs_watch_new(path, &(struct fs_watch_opts){ .recursive =
-	    rec != NULL && strcmp(rec, "true") == 0 }, err, sizeof(err));
-	if (fw == NULL) {
-		http_reply_errno(req, -errno, "cannot watch %s: %s", path,
-		    err[0] ? err : strerror(errno));
-		return;
-	}
+	j = job_new(OP_WATCH);
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->recursive = rec != NULL && strcmp(rec, "true") == 0;
+	job_start(req, j);
+}
+
+/* The watch is in place: stream its events (fw is consumed). */
+static void
+watch_open(struct http_req *req, struct fs_watch *fw)
+{
+	struct watch *w;
+
 	w = xcalloc(1, sizeof(*w));
 	w->loop = http_req_loop(req);
 	w->w = fw;

@@ -706,6 +706,52 @@ def test_watch_streams_events_until_the_client_leaves():
     shutil.rmtree(t)
 
 
+def test_watch_setup_does_not_stall_other_requests():
+    # A recursive watch scans the whole tree first (8000 directories
+    # here); that runs on a worker thread, so the loop keeps answering.
+    t = tmpdir()
+    for i in range(80):
+        for j in range(100):
+            sub = "%s/d%d/s%d" % (t, i, j)
+            os.makedirs(sub)
+            for k in range(5):
+                open("%s/f%d" % (sub, k), "wb").close()
+    q = urllib.parse.quote(t)
+    with Execd() as d:
+        setups = []
+
+        def watch():
+            for _ in range(3):
+                s = socket.create_connection(("127.0.0.1", d.port),
+                                             timeout=60)
+                t0 = time.monotonic()
+                s.sendall(b"GET /files/watch?recursive=true&path=" +
+                          q.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    got = s.recv(4096)
+                    if not got:
+                        break
+                    buf += got
+                setups.append((time.monotonic() - t0, buf[:15]))
+                s.close()
+        th = threading.Thread(target=watch)
+        th.start()
+        c = d.conn()
+        worst = 0
+        while th.is_alive():
+            t0 = time.monotonic()
+            st, _, _ = d.request("GET", "/ping", conn=c)
+            assert st == 200
+            worst = max(worst, time.monotonic() - t0)
+        th.join()
+        assert [b for _, b in setups] == [b"HTTP/1.1 200 OK"] * 3, setups
+        fastest = min(secs for secs, _ in setups)
+        assert fastest > 0.03, setups       # long enough to tell
+        assert worst < fastest / 3, (worst, setups)
+    shutil.rmtree(t)
+
+
 def fd_links(d):
     fdir = "/proc/%d/fd" % d.proc.pid
     return sorted(os.readlink(os.path.join(fdir, n)) for n in os.listdir(fdir))
