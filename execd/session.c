@@ -93,11 +93,14 @@ start_shell(struct session *s, char *err, size_t errlen)
 	 * one of the shell's own loops.  The INT trap returns from the
 	 * innermost function or the sourced file; the DEBUG trap (inherited
 	 * by functions through functrace) keeps returning, level by level,
-	 * until the sourced file is left.
+	 * until the sourced file is left.  Between runs (a timeout's signal
+	 * can come late) there is nothing to return from: the trap does
+	 * nothing.
 	 */
 	static const char init[] = "shopt -s expand_aliases\n"
 	    "set -o functrace\n"
-	    "trap '__execd_int=1; return 130' INT\n"
+	    "trap '[[ ${#BASH_SOURCE[@]} -gt 0 ]] && "
+	    "{ __execd_int=1; return 130; }' INT\n"
 	    "trap '[[ -n $__execd_int && ${#BASH_SOURCE[@]} -gt 0 ]] && "
 	    "return 130' DEBUG\n";
 	char *argv[] = { (char *)(uintptr_t)"/bin/bash",

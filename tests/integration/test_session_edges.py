@@ -470,6 +470,23 @@ def test_timeout_stops_the_run_and_keeps_the_state():
         assert lines(evs, "stdout") == ["in-time"], evs
 
 
+def test_an_interrupt_that_comes_after_the_run_changes_nothing():
+    # A timeout's SIGINT can reach the shell after the run's code has
+    # ended (execd descheduled between signalling the child and the
+    # shell).  The shell is then between runs: the signal must not
+    # print an error, nor end the next run early.
+    with Execd() as d:
+        sid = new_session(d)
+        assert out(d, sid, "V=kept; (sleep 0.3; kill -INT $$) "
+                   ">/dev/null 2>&1 &") == []
+        time.sleep(1)
+        st, evs = run(d, sid, "echo $V; echo next")
+        assert st == 200, evs
+        ok(evs)
+        assert lines(evs, "stdout") == ["kept", "next"], evs
+        assert lines(evs, "stderr") == [], evs
+
+
 def test_timeout_escalates_to_sigkill():
     with Execd("--grace-period", "500") as d:
         sid = new_session(d)
