@@ -14,7 +14,7 @@ socket for Jupyter Server's WebSocket.
       dirs) with one python3 kernel (POST /api/kernels) and open
       /api/kernels/{id}/channels.  After 10 warm-ups on each side, run
       "1+1" N times on each side, in alternating blocks of 10 so that
-      drift on a shared machine hits all three alike:
+      drift on a shared machine hits all four alike:
         execd       POST /code {"code":"1+1","context":{"id":...}} on one
                     keep-alive connection, until the whole stream (its
                     final event is execution_complete) is read;
@@ -22,10 +22,13 @@ socket for Jupyter Server's WebSocket.
                     execute_reply and the iopub status idle of that msg_id
                     are in (what execd waits for before execution_complete);
         jupyter     the same execute_request as a JSON text frame on the
-                    WebSocket, until the reply and the idle are in.
+                    WebSocket, until the reply and the idle are in;
+        fresh       as jupyter, on a new WebSocket for each run (what
+                    upstream's daemon does).
       Prints "execd_med execd_min zmq_med zmq_min jup_med jup_min
-      execd_headers_med" in microseconds, the last being the median time
-      from sending POST /code to its response headers.
+      fresh_med fresh_min execd_headers_med" in microseconds, the last
+      being the median time from sending POST /code to its response
+      headers.
   code_bench.py context EXECD N
       N times POST /code/context {"language":"python"} on an execd without
       a pool (each context deleted, and its kernel reaped, before the
