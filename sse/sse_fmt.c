@@ -88,6 +88,32 @@ sse_buf_addf(struct sse_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* Append v in decimal, without printf (events carry several numbers). */
+void
+sse_buf_addu(struct sse_buf *b, unsigned long long v)
+{
+	char tmp[20], *p = tmp + sizeof(tmp);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	sse_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/* Append v in decimal; see sse_buf_addu. */
+void
+sse_buf_addi(struct sse_buf *b, long long v)
+{
+	if (v < 0) {
+		sse_buf_add(b, "-", 1);
+		/* Negate as unsigned: -LLONG_MIN does not fit a long long. */
+		sse_buf_addu(b, 0ULL - (unsigned long long)v);
+	} else {
+		sse_buf_addu(b, (unsigned long long)v);
+	}
+}
+
 /* Drop the first n bytes (all of them if n is larger). */
 void
 sse_buf_consume(struct sse_buf *b, size_t n)
@@ -286,7 +312,7 @@ sse_fmt_json(struct sse_buf *b, const json_t *v)
 		sse_fmt_string(b, json_string_value(v), json_string_length(v));
 		return 0;
 	case JSON_INTEGER:
-		sse_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		sse_buf_addi(b, (long long)json_integer_value(v));
 		return 0;
 	case JSON_REAL:
 		sse_fmt_double(b, json_real_value(v));
@@ -315,13 +341,16 @@ sse_fmt_event(struct sse_buf *b, const struct sse_event *ev)
 		sse_fmt_string(b, ev->text, ev->text_len ? ev->text_len :
 		    strlen(ev->text));
 	}
-	if (ev->execution_count != 0)
-		sse_buf_addf(b, ",\"execution_count\":%lld",
-		    ev->execution_count);
-	if (ev->execution_time != 0)
-		sse_buf_addf(b, ",\"execution_time\":%lld",
-		    ev->execution_time);
-	sse_buf_addf(b, ",\"timestamp\":%lld", (long long)ev->timestamp);
+	if (ev->execution_count != 0) {
+		sse_buf_adds(b, ",\"execution_count\":");
+		sse_buf_addi(b, ev->execution_count);
+	}
+	if (ev->execution_time != 0) {
+		sse_buf_adds(b, ",\"execution_time\":");
+		sse_buf_addi(b, ev->execution_time);
+	}
+	sse_buf_adds(b, ",\"timestamp\":");
+	sse_buf_addi(b, (long long)ev->timestamp);
 	if (ev->results != NULL) {
 		sse_buf_adds(b, ",\"results\":");
 		sse_fmt_json(b, ev->results);
@@ -330,7 +359,9 @@ sse_fmt_event(struct sse_buf *b, const struct sse_event *ev)
 		sse_buf_adds(b, ",\"error\":");
 		sse_fmt_json(b, ev->error);
 	}
-	if (ev->seq != 0)
-		sse_buf_addf(b, ",\"seq\":%llu", (unsigned long long)ev->seq);
+	if (ev->seq != 0) {
+		sse_buf_adds(b, ",\"seq\":");
+		sse_buf_addu(b, (unsigned long long)ev->seq);
+	}
 	sse_buf_add(b, "}\n\n", 3);
 }

@@ -32,6 +32,8 @@ void	sse_buf_add(struct sse_buf *, const void *, size_t);
 void	sse_buf_adds(struct sse_buf *, const char *);
 void	sse_buf_addf(struct sse_buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
+void	sse_buf_addi(struct sse_buf *, long long);	/* as %lld */
+void	sse_buf_addu(struct sse_buf *, unsigned long long);	/* %llu */
 void	sse_buf_consume(struct sse_buf *, size_t);	/* drop n from front */
 
 /*

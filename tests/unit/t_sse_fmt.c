@@ -10,6 +10,7 @@
  * Nothing here does I/O.
  */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +171,40 @@ test_buf_basics(void)
 	T_EQ_INT(b.len, 0);
 	sse_buf_adds(&b, "reused");
 	T_EQ_STR(b.p, "reused");
+	sse_buf_reset(&b);
+}
+
+/* Integers in decimal, as printf's %lld and %llu write them. */
+static void
+test_buf_integers(void)
+{
+	static const long long iv[] = { 0, 1, -1, 9, 10, -10, 99, 100,
+	    1796049233898LL, -1796049233898LL, LLONG_MAX, LLONG_MIN,
+	    LLONG_MIN + 1 };
+	static const unsigned long long uv[] = { 0, 1, 10, 18446744073709ULL,
+	    ULLONG_MAX, ULLONG_MAX - 1 };
+	char want[32];
+	struct sse_buf b;
+
+	sse_buf_init(&b);
+	for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
+		sse_buf_consume(&b, b.len);
+		sse_buf_addi(&b, iv[i]);
+		snprintf(want, sizeof(want), "%lld", iv[i]);
+		T_EQ_STR(b.p, want);
+		T_EQ_INT(b.len, strlen(want));
+	}
+	for (size_t i = 0; i < sizeof(uv) / sizeof(uv[0]); i++) {
+		sse_buf_consume(&b, b.len);
+		sse_buf_addu(&b, uv[i]);
+		snprintf(want, sizeof(want), "%llu", uv[i]);
+		T_EQ_STR(b.p, want);
+	}
+	sse_buf_consume(&b, b.len);
+	sse_buf_adds(&b, "a");
+	sse_buf_addi(&b, -5);
+	sse_buf_adds(&b, "b");
+	T_EQ_STR(b.p, "a-5b");
 	sse_buf_reset(&b);
 }
 
@@ -642,6 +677,7 @@ test_event_append(void)
 static const struct t_case cases[] = {
 	{ "buf basics", test_buf_basics },
 	{ "buf growth", test_buf_growth },
+	{ "buf integers", test_buf_integers },
 	{ "string ascii", test_string_ascii },
 	{ "string control", test_string_control },
 	{ "string utf8", test_string_utf8 },
