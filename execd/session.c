@@ -423,14 +423,19 @@ on_kill(struct loop *l, uint64_t id, void *arg)
 		kill(-s->pid, SIGKILL);
 }
 
-/* SIGINT to what the current run started; -ESRCH when nothing runs. */
+/*
+ * SIGINT to what the current run started; -ESRCH when nothing runs.  The
+ * shell first: a child that died of our signal before the shell had its
+ * own would let the shell reap it and go on to the run's next command.
+ * Signalled while it waits, bash runs its INT trap once the child is gone.
+ */
 int
 session_interrupt(struct session *s)
 {
 	if (!s->active || s->pid == 0)
 		return -ESRCH;
-	signal_descendants(s->pid, SIGINT);
 	kill(s->pid, SIGINT);
+	signal_descendants(s->pid, SIGINT);
 	return 0;
 }
 

@@ -337,6 +337,22 @@ def test_idle_contexts_are_culled_but_not_while_running():
         assert wait_for(lambda: d.get_json("/code/contexts")[1] == [], 10)
 
 
+def test_bash_interrupts_never_let_the_next_command_run():
+    # The shell is signalled before what it runs: a child that died first
+    # would let it reap the child and start the next command.  Under load
+    # the old order let "not-reached" through a few times in a hundred.
+    with Execd() as d:
+        st, evs = run_code(d, "true", language="bash")
+        cid = evs[0]["text"]
+        for _ in range(40):
+            evs = interrupted_run(d, cid, "sleep 100; echo not-reached",
+                                  after=0.05)
+            assert "not-reached" not in texts(evs, "stdout"), evs
+            assert [e for e in evs if e["type"] == "error"], evs
+        st, evs = run_code(d, "echo still-here", id=cid)
+        assert texts(evs, "stdout") == "still-here\n", evs
+
+
 def test_bash_contexts_are_shell_sessions_without_a_bash_kernel():
     with Execd() as d:
         st, evs = run_code(d, "x=42; cd /tmp; f() { echo fn; }",
