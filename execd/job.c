@@ -8,7 +8,6 @@
  * caller's business.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,9 +81,7 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	sse_buf_init(&j->inq);
 	if (o->stdin_pipe) {
 		/* Our end only is non-blocking, as for the output pipes. */
-		if (pipe2(p0, O_CLOEXEC) < 0 ||
-		    fcntl(p0[1], F_SETFL, O_NONBLOCK) < 0) {
-			rc = -errno;
+		if ((rc = spawn_pipe(p0, 1)) < 0) {
 			snprintf(err, errlen, "pipe: %s", strerror(-rc));
 			goto fail;
 		}
@@ -101,10 +98,8 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 		 * Only our ends are non-blocking: a child writing faster
 		 * than we read must block, not fail with EAGAIN.
 		 */
-		if (pipe2(p1, O_CLOEXEC) < 0 || pipe2(p2, O_CLOEXEC) < 0 ||
-		    fcntl(p1[0], F_SETFL, O_NONBLOCK) < 0 ||
-		    fcntl(p2[0], F_SETFL, O_NONBLOCK) < 0) {
-			rc = -errno;
+		if ((rc = spawn_pipe(p1, 0)) < 0 ||
+		    (rc = spawn_pipe(p2, 0)) < 0) {
 			snprintf(err, errlen, "pipe: %s", strerror(-rc));
 			goto fail;
 		}
@@ -133,14 +128,9 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	*out = j;
 	return 0;
 fail:
-	for (int i = 0; i < 2; i++) {
-		if (p0[i] >= 0)
-			close(p0[i]);
-		if (p1[i] >= 0)
-			close(p1[i]);
-		if (p2[i] >= 0)
-			close(p2[i]);
-	}
+	spawn_pipe_close(p0);
+	spawn_pipe_close(p1);
+	spawn_pipe_close(p2);
 	free(j);
 	return rc;
 }

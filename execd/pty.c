@@ -231,14 +231,9 @@ spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
 	p->err_fd = er[0];
 	return 0;
 fail:
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-		if (er[i] >= 0)
-			close(er[i]);
-	}
+	spawn_pipe_close(in);
+	spawn_pipe_close(out);
+	spawn_pipe_close(er);
 	return rc;
 }
 

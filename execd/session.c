@@ -139,16 +139,10 @@ start_shell(struct session *s, char *err, size_t errlen)
 	log_info("session=%s pid=%ld shell started", s->id, (long)s->pid);
 	return 0;
 fail:
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-		if (er[i] >= 0)
-			close(er[i]);
-		if (st[i] >= 0)
-			close(st[i]);
-	}
+	spawn_pipe_close(in);
+	spawn_pipe_close(out);
+	spawn_pipe_close(er);
+	spawn_pipe_close(st);
 	return rc;
 }
 

@@ -153,12 +153,21 @@ spawn_pipe(int fds[2], int ours)
 		return -errno;
 	if (fcntl(fds[ours], F_SETFL, O_NONBLOCK) < 0) {
 		e = errno;
-		close(fds[0]);
-		close(fds[1]);
-		fds[0] = fds[1] = -1;
+		spawn_pipe_close(fds);
 		return -e;
 	}
 	return 0;
+}
+
+/* Close what is open of a pipe; see spawn.h. */
+void
+spawn_pipe_close(int fds[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
 }
 
 /* The child's entry on its own stack: its end of the pipe stays open. */

@@ -44,5 +44,7 @@ int	spawn_start(const struct spawn_opts *, pid_t *pid, char *err,
  * both -1).
  */
 int	spawn_pipe(int fds[2], int ours);
+/* Close whichever ends of a pipe are open (>= 0); both become -1. */
+void	spawn_pipe_close(int fds[2]);
 
 #endif
