@@ -51,20 +51,18 @@ import json
 import os
 import re
 import secrets
-import shutil
-import signal
 import socket
 import statistics
 import struct
 import sys
-import tempfile
 import time
 import uuid
 
 import zmq
 
-from benchlib import (START_TIMEOUT, Execd, die, free_port, now_us,
-                      on_signal, read, spawn, stop, stop_all)
+import benchlib
+from benchlib import (START_TIMEOUT, Execd, die, free_port, now_us, read,
+                      spawn, stop)
 
 WARMUPS = 10
 BLOCK = 10          # round trips per side before switching sides
@@ -609,30 +607,9 @@ def cmd_command(binary, n, tmp):
                               statistics.median(bash)))
 
 
-def main(argv):
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, on_signal)
-    if len(argv) != 4 or argv[1] not in ("exec", "context", "command"):
-        sys.stderr.write("usage: code_bench.py exec|context|command "
-                         "EXECD N\n")
-        return 2
-    binary, n = argv[2], int(argv[3])
-    tmp = tempfile.mkdtemp(prefix="execd-code-bench.")
-    try:
-        if argv[1] == "exec":
-            cmd_exec(binary, n, tmp)
-        elif argv[1] == "command":
-            cmd_command(binary, n, tmp)
-        else:
-            cmd_context(binary, n, tmp)
-    except RuntimeError as e:
-        sys.stderr.write("code_bench.py: %s\n" % e)
-        return 1
-    finally:
-        stop_all()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(benchlib.main(sys.argv, {"exec": cmd_exec,
+                                      "context": cmd_context,
+                                      "command": cmd_command},
+                           "usage: code_bench.py exec|context|command "
+                           "EXECD N\n"))

@@ -31,16 +31,14 @@ here is stopped by its pid, also on SIGTERM.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from benchlib import (Execd, children, die, fds, now_us, on_signal,
-                      rss_kib, stop_all)
+import benchlib
+from benchlib import Execd, children, die, fds, now_us, rss_kib
 
 TIMEOUT = 120
 
@@ -189,28 +187,8 @@ def cmd_stream(binary, mib, tmp):
                                  nstdout, total))
 
 
-def main(argv):
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, on_signal)
-    if len(argv) != 4 or argv[1] not in ("hold", "stream"):
-        sys.stderr.write("usage: command_bench.py hold EXECD N | "
-                         "stream EXECD MIB\n")
-        return 2
-    binary, n = argv[2], int(argv[3])
-    tmp = tempfile.mkdtemp(prefix="execd-command-bench.")
-    try:
-        if argv[1] == "hold":
-            cmd_hold(binary, n, tmp)
-        else:
-            cmd_stream(binary, n, tmp)
-    except RuntimeError as e:
-        sys.stderr.write("command_bench.py: %s\n" % e)
-        return 1
-    finally:
-        stop_all()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(benchlib.main(sys.argv, {"hold": cmd_hold,
+                                      "stream": cmd_stream},
+                           "usage: command_bench.py hold EXECD N | "
+                           "stream EXECD MIB\n"))

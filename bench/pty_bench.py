@@ -23,17 +23,15 @@ here is stopped by its pid, also on SIGTERM.
 import json
 import os
 import select
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import websocket
 
-from benchlib import Execd, die, now_us, on_signal, procs, stop, stop_all
+import benchlib
+from benchlib import Execd, die, now_us, procs, stop
 
 TIMEOUT = 10
 COMMAND = "stty raw -echo; echo READY; exec cat"
@@ -123,24 +121,13 @@ def via_local_pty(n):
         os.close(m)
 
 
-def main(argv):
-    signal.signal(signal.SIGTERM, on_signal)
-    if len(argv) != 4 or argv[1] != "echo":
-        print(__doc__, file=sys.stderr)
-        return 2
-    binary, n = argv[2], int(argv[3])
-    tmp = tempfile.mkdtemp(prefix="execd-pty-bench-")
-    try:
-        base = via_local_pty(n)
-        ours = via_execd(binary, n, tmp)
-        e_med, e_p99 = percentiles(ours)
-        b_med, b_p99 = percentiles(base)
-        print(e_med, b_med, e_p99, b_p99)
-        return 0
-    finally:
-        stop_all()
-        shutil.rmtree(tmp, ignore_errors=True)
+def cmd_echo(binary, n, tmp):
+    base = via_local_pty(n)
+    ours = via_execd(binary, n, tmp)
+    e_med, e_p99 = percentiles(ours)
+    b_med, b_p99 = percentiles(base)
+    print(e_med, b_med, e_p99, b_p99)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(benchlib.main(sys.argv, {"echo": cmd_echo}, __doc__))
