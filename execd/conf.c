@@ -22,7 +22,7 @@ enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
 	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_RUNTIME_DIR,
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
-	O_ROUTES, O_KERNELS, O_MAX_UPLOAD,
+	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY,
 	O_HELP, O_VERSION
 };
 
@@ -87,6 +87,10 @@ static const struct opt opts[] = {
 	    "keep N ready kernels per language (e.g. python=1), so that "
 	    "creating a context takes milliseconds; refilled in the "
 	    "background" },
+	{ "pty-replay", O_PTY_REPLAY, "EXECD_PTY_REPLAY", "BYTES", "1M",
+	    "terminal output kept per /pty session for clients that "
+	    "reconnect (?since=), 4K to 1G; a client is closed (4002) when "
+	    "more than this plus 4 MiB waits to be sent to it" },
 	{ "context-idle-timeout", O_IDLE, "EXECD_CONTEXT_IDLE_TIMEOUT",
 	    "SECONDS", "0",
 	    "delete contexts that ran nothing for this long (0: never)" },
@@ -320,6 +324,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		return 0;
 	case O_MAX_OUTPUT:
 		if (parse_size(v, &c->max_output) < 0 || c->max_output == 0)
+			goto bad;
+		return 0;
+	case O_PTY_REPLAY:
+		if (parse_size(v, &c->pty_replay) < 0 ||
+		    c->pty_replay < 4096 || c->pty_replay > (1UL << 30))
 			goto bad;
 		return 0;
 	case O_POOL:

@@ -36,6 +36,7 @@ struct conf {
 	enum kernel_transport kernel_transport;
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
+	size_t		 pty_replay;	/* terminal output kept */
 	char		*pool;		/* "python=1,javascript=2" */
 	unsigned	 idle_s;	/* cull contexts idle this long */
 	bool		 print_routes;

@@ -14,10 +14,11 @@
  * writer is refused 409 unless it asks ?takeover=1, which closes the old
  * one with 4001.  When the shell exits every client gets
  * {"type":"exit","exit_code":N} and a close; a later connect replays the
- * output and says the same, and never starts another shell.  A client
- * that lets more than CLIENT_QUEUE bytes pile up is closed with 4002 (it
- * may reconnect with ?since=); the ring records regardless.  Clients are
- * freed in a before-poll hook, never inside their own callbacks.
+ * output and says the same, and never starts another shell.  The ring
+ * keeps the last --pty-replay bytes.  A client that lets more than that
+ * plus QUEUE_EXTRA bytes pile up is closed with 4002 (it may reconnect
+ * with ?since=); the ring records regardless.  Clients are freed in a
+ * before-poll hook, never inside their own callbacks.
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,8 +42,7 @@
 #include "ws.h"
 #include "xmalloc.h"
 
-#define RING_CAP	(1024 * 1024)		/* replay kept per terminal */
-#define CLIENT_QUEUE	(RING_CAP + 4 * 1024 * 1024)
+#define QUEUE_EXTRA	(4 * 1024 * 1024)	/* a client's queue past a replay */
 #define MAX_IN_MSG	(1024 * 1024)		/* a client's message */
 #define PING_MS		30000
 #define IDLE_MS		60000
@@ -81,6 +81,7 @@ struct client {
 	struct http_upgrade	*u;
 	struct ws		*ws;
 	uint64_t		 since;
+	size_t			 max_queue;	/* see QUEUE_EXTRA */
 	bool			 viewer;
 	bool			 takeover;
 	bool			 pipe;
@@ -102,7 +103,7 @@ static const struct body_field create_fields[] = {
 };
 
 static const struct ws_conf client_conf = {
-	.max_queue = CLIENT_QUEUE, .max_msg = MAX_IN_MSG,
+	.max_msg = MAX_IN_MSG,
 	.ping_ms = PING_MS, .idle_ms = IDLE_MS, .linger_ms = LINGER_MS,
 };
 
@@ -176,7 +177,7 @@ route_pty_create(struct http_req *req)
 	}
 	t = xcalloc(1, sizeof(*t));
 	t->pty = pty_new(app->loop, cwd[0] ? path : NULL, cmd[0] ? cmd : NULL,
-	    RING_CAP);
+	    app->conf->pty_replay);
 	pty_watch(t->pty, on_output, on_exit_shell, t);
 	t->next = terms;
 	terms = t;
@@ -331,6 +332,7 @@ route_pty_ws(struct http_req *req)
 	c = xcalloc(1, sizeof(*c));
 	c->t = t;
 	c->loop = app->loop;
+	c->max_queue = app->conf->pty_replay + QUEUE_EXTRA;
 	c->viewer = viewer;
 	c->takeover = takeover;
 	c->pipe = query_is(req, "pty", "0");
@@ -416,6 +418,7 @@ on_upgraded(struct http_upgrade *u, int fd, const char *extra, size_t n,
 {
 	struct client *c = arg, *old;
 	struct term *t = c->t;
+	struct ws_conf wc = client_conf;
 	char err[256];
 
 	if (u == NULL) {
@@ -424,8 +427,8 @@ on_upgraded(struct http_upgrade *u, int fd, const char *extra, size_t n,
 		return;
 	}
 	c->u = u;
-	c->ws = ws_new(c->loop, fd, extra, n, &client_conf, on_msg, on_end,
-	    c);
+	wc.max_queue = c->max_queue;
+	c->ws = ws_new(c->loop, fd, extra, n, &wc, on_msg, on_end, c);
 	if (t == NULL) {	/* deleted meanwhile */
 		send_exit(c, -1, "session deleted");
 		return;

@@ -516,3 +516,27 @@ describe("pty with an access token", () => {
     assert.equal((await api(d, "DELETE", `/pty/${id}`)).status, 200);
   });
 });
+
+describe("pty with a small replay buffer", () => {
+  const execd = useExecd({ args: ["--pty-replay", "4K"] });
+
+  it("keeps only the last --pty-replay bytes for a reconnect", async () => {
+    const d = execd.daemon;
+    const id = await create(d, { command: "head -c 10000 /dev/zero | " +
+      "tr '\\0' x; echo; echo tail-end; exec sleep 30" });
+    const a = connect(d, id);
+    await a.opened;
+    await a.untilOutput(/tail-end/);
+    const end = (await api(d, "GET", `/pty/${id}`)).json.output_offset;
+    assert.ok(end > 10000, String(end));
+    await a.close();
+    const b = await attach(d, id, "?since=0");
+    assert.equal(b.frames[0].prefix, 0x03);
+    // The oldest byte kept, not 0: the rest was dropped.
+    assert.equal(b.frames[0].data.readBigUInt64BE(0), BigInt(end - 4096));
+    assert.equal(b.frames[0].data.length - 8, 4096);
+    assert.match(b.frames[0].data.subarray(8).toString(), /tail-end/);
+    await b.close();
+    assert.equal((await api(d, "DELETE", `/pty/${id}`)).status, 200);
+  });
+});
