@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
  */
 #define DISCARD_MAX	(16u << 20)
 #define HTTP_WAKE_MS	1000	/* longest sleep with connections open */
+#define EOF_CHECK_MS	200	/* look for clients gone mid-body this often */
 
 struct http_resp {
 	struct MHD_Response	*r;
@@ -96,6 +98,8 @@ struct http_server {
 	struct http_upgrade	*upgrades;
 	size_t			 nupgrades;
 	bool			 kick;		/* MHD has work: run it now */
+	struct http_req		*reading;	/* body not all in yet */
+	uint64_t		 next_eof_check;
 	struct http_req		*deferred;
 	bool			 quiesced;
 };
@@ -125,6 +129,8 @@ struct http_req {
 	http_defer_cancel_cb	*cancel;
 	void			*cancel_arg;
 	struct http_req		*dprev, *dnext;
+	bool			 reading;	/* on srv->reading */
+	struct http_req		*rprev, *rnext;
 	enum reject		 reject;
 	bool			 too_big;
 	struct http_upgrade	*upgrade;	/* 101 queued, not yet out */
@@ -169,6 +175,8 @@ static enum reject	 check(struct http_req *);
 static bool		 has_body(struct MHD_Connection *);
 static void		 reject(struct http_req *);
 static void		 unlink_deferred(struct http_req *);
+static void		 unlink_reading(struct http_req *);
+static void		 check_eof(struct http_server *);
 static void		 run_handler(struct http_req *, http_handler *);
 static void		 sink_feed(struct http_req *, const char *, size_t);
 static ssize_t		 reader_read(void *, uint64_t, char *, size_t);
@@ -349,12 +357,15 @@ mhd_timeout(struct loop *l, void *arg)
 	if (srv->kick)
 		return 0;
 	if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
+		t = ULLONG_MAX;
+	if (srv->reading != NULL && t > EOF_CHECK_MS)
+		return EOF_CHECK_MS;
+	if (t == ULLONG_MAX)
 		return -1;
 	/*
-	 * With connections open, wake at least once a second: under load a
-	 * connection whose socket still held data was seen to wait for the
-	 * next event (an upload cut off midway went unnoticed for seconds),
-	 * and MHD_run() on a quiet daemon costs next to nothing.
+	 * With connections open, wake at least once a second: MHD_run() on
+	 * a quiet daemon costs next to nothing, and it bounds the wait on
+	 * an event MHD missed (check_eof handles the one case known).
 	 */
 	return t > HTTP_WAKE_MS ? HTTP_WAKE_MS : (long)t;
 }
@@ -366,6 +377,7 @@ mhd_run(struct loop *l, void *arg)
 
 	srv->kick = false;
 	MHD_run(srv->mhd);
+	check_eof(srv);
 }
 
 static void
@@ -395,6 +407,11 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	req->t0 = loop_now_ms();
 	snprintf(req->uri, sizeof(req->uri), "%s", uri);
 	sse_buf_init(&req->body);
+	req->reading = true;
+	req->rnext = req->srv->reading;
+	if (req->rnext != NULL)
+		req->rnext->rprev = req;
+	req->srv->reading = req;
 	return req;
 }
 
@@ -601,6 +618,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 
 	if (req == NULL)	/* cannot happen: uri_cb always runs first */
 		fatalx("request without context");
+	if (req->started && *data_size == 0)
+		unlink_reading(req);	/* the whole body is in */
 	if (req->replied) {
 		if (*data_size > 0 && req->held != NULL) {
 			/* Refused midway: drop the rest, then answer. */
@@ -779,10 +798,64 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (req->held != NULL)
 		MHD_destroy_response(req->held);
 	unlink_deferred(req);
+	unlink_reading(req);
 	sse_buf_reset(&req->body);
 	json_decref(req->json);
 	free(req);
 	*con_cls = NULL;
+}
+
+static void
+unlink_reading(struct http_req *req)
+{
+	if (!req->reading)
+		return;
+	req->reading = false;
+	if (req->rprev != NULL)
+		req->rprev->rnext = req->rnext;
+	else
+		req->srv->reading = req->rnext;
+	if (req->rnext != NULL)
+		req->rnext->rprev = req->rprev;
+	req->rprev = req->rnext = NULL;
+}
+
+/*
+ * A client that sends part of a body and closes at once can leave MHD
+ * waiting for the rest forever: in epoll mode it reads the data in turns,
+ * takes a short read for a drained socket, and the end of the stream,
+ * which arrived with the data, brings no new event.  So look at the
+ * sockets of requests whose body is still coming; at the end of the
+ * stream, shut the socket down, which MHD does see.
+ */
+static void
+check_eof(struct http_server *srv)
+{
+	const union MHD_ConnectionInfo *ci;
+	uint64_t now = loop_now_ms();
+	ssize_t n;
+	char c;
+
+	if (srv->reading == NULL || now < srv->next_eof_check)
+		return;
+	srv->next_eof_check = now + EOF_CHECK_MS;
+	for (struct http_req *req = srv->reading; req != NULL;
+	    req = req->rnext) {
+		if (req->deferred)	/* suspended: MHD reads nothing */
+			continue;
+		ci = MHD_get_connection_info(req->conn,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci == NULL)
+			continue;
+		n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN &&
+		    errno != EWOULDBLOCK && errno != EINTR)) {
+			log_debug("%s %s: the client left mid-body",
+			    req->method != NULL ? req->method : "-", req->uri);
+			shutdown(ci->connect_fd, SHUT_RDWR);
+			srv->kick = true;
+		}
+	}
 }
 
 static void

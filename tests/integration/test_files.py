@@ -208,6 +208,31 @@ def test_upload_errors_are_400_with_the_upstream_codes_and_write_nothing():
     shutil.rmtree(t)
 
 
+def test_upload_cut_off_before_execd_read_it_all():
+    # The client sends half a body and closes at once, so execd reads the
+    # rest and the end of the stream from a socket that says nothing new
+    # when it is done.  The upload must still end within a second or so.
+    t = tmpdir()
+    with Execd() as d:
+        for i in range(4):
+            body = multipart([({"path": "%s/f%d" % (t, i)},
+                               b"N" * 2000000)])
+            s = socket.create_connection((d.host, d.port), 5)
+            s.sendall(b"POST /files/upload HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: multipart/form-data; boundary="
+                      b"----formdata-test-0123456789\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) +
+                      body[:len(body) // 2])
+            s.close()
+            ended = i + 1
+            assert wait_for(lambda: d.read_log().count(
+                "(not completed)") >= ended, 5), d.read_log()[-2000:]
+            assert wait_for(lambda: debris(t) == [], 5), os.listdir(t)
+        assert os.listdir(t) == []
+        assert d.request("GET", "/ping")[0] == 200
+    shutil.rmtree(t)
+
+
 def test_upload_over_the_cap_is_413_and_writes_nothing():
     t = tmpdir()
     with Execd("--max-upload-size", "64K") as d:
