@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,10 +35,13 @@
 
 extern char **environ;
 
-enum step { S_DEVNULL, S_DUP, S_SETSID, S_CTTY, S_IDS, S_CHDIR, S_EXEC };
+enum step {
+	S_DEVNULL, S_DUP, S_CLOSE, S_SETSID, S_CTTY, S_IDS, S_CHDIR, S_EXEC
+};
 
 static const char *const step_names[] = {
 	[S_DEVNULL] = "open /dev/null", [S_DUP] = "dup2",
+	[S_CLOSE] = "close inherited fds",
 	[S_SETSID] = "setsid", [S_CTTY] = "set the controlling terminal",
 	[S_IDS] = "set user and groups",
 	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
@@ -73,6 +77,7 @@ struct start {
 #endif
 
 static int	start_child(void *);
+static int	close_from(int, int);
 static void	child(const struct spawn_opts *, pid_t, int)
 		    __attribute__((noreturn));
 static void	fail(int, enum step) __attribute__((noreturn));
@@ -85,6 +90,31 @@ fail(int fd, enum step s)
 	if (write(fd, &r, sizeof(r)) < 0)
 		_exit(126);
 	_exit(127);
+}
+
+/*
+ * In the child: close every fd from first up but keep, which stays open
+ * until exec (it is close-on-exec, and above first).  close_range(2)
+ * where the kernel has it (5.9); before that, one close per possible fd
+ * up to the fd limit.  Raw system calls only: this runs in execd's memory.
+ */
+static int
+close_from(int first, int keep)
+{
+	struct rlimit rl;
+
+	if (syscall(SYS_close_range, (unsigned)first, (unsigned)keep - 1,
+	    0) == 0 && syscall(SYS_close_range, (unsigned)keep + 1, ~0U,
+	    0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -1;
+	if (syscall(SYS_getrlimit, RLIMIT_NOFILE, &rl) < 0)
+		return -1;
+	for (rlim_t fd = (rlim_t)first; fd < rl.rlim_cur; fd++)
+		if (fd != (rlim_t)keep)
+			syscall(SYS_close, (int)fd);
+	return 0;
 }
 
 /* In the child: set up and exec, or report and exit. */
@@ -126,6 +156,13 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 			fail(errfd, S_DUP);
 	if (fd3 >= 0 && dup2(fd3, 3) < 0)	/* dup2 clears CLOEXEC */
 		fail(errfd, S_DUP);
+	/*
+	 * Everything else goes, the error pipe at exec: our own fds are
+	 * close-on-exec, but those execd inherited from whoever started it
+	 * are not, and they must not reach code run as another user.
+	 */
+	if (close_from(fd3 >= 0 ? 4 : 3, errfd) < 0)
+		fail(errfd, S_CLOSE);
 	/* A new session leader takes a terminal as its own (forkpty). */
 	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		fail(errfd, S_CTTY);

@@ -1,0 +1,80 @@
+"""Hostile input and leaks out of the daemon: fds execd inherited, the
+access token in /proc, client strings in the log, downloads of files
+shorter than their size."""
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+
+from lib import Execd, events, new_context, run_code, texts, wait_for
+
+SECRET = "not-for-children-4f1c"
+
+
+def stdout_of(evs):
+    return "".join(e["text"] + "\n" for e in evs if e["type"] == "stdout")
+
+
+def run_cmd(d, command, **opts):
+    st, h, data = d.request("POST", "/command",
+                            body=dict(command=command, **opts), timeout=30)
+    assert st == 200, data
+    return events(data)
+
+
+def session_run(d, command):
+    st, h, data = d.request("POST", "/session", body={})
+    assert st == 200, data
+    sid = json.loads(data)["session_id"]
+    st, h, data = d.request("POST", "/session/%s/run" % sid,
+                            body={"command": command}, timeout=30)
+    assert st == 200, data
+    return events(data)
+
+
+# The fds the shell running a command holds, as "N:target" lines; ls and
+# awk are its children, so nothing of the pipeline is among them.
+FDS = "ls -l /proc/$$/fd | awk 'NR > 1 { print $9 \":\" $11 }'"
+
+
+def open_fds(out):
+    fds = {}
+    for line in out.split("\n"):
+        if ":" in line:
+            n, target = line.split(":", 1)
+            fds[int(n)] = target
+    return fds
+
+
+def test_children_inherit_no_fd_that_execd_was_started_with():
+    with tempfile.TemporaryDirectory() as tmp:
+        secret = os.path.join(tmp, "secret")
+        with open(secret, "w") as f:
+            f.write(SECRET)
+        os.chmod(secret, 0o600)
+        # fds 7 and 9 are open in execd, as a careless launcher leaves them.
+        wrap = "exec 7<'%s' 9>>'%s'; exec" % (secret, secret)
+        with Execd(wrapper=wrap) as d:
+            fds = os.listdir("/proc/%d/fd" % d.proc.pid)
+            assert "7" in fds and "9" in fds, fds   # the test holds
+            out = stdout_of(run_cmd(d, FDS))
+            assert sorted(open_fds(out)) == [0, 1, 2], out
+            out = stdout_of(run_cmd(d, "cat <&7; echo x >&9; echo done"))
+            assert SECRET not in out and "done" in out, out
+            if os.geteuid() == 0:
+                out = stdout_of(run_cmd(d, FDS, uid=65534, cwd="/"))
+                assert sorted(open_fds(out)) == [0, 1, 2], out
+            out = stdout_of(session_run(d, FDS))
+            assert secret not in out, out
+            ctx = new_context(d)
+            st, evs = run_code(d, "import os\nprint(sorted(os.listdir("
+                               "'/proc/self/fd')))\nprint([os.readlink("
+                               "'/proc/self/fd/%d' % n) for n in (7, 9) "
+                               "if os.path.exists('/proc/self/fd/%d' % n)])",
+                               id=ctx["id"])
+            assert st == 200, evs
+            assert secret not in texts(evs, "stdout"), evs
+        with open(secret) as f:
+            assert f.read() == SECRET
