@@ -3,7 +3,9 @@
  *
  * Each call writes one whole line with a single write(2), so lines from
  * execd and from anything sharing its stderr never interleave mid-line.
- * This file does not format request data; callers choose what to say.
+ * Callers choose what to say; what they pass may hold client strings
+ * (paths, names, URIs), so every control byte of a message is escaped
+ * here, once for all: no client can forge a line or send terminal codes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@ static const char *const names[] = {
 
 static void	emit(enum log_level, const char *, int, const char *, va_list)
 		    __attribute__((format(printf, 4, 0)));
+static void	escape(char *, size_t, size_t *, const char *, size_t);
 
 /* Set the most verbose level that is printed. */
 void
@@ -96,13 +99,47 @@ fatal_msg(const char *func, int with_errno, const char *fmt, ...)
 	exit(1);
 }
 
+/*
+ * Append the n bytes of s to line (of size cap, filled to *len), with
+ * every control byte and backslash escaped C-style: whatever a client
+ * put in a message, it stays on this line and sends no terminal codes.
+ */
+static void
+escape(char *line, size_t cap, size_t *len, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[4];
+	size_t k;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		k = 0;
+		if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+			e[k++] = '\\';
+			e[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' :
+			    c == '\t' ? 't' : '\\';
+		} else if (c < 0x20 || c == 0x7f) {
+			e[k++] = '\\';
+			e[k++] = 'x';
+			e[k++] = hex[c >> 4];
+			e[k++] = hex[c & 15];
+		} else
+			e[k++] = (char)c;
+		if (*len + k > cap)
+			return;
+		memcpy(line + *len, e, k);
+		*len += k;
+	}
+}
+
 static void
 emit(enum log_level l, const char *func, int err, const char *fmt, va_list ap)
 {
-	char line[2048];
+	char line[2048], msg[2048];
 	struct timespec ts;
 	struct tm tm;
-	size_t n;
+	size_t n, m;
 	int r;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -112,18 +149,19 @@ emit(enum log_level l, const char *func, int err, const char *fmt, va_list ap)
 	    ts.tv_nsec / 1000000, names[l], func);
 	if (r > 0)
 		n += (size_t)r;
-	if (n < sizeof(line)) {
-		r = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	r = vsnprintf(msg, sizeof(msg), fmt, ap);
+	m = r < 0 ? 0 : (size_t)r < sizeof(msg) ? (size_t)r : sizeof(msg) - 1;
+	if (err != 0 && m < sizeof(msg) - 1) {
+		r = snprintf(msg + m, sizeof(msg) - m, ": %s", strerror(err));
 		if (r > 0)
-			n += (size_t)r;
+			m = m + (size_t)r < sizeof(msg) ? m + (size_t)r :
+			    sizeof(msg) - 1;
 	}
-	if (err != 0 && n < sizeof(line)) {
-		r = snprintf(line + n, sizeof(line) - n, ": %s", strerror(err));
-		if (r > 0)
-			n += (size_t)r;
-	}
-	if (n >= sizeof(line) - 1)
-		n = sizeof(line) - 2;	/* truncated: keep the newline */
+	/* Room for the newline is kept out of the escape's share. */
+	if (n < sizeof(line) - 1)
+		escape(line, sizeof(line) - 1, &n, msg, m);
+	else
+		n = sizeof(line) - 1;
 	line[n++] = '\n';
 	/* One write per line; a failed log write has nowhere to be reported. */
 	if (write(STDERR_FILENO, line, n) < 0)

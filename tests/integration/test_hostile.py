@@ -78,3 +78,15 @@ def test_children_inherit_no_fd_that_execd_was_started_with():
             assert secret not in texts(evs, "stdout"), evs
         with open(secret) as f:
             assert f.read() == SECRET
+
+
+def test_client_strings_in_the_log_are_escaped():
+    with Execd("--access-token", "tok", "--listen", "127.0.0.1:0") as d:
+        out = d.raw(b"GET /\x1b[2J\x1b]0;owned\x07/x%0d%0aforged HTTP/1.1\r\n"
+                    b"Host: x\r\nConnection: close\r\n\r\n")
+        assert out.startswith(b"HTTP/1.1 401"), out
+        assert wait_for(lambda: "x1b[2J" in d.read_log()), d.read_log()
+        log = d.read_log()
+    for bad in ("\x1b", "\x07", "\r"):
+        assert bad not in log, repr(log)
+    assert all(line[:4].isdigit() for line in log.splitlines()), log
