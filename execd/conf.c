@@ -19,7 +19,7 @@
 #include "xmalloc.h"
 
 enum opt_id {
-	O_LISTEN = 256, O_PORT, O_TOKEN, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
+	O_LISTEN = 256, O_PORT, O_TOKEN, O_TOKEN_FILE, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
 	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_RUNTIME_DIR,
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY,
@@ -43,7 +43,13 @@ static const struct opt opts[] = {
 	    "port to listen on (0: any free port) when --listen is not given" },
 	{ "access-token", O_TOKEN, "EXECD_ACCESS_TOKEN", "TOKEN", NULL,
 	    "require this value in the X-EXECD-ACCESS-TOKEN header of every "
-	    "request" },
+	    "request; execd wipes it from its command line and environment "
+	    "at start, but a process may read them before that: prefer "
+	    "--access-token-file" },
+	{ "access-token-file", O_TOKEN_FILE, "EXECD_ACCESS_TOKEN_FILE",
+	    "FILE", NULL,
+	    "read the access token from the first line of FILE, so it is "
+	    "never in execd's command line or environment" },
 	{ "log-level", O_LOG_LEVEL, "EXECD_LOG_LEVEL", "LEVEL", "info",
 	    "error, warn, info or debug (or upstream's 0-7)" },
 	{ "max-body-size", O_MAX_BODY, "EXECD_MAX_BODY_SIZE", "BYTES", "16M",
@@ -118,6 +124,8 @@ static int	set(struct conf *, enum opt_id, const char *, char *, size_t);
 static int	parse_size(const char *, size_t *);
 static int	parse_uint(const char *, unsigned long, unsigned long *);
 static int	parse_listen(struct conf *, const char *, char *, size_t);
+static int	read_token(struct conf *, const char *, char *, size_t);
+static void	wipe(char *);
 
 /* Print text indented, wrapped before 80 columns. */
 static void
@@ -267,9 +275,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		c->port = (uint16_t)u;
 		return 0;
 	case O_TOKEN:
-		free(c->token);
+		conf_forget_token(c);
 		c->token = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
+	case O_TOKEN_FILE:
+		return read_token(c, v, err, errlen);
 	case O_LOG_LEVEL:
 		if (log_level_parse(v, &c->log_level) < 0)
 			goto bad;
@@ -355,6 +365,52 @@ bad:
 	return -EINVAL;
 }
 
+/* The token is the first line of the file at path, without its end. */
+static int
+read_token(struct conf *c, const char *path, char *err, size_t errlen)
+{
+	char buf[4097];
+	size_t n;
+	FILE *f;
+	int e;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		e = errno;
+		snprintf(err, errlen, "--access-token-file %s: %s", path,
+		    strerror(e));
+		return -EINVAL;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	e = ferror(f) ? errno : 0;
+	fclose(f);
+	buf[n] = '\0';
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	if (e == 0 && n == 0)
+		snprintf(err, errlen, "--access-token-file %s: the first "
+		    "line is empty", path);
+	else if (e != 0)
+		snprintf(err, errlen, "--access-token-file %s: %s", path,
+		    strerror(e));
+	if (e == 0 && n > 0) {
+		conf_forget_token(c);
+		c->token = xstrdup(buf);
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return e == 0 && n > 0 ? 0 : -EINVAL;
+}
+
+/*
+ * Wipe an access token given as v where every process can read it: v
+ * points into argv (/proc/PID/cmdline) or into the environment block
+ * (/proc/PID/environ), which unsetenv() would leave as it was.
+ */
+static void
+wipe(char *v)
+{
+	explicit_bzero(v, strlen(v));
+}
+
 /* The option named exactly name (no abbreviations), or NULL. */
 static const struct opt *
 find(const char *name, size_t n)
@@ -385,7 +441,7 @@ int
 conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 {
 	const struct opt *o;
-	const char *a, *name, *eq, *v;
+	char *a, *name, *eq, *v;
 	size_t n;
 	int rc;
 
@@ -396,11 +452,18 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		    (rc = set(c, opts[i].id, opts[i].def, err, errlen)) < 0)
 			return rc;
 	for (size_t i = 0; i < NOPTS; i++) {
-		if (opts[i].env != NULL && (v = getenv(opts[i].env)) != NULL &&
-		    set(c, opts[i].id, v, err, errlen) < 0) {
-			snprintf(err, errlen, "invalid value in %s: '%s'",
-			    opts[i].env, v);
+		if (opts[i].env == NULL || (v = getenv(opts[i].env)) == NULL)
+			continue;
+		if (set(c, opts[i].id, v, err, errlen) < 0) {
+			/* A token file's error says what was wrong with it. */
+			if (opts[i].id != O_TOKEN_FILE)
+				snprintf(err, errlen, "invalid value in %s: "
+				    "'%s'", opts[i].env, v);
 			return -EINVAL;
+		}
+		if (opts[i].id == O_TOKEN) {
+			wipe(v);
+			unsetenv(opts[i].env);
 		}
 	}
 	for (int i = 1; i < argc; i++) {
@@ -450,6 +513,8 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		}
 		if (o != NULL && (rc = set(c, o->id, v, err, errlen)) < 0)
 			return rc;
+		if (o != NULL && o->id == O_TOKEN)
+			wipe(v);
 	}
 	if (!c->addr_given)
 		snprintf(c->addr, sizeof(c->addr), "%s",

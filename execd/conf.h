@@ -46,7 +46,10 @@ struct conf {
 /*
  * Fill c from argv and the environment.  Returns 0 to run, 1 when the
  * request was informational and has been answered (--help, --version),
- * or -EINVAL with a message in err.
+ * or -EINVAL with a message in err.  An access token given in argv or
+ * EXECD_ACCESS_TOKEN is wiped there in place (what /proc/PID/cmdline and
+ * /proc/PID/environ show), and the variable is removed, so no child
+ * inherits it.
  */
 int	conf_parse(struct conf *, int argc, char **argv, char *err,
 	    size_t errlen);

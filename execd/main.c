@@ -69,8 +69,6 @@ main(int argc, char **argv)
 		fprintf(stderr, "execd: %s\n", err);
 		return 2;
 	}
-	/* Children (commands, kernels, shells) must not inherit the token. */
-	unsetenv("EXECD_ACCESS_TOKEN");
 	if (conf.print_routes) {
 		print_routes();
 		return 0;

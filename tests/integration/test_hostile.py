@@ -34,17 +34,19 @@ def session_run(d, command):
     return events(data)
 
 
-# The fds the shell running a command holds, as "N:target" lines; ls and
-# awk are its children, so nothing of the pipeline is among them.
-FDS = "ls -l /proc/$$/fd | awk 'NR > 1 { print $9 \":\" $11 }'"
+# What a command's process holds: the shell execs ls, which lists its own
+# fds; the one it reads the listing through points into /proc.
+FDS = "exec ls -l /proc/self/fd/"
 
 
 def open_fds(out):
+    """{fd: target} from FDS's output, ls's own directory left out."""
     fds = {}
     for line in out.split("\n"):
-        if ":" in line:
-            n, target = line.split(":", 1)
-            fds[int(n)] = target
+        if " -> " in line:
+            left, target = line.split(" -> ", 1)
+            if not target.startswith("/proc/"):
+                fds[int(left.split()[-1])] = target
     return fds
 
 
@@ -66,8 +68,8 @@ def test_children_inherit_no_fd_that_execd_was_started_with():
             if os.geteuid() == 0:
                 out = stdout_of(run_cmd(d, FDS, uid=65534, cwd="/"))
                 assert sorted(open_fds(out)) == [0, 1, 2], out
-            out = stdout_of(session_run(d, FDS))
-            assert secret not in out, out
+            out = stdout_of(session_run(d, "ls -l /proc/$$/fd/"))
+            assert " 0 -> " in out and secret not in out, out
             ctx = new_context(d)
             st, evs = run_code(d, "import os\nprint(sorted(os.listdir("
                                "'/proc/self/fd')))\nprint([os.readlink("
@@ -90,3 +92,42 @@ def test_client_strings_in_the_log_are_escaped():
     for bad in ("\x1b", "\x07", "\r"):
         assert bad not in log, repr(log)
     assert all(line[:4].isdigit() for line in log.splitlines()), log
+
+
+def proc_view(d, uid=None):
+    """execd's command line and environment as a command reads them."""
+    pid = d.proc.pid
+    cmd = ("tr '\\0' ' ' </proc/%d/cmdline; echo; "
+           "tr '\\0' ' ' </proc/%d/environ 2>&1; echo" % (pid, pid))
+    opts = {"uid": uid, "cwd": "/"} if uid is not None else {}
+    return stdout_of(run_cmd(d, cmd, **opts))
+
+
+def test_access_token_is_not_in_proc():
+    tok = "tok-" + SECRET
+    hdr = {"X-EXECD-ACCESS-TOKEN": tok}
+    with Execd("--access-token", tok) as d:
+        st, h, body = d.request("POST", "/command", headers=hdr,
+                                body={"command": "tr '\\0' ' ' </proc/%d/"
+                                      "cmdline" % d.proc.pid})
+        assert st == 200, body
+        out = stdout_of(events(body))
+        assert "--access-token" in out and tok not in out, out
+        st, h, body = d.request("GET", "/ping")
+        assert st == 401, body      # the token still guards every route
+    with Execd(env={"EXECD_ACCESS_TOKEN": tok}) as d:
+        st, h, body = d.request("POST", "/command", headers=hdr,
+                                body={"command": "tr '\\0' ' ' </proc/%d/"
+                                      "environ; echo; env" % d.proc.pid})
+        assert st == 200, body
+        out = stdout_of(events(body))
+        assert "PATH=" in out and tok not in out, out
+    with tempfile.NamedTemporaryFile("w") as f:
+        f.write(tok + "\n")
+        f.flush()
+        with Execd("--access-token-file", f.name) as d:
+            st, h, body = d.request("POST", "/command", headers=hdr,
+                                    body={"command": "echo ok"})
+            assert st == 200 and b"ok" in body, body
+            st, h, body = d.request("GET", "/ping")
+            assert st == 401, body

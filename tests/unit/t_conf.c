@@ -29,7 +29,7 @@ static const char *const env_vars[] = {
 	"EXECD_LISTEN", "EXECD_PORT", "EXECD_ACCESS_TOKEN", "EXECD_LOG_LEVEL",
 	"EXECD_MAX_BODY_SIZE", "EXECD_CONNECTION_TIMEOUT",
 	"EXECD_MAX_CONNECTIONS", "EXECD_MAX_CONNECTIONS_PER_IP",
-	"EXECD_STREAM_BUFFER", "EXECD_GRACE_PERIOD",
+	"EXECD_STREAM_BUFFER", "EXECD_GRACE_PERIOD", "EXECD_ACCESS_TOKEN_FILE",
 };
 
 /* Every option conf_usage() must list, with its variable (or NULL). */
@@ -40,6 +40,7 @@ static const struct {
 	{ "listen", "EXECD_LISTEN" },
 	{ "port", "EXECD_PORT" },
 	{ "access-token", "EXECD_ACCESS_TOKEN" },
+	{ "access-token-file", "EXECD_ACCESS_TOKEN_FILE" },
 	{ "log-level", "EXECD_LOG_LEVEL" },
 	{ "max-body-size", "EXECD_MAX_BODY_SIZE" },
 	{ "connection-timeout", "EXECD_CONNECTION_TIMEOUT" },
@@ -627,6 +628,82 @@ test_reparse_after_error(void)
 	T_EQ_INT(conf_parse(&c, 1, argv3, err, sizeof(err)), 0);
 }
 
+/*
+ * The token's bytes are wiped where the kernel shows them to every
+ * process: argv (/proc/PID/cmdline) and the environment block
+ * (/proc/PID/environ), which unsetenv() leaves as it was.
+ */
+static void
+test_token_wiped_from_argv_and_environment(void)
+{
+	char a0[] = "execd", a1[] = "--access-token", a2[] = "s3cret-argv";
+	char b1[] = "--access-token=s3cret-eq";
+	char *argv1[] = { a0, a1, a2, NULL }, *argv2[] = { a0, b1, NULL };
+	char envline[] = "EXECD_ACCESS_TOKEN=s3cret-env";
+	struct conf c;
+
+	clear_env();
+	err[0] = '\0';
+	T_EQ_INT(conf_parse(&c, 3, argv1, err, sizeof(err)), 0);
+	T_EQ_STR(c.token, "s3cret-argv");
+	T_EQ_STR(a1, "--access-token");
+	for (size_t i = 0; i < sizeof(a2) - 1; i++)
+		T_EQ_INT(a2[i], 0);
+	conf_reset(&c);
+	T_EQ_INT(conf_parse(&c, 2, argv2, err, sizeof(err)), 0);
+	T_EQ_STR(c.token, "s3cret-eq");
+	T_OK(strncmp(b1, "--access-token=", 15) == 0);
+	T_EQ_INT(b1[15], 0);
+	T_OK(memmem(b1, sizeof(b1), "s3cret", 6) == NULL);
+	conf_reset(&c);
+	/* putenv: the string itself is the environment's, as at start. */
+	T_EQ_INT(putenv(envline), 0);
+	T_EQ_INT(conf_parse(&c, 1, argv1, err, sizeof(err)), 0);
+	T_EQ_STR(c.token, "s3cret-env");
+	T_OK(memmem(envline, sizeof(envline), "s3cret", 6) == NULL);
+	T_OK(getenv("EXECD_ACCESS_TOKEN") == NULL);
+	conf_reset(&c);
+	clear_env();
+}
+
+/* A token file: its first line, without the newline; errors name it. */
+static void
+test_token_file(void)
+{
+	char path[] = "/tmp/t_conf_token.XXXXXX", envv[64];
+	struct conf c;
+	int fd;
+
+	clear_env();
+	fd = mkstemp(path);
+	T_OK(fd >= 0);
+	T_OK(write(fd, "file-token\r\nsecond line\n", 25) == 25);
+	close(fd);
+	T_EQ_INT(parse(&c, "--access-token-file", path, NULL), 0);
+	T_EQ_STR(c.token, "file-token");
+	T_EQ_STR(c.addr, "0.0.0.0");
+	conf_reset(&c);
+	snprintf(envv, sizeof(envv), "%s", path);
+	setenv("EXECD_ACCESS_TOKEN_FILE", envv, 1);
+	T_EQ_INT(parse(&c, NULL), 0);
+	T_EQ_STR(c.token, "file-token");
+	conf_reset(&c);
+	/* The flag is over the environment, whichever form each takes. */
+	T_EQ_INT(parse(&c, "--access-token", "flag", NULL), 0);
+	T_EQ_STR(c.token, "flag");
+	conf_reset(&c);
+	clear_env();
+	fd = open(path, O_WRONLY | O_TRUNC);
+	T_OK(write(fd, "\n", 1) == 1);
+	close(fd);
+	T_EQ_INT(parse(&c, "--access-token-file", path, NULL), -EINVAL);
+	T_OK(strstr(err, path) != NULL && strstr(err, "empty") != NULL);
+	unlink(path);
+	T_EQ_INT(parse(&c, "--access-token-file", path, NULL), -EINVAL);
+	T_OK(strstr(err, path) != NULL);
+	T_OK(strstr(err, "No such file") != NULL);
+}
+
 static const struct t_case cases[] = {
 	{ "defaults", test_defaults },
 	{ "spellings", test_spellings },
@@ -644,6 +721,9 @@ static const struct t_case cases[] = {
 	{ "help and version", test_help_version },
 	{ "usage", test_usage },
 	{ "reparse after an error", test_reparse_after_error },
+	{ "token wiped from argv and environment",
+	    test_token_wiped_from_argv_and_environment },
+	{ "token file", test_token_file },
 };
 
 int
