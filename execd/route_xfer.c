@@ -17,12 +17,16 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "../fs/fs_atomic.h"
 #include "../fs/fs_ops.h"
@@ -106,6 +110,9 @@ static int	 up_fail_errno(struct upload *, int, const char *,
 		    const char *, const char *);
 static void	 up_reply(struct http_req *, struct upload *);
 static void	 range_refuse(struct http_req *, const char *, int, uint64_t);
+static bool	 size_unknown(int);
+static ssize_t	 whole_read(void *, char *, size_t);
+static void	 whole_done(void *);
 static ssize_t	 lines_read(void *, char *, size_t);
 static void	 lines_done(void *);
 static void	 archive_cancel(struct http_req *, void *);
@@ -582,6 +589,15 @@ route_files_download(struct http_req *req)
 		return;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (os == NULL && ls == NULL && size_unknown(fd)) {
+		/* Whole and chunked: no length to promise, no range of it. */
+		hr = http_resp_reader(whole_read, whole_done,
+		    (void *)(intptr_t)fd);
+		http_resp_header(hr, "Content-Type",
+		    "application/octet-stream");
+		http_reply_resp(req, 200, hr);
+		return;
+	}
 	if (os != NULL || ls != NULL) {
 		ln = xcalloc(1, sizeof(*ln));
 		ln->fd = fd;
@@ -631,6 +647,51 @@ route_files_download(struct http_req *req)
 	http_date(st.st_mtime, hdr, sizeof(hdr));
 	http_resp_header(hr, "Last-Modified", hdr);
 	http_reply_resp(req, 200, hr);
+}
+
+/*
+ * True for a file of a kernel filesystem (procfs, sysfs and the like),
+ * whose size says nothing of what a read gives: 0 for most of /proc,
+ * 4096 for every file of /sys.
+ */
+static bool
+size_unknown(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	switch (sf.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case BPF_FS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A file of unknown size, read to its end (arg is the fd). */
+static ssize_t
+whole_read(void *arg, char *out, size_t max)
+{
+	ssize_t n;
+
+	do
+		n = read((int)(intptr_t)arg, out, max);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+static void
+whole_done(void *arg)
+{
+	close((int)(intptr_t)arg);
 }
 
 /*

@@ -131,3 +131,26 @@ def test_access_token_is_not_in_proc():
             assert st == 200 and b"ok" in body, body
             st, h, body = d.request("GET", "/ping")
             assert st == 401, body
+
+
+def download(d, path, timeout=10, headers=None):
+    return d.request("GET", "/files/download?path=" + path,
+                     headers=headers, timeout=timeout)
+
+
+def test_proc_and_sys_files_download_whole_and_end():
+    with Execd() as d:
+        # sysfs says 4096 bytes and has 4; procfs says 0 and has more.
+        st, h, body = download(d, "/sys/devices/system/cpu/online")
+        assert st == 200, body
+        with open("/sys/devices/system/cpu/online", "rb") as f:
+            assert body == f.read()
+        assert h.get("transfer-encoding") == "chunked", h
+        st, h, body = download(d, "/proc/%d/status" % d.proc.pid)
+        assert st == 200, body
+        assert b"\nPid:\t%d\n" % d.proc.pid in body, body
+        assert h.get("transfer-encoding") == "chunked", h
+        # A range of an unknown size: the whole file, as HTTP allows.
+        st, h, body = download(d, "/proc/%d/status" % d.proc.pid,
+                               headers={"Range": "bytes=0-3"})
+        assert st == 200 and body.startswith(b"Name:"), (st, body)
