@@ -157,7 +157,7 @@ def test_reattach_after_the_command_finished():
             t0 = time.monotonic()
             st, evs = reattach(d, cid, after)
             assert st == 200 and evs == [], (after, evs)
-            assert time.monotonic() - t0 < 1
+            assert time.monotonic() - t0 < 5    # ended, not held open
         # A failed command replays its error event.
         st, orig = run_cmd(d, "echo x; exit 7")
         st, evs = reattach(d, orig[0]["text"], 1)
@@ -423,7 +423,7 @@ def test_stdin_errors():
         st, h, body = stdin(d, s.id, b"z" * (400 << 10))
         obj = expect_error(st, body, 503)
         assert "try again" in obj["message"], obj
-        assert time.monotonic() - t0 < 2       # never waited on the pipe
+        assert time.monotonic() - t0 < 5       # never waited on the pipe
         st, h, body = stdin(d, s.id, close="true")
         assert st == 200, body
         st, h, body = stdin(d, s.id, b"more")

@@ -21,14 +21,16 @@ def check_sample(m):
 
 def test_metrics_fields_and_no_sampling_sleep():
     with Execd() as d:
+        took = []
         for _ in range(3):
             t0 = time.monotonic()
             st, h, body = d.request("GET", "/metrics")
-            # Upstream sleeps a second to sample; we must not.
-            assert time.monotonic() - t0 < 0.8
+            took.append(time.monotonic() - t0)
             assert st == 200
             assert h["content-type"] == "application/json; charset=utf-8"
             check_sample(json.loads(body))
+        # Upstream sleeps a second to sample; a sleep would be in each.
+        assert min(took) < 0.9, took
         # Keys come sorted and compact, as upstream's encoder writes them.
         assert body.startswith(b'{"cpu_count":'), body
 

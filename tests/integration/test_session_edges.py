@@ -680,22 +680,35 @@ def test_two_sessions_run_in_parallel_with_their_own_state():
         assert out(d, s2, "X=two; cd /tmp") == []
         res = {}
 
+        # Each run notes when it began and ended its sleep (a file each:
+        # stdout is for what the test compares).
         def go(sid):
-            res[sid] = run(d, sid, "sleep 1; echo $X $(pwd)", wait=15)
+            res[sid] = run(d, sid, "date +%%s.%%N >%s/%s.t0; sleep 1; "
+                           "date +%%s.%%N >%s/%s.t1; echo $X $(pwd)"
+                           % (tmp, sid, tmp, sid), wait=15)
 
-        t0 = time.monotonic()
-        ts = [threading.Thread(target=go, args=(s,)) for s in (s1, s2)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(20)
-        dt = time.monotonic() - t0
-        assert not any(t.is_alive() for t in ts)
-        assert lines(res[s1][1], "stdout") == ["one /"], res[s1]
-        assert lines(res[s2][1], "stdout") == ["two /tmp"], res[s2]
-        ok(res[s1][1])
-        ok(res[s2][1])
-        assert dt < 1.8, "the sessions ran one after the other: %.2fs" % dt
+        def stamp(sid, which):
+            with open("%s/%s.%s" % (tmp, sid, which)) as f:
+                return float(f.read())
+
+        tmp = tempfile.mkdtemp()
+        try:
+            ts = [threading.Thread(target=go, args=(s,)) for s in (s1, s2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(20)
+            assert not any(t.is_alive() for t in ts)
+            assert lines(res[s1][1], "stdout") == ["one /"], res[s1]
+            assert lines(res[s2][1], "stdout") == ["two /tmp"], res[s2]
+            ok(res[s1][1])
+            ok(res[s2][1])
+            # They overlapped: each began before the other ended.
+            begun = max(stamp(s, "t0") for s in (s1, s2))
+            ended = min(stamp(s, "t1") for s in (s1, s2))
+            assert begun < ended, "the sessions ran one after the other"
+        finally:
+            shutil.rmtree(tmp)
         # Deleting one leaves the other alone.
         assert d.request("DELETE", "/session/" + s1)[0] == 200
         assert out(d, s2, "echo $X") == ["two"]
