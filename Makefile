@@ -48,7 +48,8 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_T	= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
 
-.PHONY: all deps run check test test-one bench fuzz valgrind format lint clean
+.PHONY: all deps run check test test-one bench fuzz fuzz-run valgrind format \
+	lint clean
 all: $(B)/execd
 
 # Rebuild everything when the flags change (like Redis's .make-settings).
@@ -76,10 +77,14 @@ $(B)/tests/t_%: $(B)/obj/tests/unit/t_%.o $(CORE_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(CORE_OBJ) $(LIB_A) $(LDLIBS)
 
+# A target may #include the .c file of a static function it drives; the
+# copy it holds comes first on the line and wins over the one in CORE_OBJ.
+FUZZ_LDFLAGS = -Wl,--allow-multiple-definition
+
 $(B)/tests/replay_%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o \
     $(CORE_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fuzzers proper need clang's libFuzzer: `make fuzz`, then run one, e.g.
 # mkdir -p build/fuzz/new && build/fuzz/fuzz_body -max_total_time=60 \
@@ -87,7 +92,26 @@ $(B)/tests/replay_%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o \
 fuzz:
 	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_T:%=build/fuzz/fuzz_%)
 build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(CORE_OBJ) $(LIB_A)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# make fuzz-run SECONDS=N: every target for N seconds, one after another,
+# from its corpus; new inputs go to build/fuzz/new/<t>, never into the
+# repository, and a crash (saved as build/fuzz/crash/<t>/crash-*) fails.
+SECONDS	?= 60
+fuzz-run: fuzz
+	@rc=0; for t in $(FUZZ_T); do \
+	    mkdir -p build/fuzz/new/$$t build/fuzz/crash/$$t; \
+	    echo "== fuzz $$t ($(SECONDS) s)"; \
+	    build/fuzz/fuzz_$$t -max_total_time=$(SECONDS) -timeout=25 \
+		-rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix=build/fuzz/crash/$$t/ \
+		build/fuzz/new/$$t tests/fuzz/corpus/$$t \
+		>build/fuzz/new/$$t.log 2>&1 || { rc=1; \
+		echo "FAIL fuzz $$t: see build/fuzz/new/$$t.log"; \
+		tail -n 30 build/fuzz/new/$$t.log; continue; }; \
+	    grep -E '^stat::number_of_executed_units' build/fuzz/new/$$t.log \
+		| sed "s/^/PASS fuzz $$t /"; \
+	done; exit $$rc
 
 deps:
 	@sh scripts/deps.sh
