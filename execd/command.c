@@ -20,6 +20,7 @@
 #include "job.h"
 #include "loop.h"
 #include "outstream.h"
+#include "ptree.h"
 #include "xmalloc.h"
 
 #define SWEEP_MS	60000
@@ -55,6 +56,8 @@ command_shutdown(void)
 		list = c->next;
 		forget(c);
 	}
+	/* Trees still in their grace period are not left behind. */
+	ptree_shutdown();
 	free(outdir);
 	outdir = NULL;
 }

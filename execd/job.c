@@ -3,9 +3,11 @@
  *
  * This file starts the process, reads its pipes without blocking, writes
  * its stdin from a bounded queue when it has a pipe there, runs its
- * timers (timeout, SIGKILL escalation, the drain after exit) and reports
- * completion; what the output means (lines, events, files) is the
- * caller's business.
+ * timers (timeout, the drain after exit) and reports completion; what the
+ * output means (lines, events, files) is the caller's business.  Stopping
+ * a job (DELETE, timeout, free) stops everything it started, found by
+ * ptree.c through the job's session and the mark every job gets in its
+ * environment; a job that ends by itself leaves what it started running.
  */
 #include <errno.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include "job.h"
 #include "log.h"
 #include "loop.h"
+#include "ptree.h"
 #include "spawn.h"
 #include "xmalloc.h"
 
@@ -38,8 +41,10 @@ struct job {
 	int		 status;
 	bool		 timed_out;
 	bool		 done;
+	bool		 stopping;	/* ptree_stop() was called */
 	unsigned	 grace_ms;
-	uint64_t	 t_timeout, t_kill, t_drain;
+	struct ptree_id	 tree;		/* what to stop */
+	uint64_t	 t_timeout, t_drain;
 	job_output_cb	*output;
 	job_done_cb	*donecb;
 	void		*arg;
@@ -48,18 +53,42 @@ struct job {
 static void	on_pipe(struct loop *, int, void *, int, void *);
 static void	on_reaped(pid_t, int, void *);
 static void	on_timeout(struct loop *, uint64_t, void *);
-static void	on_kill(struct loop *, uint64_t, void *);
 static void	on_drain(struct loop *, uint64_t, void *);
 static void	close_pipe(struct job *, int);
 static void	maybe_done(struct job *);
 static void	on_stdin(struct loop *, int, void *, int, void *);
 static void	stdin_flush(struct job *);
 static void	stdin_shut(struct job *);
+static char	**env_marked(char *const *, const char *);
+
+extern char	**environ;
 
 static const char *
 shell(void)
 {
 	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+}
+
+/*
+ * envp (NULL: execd's) with any inherited mark dropped and mark added:
+ * an array the caller frees, whose strings are borrowed.
+ */
+static char **
+env_marked(char *const *envp, const char *mark)
+{
+	char *const *e = envp != NULL ? envp : environ;
+	size_t n = 0, k = 0, vl = strlen(PTREE_MARK_VAR);
+	char **out;
+
+	while (e[n] != NULL)
+		n++;
+	out = xreallocarray(NULL, n + 2, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(e[i], PTREE_MARK_VAR, vl) != 0 || e[i][vl] != '=')
+			out[k++] = e[i];
+	out[k++] = (char *)(uintptr_t)mark;
+	out[k] = NULL;
+	return out;
 }
 
 /* Start the job; see job.h. */
@@ -74,11 +103,15 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	    .stdin_fd = -1, .set_ids = o->set_ids, .uid = o->uid,
 	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups };
 	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, p0[2] = { -1, -1 }, rc;
+	char **envm;
 
 	j->loop = loop;
 	j->fd[0] = j->fd[1] = j->fd[2] = -1;
 	j->in_fd = -1;
 	sse_buf_init(&j->inq);
+	ptree_mark_new(&j->tree);
+	envm = env_marked(o->envp, j->tree.mark);
+	so.envp = envm;
 	if (o->stdin_pipe) {
 		/* Our end only is non-blocking, as for the output pipes. */
 		if ((rc = spawn_pipe(p0, 1)) < 0) {
@@ -106,8 +139,12 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 		so.stdout_fd = p1[1];
 		so.stderr_fd = p2[1];
 	}
-	if ((rc = spawn_start(&so, &j->pid, err, errlen)) < 0)
+	rc = spawn_start(&so, &j->pid, err, errlen);
+	free(envm);
+	envm = NULL;
+	if (rc < 0)
 		goto fail;
+	ptree_id_set(&j->tree, j->pid);
 	if (o->stdin_pipe) {
 		close(p0[0]);
 		j->in_fd = p0[1];
@@ -128,6 +165,7 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	*out = j;
 	return 0;
 fail:
+	free(envm);
 	spawn_pipe_close(p0);
 	spawn_pipe_close(p1);
 	spawn_pipe_close(p2);
@@ -207,9 +245,8 @@ maybe_done(struct job *j)
 	j->done = true;
 	stdin_shut(j);
 	loop_timer_cancel(j->loop, j->t_timeout);
-	loop_timer_cancel(j->loop, j->t_kill);
 	loop_timer_cancel(j->loop, j->t_drain);
-	j->t_timeout = j->t_kill = j->t_drain = 0;
+	j->t_timeout = j->t_drain = 0;
 	/* Last: the callback may free the job. */
 	j->donecb(j, j->status, j->timed_out, j->arg);
 }
@@ -224,25 +261,18 @@ on_timeout(struct loop *l, uint64_t id, void *arg)
 	job_stop(j);
 }
 
-static void
-on_kill(struct loop *l, uint64_t id, void *arg)
-{
-	struct job *j = arg;
-
-	j->t_kill = 0;
-	kill(-j->pid, SIGKILL);
-}
-
-/* SIGTERM to the group, SIGKILL after the grace period. */
+/*
+ * SIGTERM to the whole tree, SIGKILL after the grace period (ptree.c's
+ * timer, so it happens even when the job completes and is freed first).
+ */
 int
 job_stop(struct job *j)
 {
 	if (j->reaped)
 		return -ESRCH;
-	if (kill(-j->pid, SIGTERM) < 0 && errno != ESRCH)
-		return -errno;
-	if (j->t_kill == 0)
-		j->t_kill = loop_timer_add(j->loop, j->grace_ms, on_kill, j);
+	if (!j->stopping)
+		(void)ptree_stop(j->loop, &j->tree, j->grace_ms);
+	j->stopping = true;
 	return 0;
 }
 
@@ -265,14 +295,13 @@ job_free(struct job *j)
 	if (j == NULL)
 		return;
 	if (!j->reaped) {
-		kill(-j->pid, SIGKILL);
+		(void)ptree_kill(&j->tree);
 		child_forget(j->pid);
 	}
 	close_pipe(j, 1);
 	close_pipe(j, 2);
 	stdin_shut(j);
 	loop_timer_cancel(j->loop, j->t_timeout);
-	loop_timer_cancel(j->loop, j->t_kill);
 	loop_timer_cancel(j->loop, j->t_drain);
 	free(j);
 }

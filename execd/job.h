@@ -2,9 +2,11 @@
  * job.h -- shell jobs: spawn, collect output, enforce a timeout.
  *
  * A job runs `bash -c CMD` (sh when there is no bash) in its own process
- * group.  It is complete when it has been reaped and its pipes are at
- * EOF; a grandchild that keeps a pipe open may delay that by at most the
- * drain time (JOB_DRAIN_MS) after the exit.  Loop thread only.
+ * group, with PTREE_MARK_VAR=<random> added to its environment (how its
+ * processes are found when it is stopped).  It is complete when it has
+ * been reaped and its pipes are at EOF; a grandchild that keeps a pipe
+ * open may delay that by at most the drain time (JOB_DRAIN_MS) after the
+ * exit.  Loop thread only.
  */
 #ifndef EXECD_JOB_H
 #define EXECD_JOB_H
@@ -48,7 +50,10 @@ typedef void job_done_cb(struct job *, int status, bool timed_out,
 int	job_start(struct loop *loop, const struct job_opts *o,
 	    job_output_cb *output, job_done_cb *done, void *arg,
 	    struct job **out, char *err, size_t errlen);
-/* SIGTERM to the group now, SIGKILL after the grace period. */
+/*
+ * SIGTERM now and SIGKILL after the grace period to everything the job
+ * started, inside its group or not (ptree.h says how it is found).
+ */
 int	job_stop(struct job *);
 bool	job_running(const struct job *);	/* not yet reaped */
 /*
@@ -64,7 +69,7 @@ int	job_stdin_write(struct job *, const void *p, size_t n);
 int	job_stdin_close(struct job *);
 size_t	job_stdin_queued(const struct job *);
 pid_t	job_pid(const struct job *);
-/* NULL ok.  A job still running is killed (the group, SIGKILL). */
+/* NULL ok.  A job still running is killed (its whole tree, SIGKILL). */
 void	job_free(struct job *);
 
 #endif

@@ -643,6 +643,135 @@ def test_interrupt_a_foreground_command_through_delete_code():
         assert_failed(s.rest(), "-1")
 
 
+# -- a stopped command's whole tree ---------------------------------------
+
+def sleepers(secs):
+    """pids of live `sleep SECS` processes (SECS unique to one test)."""
+    want = b"sleep\0%d\0" % secs
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if f.read() == want and pid_alive(int(p)):
+                    out.append(int(p))
+        except OSError:
+            continue
+    return out
+
+
+def kill_pids(pids):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def tree_command(secs):
+    """32 sleepers: 10 in the job's group, 10 under set -m (groups of
+    their own), 5 under setsid with the shell as parent, 5 under setsid
+    whose parent exits at once (orphans, adopted by execd), and 2 such
+    orphans that ignore SIGTERM."""
+    s = "sleep %d" % secs
+    return ("for i in 1 2 3 4 5 6 7 8 9 10; do %s & done; "
+            "set -m; for i in 1 2 3 4 5 6 7 8 9 10; do %s & done; set +m; "
+            "for i in 1 2 3 4 5; do setsid %s & done; "
+            "for i in 1 2 3 4 5; do (setsid %s &); done; "
+            "for i in 1 2; do (trap '' TERM; setsid %s &); done; "
+            "echo ready; wait" % (s, s, s, s, s))
+
+
+def wait_all_running(secs, n=32):
+    """Wait until the n sleepers of tree_command(secs) all run."""
+    assert wait_for(lambda: len(sleepers(secs)) >= n, timeout=10), \
+        sleepers(secs)
+
+
+def test_delete_stops_the_whole_tree():
+    secs = 700000 + os.getpid() % 10000
+    try:
+        with Execd("--grace-period", "500") as d:
+            s = Stream(d, {"command": tree_command(secs)})
+            s.until(lambda e: e["type"] == "stdout" and e["text"] == "ready")
+            wait_all_running(secs)
+            st, h, body = d.request("DELETE", "/command?id=" + s.id)
+            assert st == 200, body
+            assert_failed(s.rest(), "-1")
+            assert wait_for(lambda: not sleepers(secs), timeout=6), \
+                "%d left: %r" % (len(sleepers(secs)), sleepers(secs))
+            assert d.request("GET", "/ping")[0] == 200
+    finally:
+        kill_pids(sleepers(secs))
+
+
+def test_timeout_stops_the_whole_tree():
+    secs = 710000 + os.getpid() % 10000
+    try:
+        with Execd("--grace-period", "500") as d:
+            cid = background(d, tree_command(secs), timeout=4000)
+            wait_all_running(secs)
+            s = finished(d, cid, timeout=20)
+            assert s["exit_code"] == -1 and "timeout" in s["error"], s
+            assert wait_for(lambda: not sleepers(secs), timeout=6), \
+                "%d left: %r" % (len(sleepers(secs)), sleepers(secs))
+    finally:
+        kill_pids(sleepers(secs))
+
+
+def test_stop_spares_other_commands_and_their_leftovers():
+    # A nohup'd server of a command that ended by itself, and a command
+    # still running, both outlive the DELETE of a third command.
+    secs = 720000 + os.getpid() % 10000
+    try:
+        with Execd("--grace-period", "500") as d:
+            cid = background(d, "(setsid nohup sleep %d >/dev/null 2>&1 &)"
+                             % secs)
+            finished(d, cid)
+            other = background(d, "(setsid sleep %d &); sleep 60" %
+                               (secs + 1))
+            victim = background(d, "sleep 60")
+            assert wait_for(lambda: sleepers(secs) and sleepers(secs + 1),
+                            timeout=5)
+            st, h, body = d.request("DELETE", "/command?id=" + victim)
+            assert st == 200, body
+            finished(d, victim, timeout=5)
+            time.sleep(1)
+            assert sleepers(secs) and sleepers(secs + 1)
+            assert status(d, other)["running"] is True
+    finally:
+        kill_pids(sleepers(secs) + sleepers(secs + 1))
+
+
+def test_every_command_gets_its_own_mark():
+    with Execd(env={"EXECD_JOB": "inherited"}) as d:
+        marks = []
+        for i in range(2):
+            st, evs = run_cmd(d, 'echo "$EXECD_JOB"; env | grep -c '
+                              '"^EXECD_JOB="')
+            out = lines(evs, "stdout")
+            assert len(out) == 2 and re.match(r"^[0-9a-f]{16}$", out[0]) \
+                and out[1] == "1", evs
+            marks.append(out[0])
+        assert marks[0] != marks[1], marks
+
+
+def test_a_command_that_ends_by_itself_leaves_its_nohup_server():
+    secs = 730000 + os.getpid() % 10000
+    try:
+        with Execd("--grace-period", "500") as d:
+            st, evs = run_cmd(d, "nohup sleep %d >/dev/null 2>&1 & "
+                              "echo started" % secs)
+            assert lines(evs, "stdout") == ["started"], evs
+            assert_ok(evs)
+            assert wait_for(lambda: sleepers(secs), timeout=5)
+            time.sleep(1.5)
+            assert sleepers(secs), "the nohup'd process was killed"
+    finally:
+        kill_pids(sleepers(secs))
+
+
 # -- request validation ----------------------------------------------------
 
 def test_invalid_requests_are_plain_json_errors():
