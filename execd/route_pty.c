@@ -340,8 +340,8 @@ route_pty_ws(struct http_req *req)
 	if (since != NULL) {
 		errno = 0;
 		c->since = strtoull(since, &end, 10);
-		if (errno != 0 || end == since || *end != '\0' ||
-		    since[0] == '-')
+		if (errno != 0 || *end != '\0' || since[0] < '0' ||
+		    since[0] > '9')
 			c->since = 0;
 	}
 	if (!viewer) {

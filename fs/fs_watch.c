@@ -631,6 +631,11 @@ fs_watch_read(struct fs_watch *fw, fs_watch_cb *cb, void *arg)
 		for (off = 0; off + sizeof(*ev) <= (size_t)n;
 		    off += sizeof(*ev) + ev->len) {
 			ev = (const struct inotify_event *)(fw->rbuf + off);
+			/* Never trust a name past the bytes read, or unended. */
+			if (ev->len > (size_t)n - off - sizeof(*ev) ||
+			    (ev->len > 0 && memchr(ev->name, '\0',
+			    ev->len) == NULL))
+				break;
 			if ((rc = handle(fw, ev)) < 0)
 				return rc;
 			if (fw->gone)

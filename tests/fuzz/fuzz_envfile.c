@@ -74,7 +74,8 @@ expand(const char *v, size_t n, size_t *outlen)
 			if ((out = realloc(out, cap)) == NULL)
 				abort();
 		}
-		memcpy(out + len, val, k);
+		if (k > 0)
+			memcpy(out + len, val, k);
 		len += k;
 	}
 	*outlen = len;
