@@ -22,7 +22,8 @@ enum opt_id {
 	O_LISTEN = 256, O_PORT, O_TOKEN, O_TOKEN_FILE, O_LOG_LEVEL, O_MAX_BODY, O_TIMEOUT,
 	O_MAX_CONNS, O_MAX_CONNS_IP, O_STREAM_BUF, O_GRACE, O_RUNTIME_DIR,
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
-	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY,
+	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
+	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_HELP, O_VERSION
 };
 
@@ -62,6 +63,26 @@ static const struct opt opts[] = {
 	    "SECONDS", "120",
 	    "close a connection idle this long (0: never); an open stream "
 	    "waiting for output is not idle" },
+	{ "header-timeout", O_HEADER_TIMEOUT, "EXECD_HEADER_TIMEOUT",
+	    "SECONDS", "10",
+	    "a request's line and headers must all arrive within this, from "
+	    "the connection's start or the first byte after the previous "
+	    "request (0: no limit)" },
+	{ "body-timeout", O_BODY_TIMEOUT, "EXECD_BODY_TIMEOUT", "SECONDS",
+	    "10", "a request body may take this long plus a second per "
+	    "--body-min-rate bytes received; slower ones are cut off "
+	    "(0: no limit)" },
+	{ "body-min-rate", O_BODY_MIN_RATE, "EXECD_BODY_MIN_RATE", "BYTES",
+	    "8K", "the rate, per second, a body must average past "
+	    "--body-timeout" },
+	{ "max-half-open", O_MAX_HALF_OPEN, "EXECD_MAX_HALF_OPEN", "N", "256",
+	    "connections waiting for a whole request (new, idle, or still "
+	    "sending one); past it, the one waiting longest is closed "
+	    "(0: no limit); streams and running requests do not count" },
+	{ "body-memory", O_BODY_MEMORY, "EXECD_BODY_MEMORY", "BYTES", "64M",
+	    "memory all buffered request bodies may hold at once; a body "
+	    "that would pass it gets 503 SERVER_BUSY (uploads to files do "
+	    "not count)" },
 	{ "max-connections", O_MAX_CONNS, "EXECD_MAX_CONNECTIONS", "N", "4096",
 	    "connections served at once; more are refused" },
 	{ "max-connections-per-ip", O_MAX_CONNS_IP,
@@ -300,6 +321,30 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		if (parse_uint(v, 86400, &u) < 0)
 			goto bad;
 		c->conn_timeout = (unsigned)u;
+		return 0;
+	case O_HEADER_TIMEOUT:
+		if (parse_uint(v, 86400, &u) < 0)
+			goto bad;
+		c->header_timeout = (unsigned)u;
+		return 0;
+	case O_BODY_TIMEOUT:
+		if (parse_uint(v, 86400, &u) < 0)
+			goto bad;
+		c->body_timeout = (unsigned)u;
+		return 0;
+	case O_BODY_MIN_RATE:
+		if (parse_size(v, &c->body_min_rate) < 0 ||
+		    c->body_min_rate == 0)
+			goto bad;
+		return 0;
+	case O_MAX_HALF_OPEN:
+		if (parse_uint(v, 1000000, &u) < 0)
+			goto bad;
+		c->max_half_open = (unsigned)u;
+		return 0;
+	case O_BODY_MEMORY:
+		if (parse_size(v, &c->body_memory) < 0 || c->body_memory == 0)
+			goto bad;
 		return 0;
 	case O_MAX_CONNS:
 		if (parse_uint(v, 1000000, &u) < 0 || u == 0)

@@ -28,6 +28,11 @@ struct conf {
 	size_t		 max_body;
 	size_t		 max_upload;	/* 0: no limit */
 	unsigned	 conn_timeout;
+	unsigned	 header_timeout;	/* seconds for request headers */
+	unsigned	 body_timeout;	/* seconds for a body, before ... */
+	size_t		 body_min_rate;	/* ... it must average this (B/s) */
+	unsigned	 max_half_open;	/* connections awaiting a request */
+	size_t		 body_memory;	/* all buffered bodies at once */
 	unsigned	 max_conns;
 	unsigned	 max_conns_per_ip;
 	size_t		 stream_cap;

@@ -10,6 +10,20 @@
  * last call parses it and runs the handler, which replies before returning.
  * The completion callback logs the request line with its status and frees
  * the context.  This file knows no endpoint; the route_*.c files do.
+ *
+ * Slow clients: every connection has a phase (waiting for a request,
+ * receiving one, or busy with one dispatched) and the time it entered it.
+ * A once-a-second sweep cuts off headers slower than --header-timeout and
+ * bodies slower than --body-timeout plus --body-min-rate; connections that
+ * wait for a request are counted, and past --max-half-open (or at the
+ * connection limit) the one waiting longest is closed to make room, so
+ * held-open connections cannot lock others out.  Streams, deferred
+ * requests and upgrades are busy and never counted or cut.  A reply sent
+ * before the body was read lingers: the socket is kept, its write side
+ * shut, and what the client still sends is read and dropped for a bounded
+ * time, so that a client writing the whole body first still reads the
+ * answer.  Buffered bodies share --body-memory; large JSON bodies are
+ * parsed on the worker pool while their connection is suspended.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,12 +31,15 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <linux/tcp.h>
 
 #include <microhttpd.h>
 #include <openssl/crypto.h>
@@ -32,6 +49,7 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "work.h"
 #include "xmalloc.h"
 
 #define MAX_PARAMS	4
@@ -49,6 +67,55 @@
 #define DISCARD_MAX	(16u << 20)
 #define HTTP_WAKE_MS	1000	/* longest sleep with connections open */
 #define EOF_CHECK_MS	200	/* look for clients gone mid-body this often */
+#define SWEEP_MS	1000	/* check phase deadlines this often */
+#define LINGER_MS	5000	/* keep a socket after an early reply ... */
+#define LINGER_MAX	(32u << 20)	/* ... reading at most this much */
+#define LINGER_CONNS	256	/* sockets lingering at once */
+#define PARSE_ASYNC_MIN	(256u << 10)	/* JSON bodies parsed off the loop */
+#define BUSY_RETRY	"1"	/* Retry-After of a 503 SERVER_BUSY */
+#define RX_UNKNOWN	UINT64_MAX
+
+/* Where a connection is in its request; all but PH_BUSY are half-open. */
+enum phase {
+	PH_HEAD,	/* new, or sending a request line and headers */
+	PH_IDLE,	/* kept alive after a request, nothing sent yet */
+	PH_BODY,	/* sending a body */
+	PH_BUSY		/* request dispatched: handler, stream, reply */
+};
+
+/* One connection, from MHD's NOTIFY_CONNECTION start to close. */
+struct conn {
+	struct http_server	*srv;
+	struct MHD_Connection	*mc;
+	int			 fd;
+	enum phase		 phase;
+	uint64_t		 since;		/* entered phase, loop ms */
+	uint64_t		 rx_mark;	/* bytes in when it went idle */
+	uint64_t		 nbody;		/* body bytes so far */
+	bool			 cut;		/* shut down by us */
+	bool			 linger;	/* replied before the body */
+	bool			 upgraded;
+	struct conn		*prev, *next;
+};
+
+/* A socket kept after an early reply, read and dropped until it ends. */
+struct lingerer {
+	struct http_server	*srv;
+	int			 fd;
+	uint64_t		 timer;
+	size_t			 nread;
+	struct lingerer		*prev, *next;
+};
+
+/* A large JSON body parsed on a worker; owns the body meanwhile. */
+struct parse_job {
+	struct http_server	*srv;
+	struct http_req		*req;	/* NULL once the request is gone */
+	struct sse_buf		 body;
+	size_t			 charged;
+	json_t			*json;
+	json_error_t		 e;
+};
 
 struct http_resp {
 	struct MHD_Response	*r;
@@ -102,16 +169,26 @@ struct http_server {
 	uint64_t		 next_eof_check;
 	struct http_req		*deferred;
 	bool			 quiesced;
+	struct conn		*conns;		/* every open connection */
+	size_t			 nconns;
+	size_t			 nwaiting;	/* half-open: not PH_BUSY */
+	size_t			 ncut;		/* cut, not yet closed */
+	uint64_t		 next_sweep;
+	size_t			 buffered;	/* bytes all bodies hold */
+	struct lingerer		*lingers;
+	size_t			 nlingers;
 };
 
 /* Why a request is refused before its handler runs. */
 enum reject {
-	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG, REJ_NUL
+	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG, REJ_NUL,
+	REJ_BUSY
 };
 
 struct http_req {
 	struct http_server	*srv;
 	struct MHD_Connection	*conn;
+	struct conn		*c;
 	char			 uri[URI_LOG_MAX];
 	const char		*method;
 	const char		*path;
@@ -133,6 +210,11 @@ struct http_req {
 	struct http_req		*rprev, *rnext;
 	enum reject		 reject;
 	bool			 too_big;
+	bool			 busy;		/* over --body-memory */
+	size_t			 charged;	/* of srv->buffered */
+	struct parse_job	*pjob;		/* JSON parse under way */
+	bool			 parsed;	/* ... and done: json, perr */
+	json_error_t		 perr;
 	struct http_upgrade	*upgrade;	/* 101 queued, not yet out */
 	http_body_cb		*sink_data;	/* streamed body, or NULL */
 	http_body_end_cb	*sink_end;
@@ -185,6 +267,24 @@ static void		 upgraded(void *, struct MHD_Connection *, void *,
 			    struct MHD_UpgradeResponseHandle *);
 static void		 close_upgrades(struct http_server *);
 static void		 reader_free(void *);
+static void		 notify_cb(void *, struct MHD_Connection *, void **,
+			    enum MHD_ConnectionNotificationCode);
+static void		 conn_phase(struct conn *, enum phase);
+static void		 conn_cut(struct conn *, const char *);
+static bool		 cut_oldest(struct http_server *);
+static void		 sweep(struct http_server *);
+static uint64_t		 rx_bytes(int);
+static void		 linger_start(struct http_server *, int);
+static void		 linger_read(struct loop *, int, void *, int, void *);
+static void		 linger_timeout(struct loop *, uint64_t, void *);
+static void		 linger_end(struct lingerer *);
+static void		 body_charge(struct http_req *);
+static void		 body_release(struct http_req *);
+static void		 reply_busy(struct http_req *);
+static void		 parse_start(struct http_req *);
+static void		 parse_run(void *);
+static void		 parse_done(void *);
+static void		 parse_cancel(struct http_req *, void *);
 
 /* Bind, start MHD without threads and put its epoll fd on the loop. */
 int
@@ -233,6 +333,7 @@ http_new(struct loop *loop, const struct http_conf *conf,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, notify_cb, srv,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
 	    MHD_OPTION_END);
@@ -317,22 +418,276 @@ fail:
  * The total connection limit is ours, not MHD's: at its own limit MHD
  * leaves new connections in the backlog, and in epoll mode it may not
  * look at the listening socket again until yet another client arrives.
- * Refusing here closes the connection at once instead.
+ * Refusing here closes the connection at once instead.  Before refusing,
+ * make room by closing the connection that has waited longest for its
+ * request, and do the same past the half-open budget: a client that
+ * holds connections open then only ever pushes out its own.
  */
 static enum MHD_Result
 accept_cb(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http_server *srv = cls;
-	const union MHD_DaemonInfo *info;
 
-	info = MHD_get_daemon_info(srv->mhd,
-	    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-	if (info != NULL && info->num_connections >= srv->conf.max_conns) {
-		log_debug("connection refused: %u connections open",
-		    info->num_connections);
+	if (srv->conf.max_half_open > 0 &&
+	    srv->nwaiting >= srv->conf.max_half_open)
+		cut_oldest(srv);
+	if (srv->nconns - srv->ncut >= srv->conf.max_conns &&
+	    !cut_oldest(srv)) {
+		log_debug("connection refused: %zu connections open",
+		    srv->nconns);
 		return MHD_NO;
 	}
 	return MHD_YES;
+}
+
+/* MHD's connection start and end: our per-connection state. */
+static void
+notify_cb(void *cls, struct MHD_Connection *mc, void **socket_ctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *srv = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct conn *c;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		c = xcalloc(1, sizeof(*c));
+		c->srv = srv;
+		c->mc = mc;
+		ci = MHD_get_connection_info(mc,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		c->fd = ci != NULL ? ci->connect_fd : -1;
+		c->phase = PH_HEAD;
+		c->since = loop_now_ms();
+		c->rx_mark = RX_UNKNOWN;
+		c->next = srv->conns;
+		if (srv->conns != NULL)
+			srv->conns->prev = c;
+		srv->conns = c;
+		srv->nconns++;
+		srv->nwaiting++;
+		*socket_ctx = c;
+		return;
+	}
+	if ((c = *socket_ctx) == NULL)
+		return;
+	*socket_ctx = NULL;
+	/* MHD closes its descriptor right after this; a lingerer keeps a dup. */
+	if (c->linger && !c->cut && c->fd >= 0)
+		linger_start(srv, c->fd);
+	if (c->cut)
+		srv->ncut--;
+	else if (c->phase != PH_BUSY)
+		srv->nwaiting--;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	srv->nconns--;
+	free(c);
+}
+
+/* Move a connection to phase ph, keeping the half-open count. */
+static void
+conn_phase(struct conn *c, enum phase ph)
+{
+	if (c == NULL || c->upgraded || c->phase == ph)
+		return;
+	if (!c->cut) {
+		if (c->phase == PH_BUSY)
+			c->srv->nwaiting++;
+		else if (ph == PH_BUSY)
+			c->srv->nwaiting--;
+	}
+	c->phase = ph;
+	c->since = loop_now_ms();
+	if (ph == PH_BODY)
+		c->nbody = 0;
+	if (ph == PH_IDLE)
+		c->rx_mark = RX_UNKNOWN;
+}
+
+/*
+ * Close a connection from outside MHD: shut the socket down, which MHD
+ * sees on its next run as the client leaving.
+ */
+static void
+conn_cut(struct conn *c, const char *why)
+{
+	struct http_server *srv = c->srv;
+
+	if (c->cut)
+		return;
+	log_debug("closing a connection: %s", why);
+	if (c->phase != PH_BUSY)
+		srv->nwaiting--;
+	c->cut = true;
+	srv->ncut++;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	srv->kick = true;
+}
+
+/*
+ * Cut the half-open connection that has waited longest, preferring one
+ * that has not yet sent a whole header (a body under way has shown more
+ * of a client's good faith).  False if none is half-open.
+ */
+static bool
+cut_oldest(struct http_server *srv)
+{
+	struct conn *best = NULL;
+
+	for (struct conn *c = srv->conns; c != NULL; c = c->next) {
+		if (c->cut || c->phase == PH_BUSY)
+			continue;
+		if (best == NULL ||
+		    (best->phase == PH_BODY && c->phase != PH_BODY) ||
+		    ((best->phase == PH_BODY) == (c->phase == PH_BODY) &&
+		    c->since < best->since))
+			best = c;
+	}
+	if (best == NULL)
+		return false;
+	conn_cut(best, best->phase == PH_BODY ? "too many half-open "
+	    "connections (oldest body)" : "too many half-open connections");
+	return true;
+}
+
+/* Bytes the kernel has received on a TCP socket, or RX_UNKNOWN. */
+static uint64_t
+rx_bytes(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) +
+	    sizeof(ti.tcpi_bytes_received))
+		return RX_UNKNOWN;
+	return ti.tcpi_bytes_received;
+}
+
+/*
+ * Once a second: cut headers and bodies past their deadlines, and start
+ * the header clock of an idle connection once bytes arrive on it (MHD's
+ * buffer hides them from us, the kernel's byte count does not).
+ */
+static void
+sweep(struct http_server *srv)
+{
+	const struct http_conf *cf = &srv->conf;
+	uint64_t now = loop_now_ms(), rx, allowed;
+	struct conn *c, *next;
+
+	if (now < srv->next_sweep)
+		return;
+	srv->next_sweep = now + SWEEP_MS;
+	for (c = srv->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->cut || c->phase == PH_BUSY)
+			continue;
+		switch (c->phase) {
+		case PH_HEAD:
+			if (cf->header_timeout > 0 && now - c->since >=
+			    (uint64_t)cf->header_timeout * 1000)
+				conn_cut(c, "request headers too slow");
+			break;
+		case PH_BODY:
+			allowed = (uint64_t)cf->body_timeout * 1000 +
+			    c->nbody * 1000 / cf->body_min_rate;
+			if (cf->body_timeout > 0 && now - c->since > allowed)
+				conn_cut(c, "request body too slow");
+			break;
+		case PH_IDLE:
+			rx = rx_bytes(c->fd);
+			if (c->rx_mark == RX_UNKNOWN)
+				c->rx_mark = rx;
+			else if (rx != RX_UNKNOWN && rx > c->rx_mark)
+				conn_phase(c, PH_HEAD);
+			break;
+		case PH_BUSY:
+			break;
+		}
+	}
+}
+
+/* Keep fd (MHD is about to close it) and drop what the client sends. */
+static void
+linger_start(struct http_server *srv, int fd)
+{
+	struct lingerer *lg;
+	int dfd;
+
+	if (srv->nlingers >= LINGER_CONNS || srv->quiesced ||
+	    (dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return;
+	shutdown(dfd, SHUT_WR);
+	lg = xcalloc(1, sizeof(*lg));
+	lg->srv = srv;
+	lg->fd = dfd;
+	if (loop_add_fd(srv->loop, dfd, LOOP_READ, linger_read, lg) < 0) {
+		close(dfd);
+		free(lg);
+		return;
+	}
+	lg->timer = loop_timer_add(srv->loop, LINGER_MS, linger_timeout, lg);
+	lg->next = srv->lingers;
+	if (srv->lingers != NULL)
+		srv->lingers->prev = lg;
+	srv->lingers = lg;
+	srv->nlingers++;
+}
+
+/* Read and drop; end at the client's close, an error or the cap. */
+static void
+linger_read(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	struct lingerer *lg = arg;
+	static char sink[65536];
+	ssize_t n;
+
+	for (int i = 0; i < 4; i++) {
+		n = recv(lg->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+		    errno == EINTR))
+			return;
+		if (n <= 0 || (lg->nread += (size_t)n) > LINGER_MAX) {
+			linger_end(lg);
+			return;
+		}
+	}
+}
+
+static void
+linger_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct lingerer *lg = arg;
+
+	lg->timer = 0;
+	linger_end(lg);
+}
+
+/* Close a lingering socket and free it. */
+static void
+linger_end(struct lingerer *lg)
+{
+	struct http_server *srv = lg->srv;
+
+	loop_del(srv->loop, lg->fd, NULL);
+	if (lg->timer != 0)
+		loop_timer_cancel(srv->loop, lg->timer);
+	close(lg->fd);
+	if (lg->prev != NULL)
+		lg->prev->next = lg->next;
+	else
+		srv->lingers = lg->next;
+	if (lg->next != NULL)
+		lg->next->prev = lg->prev;
+	srv->nlingers--;
+	free(lg);
 }
 
 /* The port actually bound. */
@@ -378,6 +733,7 @@ mhd_run(struct loop *l, void *arg)
 	srv->kick = false;
 	MHD_run(srv->mhd);
 	check_eof(srv);
+	sweep(srv);
 }
 
 static void
@@ -401,9 +757,14 @@ static void *
 uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	struct http_req *req = xcalloc(1, sizeof(*req));
+	const union MHD_ConnectionInfo *ci;
 
 	req->srv = cls;
 	req->conn = conn;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	req->c = ci != NULL ? ci->socket_context : NULL;
+	if (req->c != NULL && req->c->phase == PH_IDLE)
+		conn_phase(req->c, PH_HEAD);
 	req->t0 = loop_now_ms();
 	snprintf(req->uri, sizeof(req->uri), "%s", uri);
 	sse_buf_init(&req->body);
@@ -549,6 +910,11 @@ check(struct http_req *req)
 	if ((req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) && cl != NULL &&
 	    strtoull(cl, NULL, 10) > req->srv->conf.max_body)
 		return REJ_TOO_BIG;
+	/* A body that cannot fit beside those held now: say so at once. */
+	if ((req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) && cl != NULL &&
+	    req->srv->buffered + strtoull(cl, NULL, 10) >
+	    req->srv->conf.body_memory)
+		return REJ_BUSY;
 	if ((req->route->flags & HTTP_R_STREAM) && cl != NULL &&
 	    req->srv->conf.max_upload > 0 &&
 	    strtoull(cl, NULL, 10) > req->srv->conf.max_upload)
@@ -603,6 +969,9 @@ reject(struct http_req *req)
 		    "invalid query parameter '%.64s': it contains a NUL byte",
 		    req->nul_key);
 		break;
+	case REJ_BUSY:
+		reply_busy(req);
+		break;
 	case REJ_NONE:
 		fatalx("nothing to reject");
 	}
@@ -618,8 +987,12 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 
 	if (req == NULL)	/* cannot happen: uri_cb always runs first */
 		fatalx("request without context");
-	if (req->started && *data_size == 0)
+	if (req->started && *data_size > 0 && req->c != NULL)
+		req->c->nbody += *data_size;
+	if (req->started && *data_size == 0) {
 		unlink_reading(req);	/* the whole body is in */
+		conn_phase(req->c, PH_BUSY);
+	}
 	if (req->replied) {
 		if (*data_size > 0 && req->held != NULL) {
 			/* Refused midway: drop the rest, then answer. */
@@ -644,6 +1017,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 		req->method = method;
 		req->path = url;
 		req->reject = check(req);
+		if (has_body(conn))
+			conn_phase(req->c, PH_BODY);
 		/*
 		 * Refuse at once when a body is coming, so it need not be
 		 * read (MHD then closes the connection); without a body,
@@ -669,13 +1044,19 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	if (*data_size > 0) {
 		/* Bodies of routes that take none are read and dropped. */
 		if (req->route != NULL && (req->route->flags & (HTTP_R_BODY |
-		    HTTP_R_RAW)) && !req->too_big) {
+		    HTTP_R_RAW)) && !req->too_big && !req->busy) {
 			if (req->body.len + *data_size >
 			    req->srv->conf.max_body) {
 				req->too_big = true;
-				sse_buf_reset(&req->body);
+				body_release(req);
+			} else if (req->srv->buffered - req->charged +
+			    req->body.len + *data_size >
+			    req->srv->conf.body_memory) {
+				req->busy = true;
+				body_release(req);
 			} else {
 				sse_buf_add(&req->body, data, *data_size);
+				body_charge(req);
 			}
 		}
 		*data_size = 0;
@@ -683,14 +1064,131 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	if (req->too_big)
 		req->reject = REJ_TOO_BIG;
+	else if (req->busy)
+		req->reject = REJ_BUSY;
 	if (req->reject != REJ_NONE) {
 		reject(req);
 		return MHD_YES;
 	}
-	if ((req->route->flags & HTTP_R_BODY) && parse_body(req) < 0)
-		return MHD_YES;
+	if (req->route->flags & HTTP_R_BODY) {
+		if (!req->parsed && req->body.len >= PARSE_ASYNC_MIN) {
+			parse_start(req);
+			return MHD_YES;
+		}
+		if (parse_body(req) < 0)
+			return MHD_YES;
+	}
 	run_handler(req, req->route->fn);
 	return MHD_YES;
+}
+
+/* Count what req's body buffer holds against --body-memory. */
+static void
+body_charge(struct http_req *req)
+{
+	req->srv->buffered += req->body.cap - req->charged;
+	req->charged = req->body.cap;
+}
+
+/* Free req's body buffer and its share of --body-memory. */
+static void
+body_release(struct http_req *req)
+{
+	req->srv->buffered -= req->charged;
+	req->charged = 0;
+	sse_buf_reset(&req->body);
+}
+
+/* 503 SERVER_BUSY with Retry-After, in the usual error shape. */
+static void
+reply_busy(struct http_req *req)
+{
+	struct sse_buf b;
+	json_t *v;
+
+	v = json_pack("{s:s, s:s}", "code", HTTP_E_BUSY, "message",
+	    "too many request bodies are being received; retry shortly");
+	sse_buf_init(&b);
+	if (v == NULL || sse_fmt_json(&b, v) < 0)
+		fatalx("unencodable JSON reply");
+	json_decref(v);
+	http_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE, JSON_TYPE, b.p,
+	    b.len, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY);
+	sse_buf_reset(&b);
+}
+
+/*
+ * Parse a large JSON body on a worker: the job takes the body (and its
+ * charge), the connection waits suspended like a deferred request, and
+ * parse_done resumes it, whereupon MHD calls the access handler again
+ * and the handler runs with req->parsed set.
+ */
+static void
+parse_start(struct http_req *req)
+{
+	struct http_server *srv = req->srv;
+	struct parse_job *job = xcalloc(1, sizeof(*job));
+
+	job->srv = srv;
+	job->req = req;
+	job->body = req->body;
+	job->charged = req->charged;
+	sse_buf_init(&req->body);
+	req->charged = 0;
+	req->pjob = job;
+	req->deferred = true;
+	req->cancel = parse_cancel;
+	req->cancel_arg = job;
+	req->dnext = srv->deferred;
+	if (srv->deferred != NULL)
+		srv->deferred->dprev = req;
+	srv->deferred = req;
+	MHD_suspend_connection(req->conn);
+	work_submit(parse_run, parse_done, job);
+}
+
+/* Worker thread: touches the job only. */
+static void
+parse_run(void *arg)
+{
+	struct parse_job *job = arg;
+
+	job->json = json_loadb(job->body.p, job->body.len,
+	    JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &job->e);
+}
+
+/* Loop thread: hand the result to the request, if it is still there. */
+static void
+parse_done(void *arg)
+{
+	struct parse_job *job = arg;
+	struct http_req *req = job->req;
+
+	job->srv->buffered -= job->charged;
+	sse_buf_reset(&job->body);
+	if (req == NULL) {
+		json_decref(job->json);
+		free(job);
+		return;
+	}
+	req->pjob = NULL;
+	req->json = job->json;
+	req->perr = job->e;
+	req->parsed = true;
+	free(job);
+	unlink_deferred(req);
+	MHD_resume_connection(req->conn);
+	req->srv->kick = true;
+}
+
+/* Shutdown while a parse is under way: forget the request. */
+static void
+parse_cancel(struct http_req *req, void *arg)
+{
+	struct parse_job *job = arg;
+
+	job->req = NULL;
+	req->pjob = NULL;
 }
 
 /*
@@ -753,6 +1251,10 @@ parse_body(struct http_req *req)
 {
 	json_error_t e;
 
+	if (req->parsed) {
+		e = req->perr;
+		goto parsed;
+	}
 	if (req->body.len == 0 && (req->route->flags & HTTP_R_BODY_OPT))
 		return 0;
 	if (req->body.len == 0) {
@@ -763,6 +1265,8 @@ parse_body(struct http_req *req)
 	}
 	req->json = json_loadb(req->body.p, req->body.len,
 	    JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &e);
+	body_release(req);	/* the JSON is what the handler reads */
+parsed:
 	if (req->json == NULL) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY,
 		    "error parsing request, MAYBE invalid body format. "
@@ -797,10 +1301,14 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		free(req->pvals[j]);
 	if (req->held != NULL)
 		MHD_destroy_response(req->held);
+	if (req->pjob != NULL)
+		req->pjob->req = NULL;
 	unlink_deferred(req);
 	unlink_reading(req);
-	sse_buf_reset(&req->body);
+	body_release(req);
 	json_decref(req->json);
+	/* Kept alive: it waits for the next request. */
+	conn_phase(req->c, PH_IDLE);
 	free(req);
 	*con_cls = NULL;
 }
@@ -902,6 +1410,11 @@ queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
 		req->held_status = status;
 		MHD_resume_connection(req->conn);
 		return;
+	}
+	if (req->reading && req->c != NULL && has_body(req->conn)) {
+		/* Answered before the body: linger when MHD closes. */
+		req->c->linger = true;
+		conn_phase(req->c, PH_BUSY);
 	}
 	if (MHD_queue_response(req->conn, status, resp) != MHD_YES)
 		log_warnx("cannot queue the response to %s %s", req->method,
@@ -1195,7 +1708,15 @@ upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 {
 	struct http_upgrade *u = cls;
 	struct http_server *srv = u->srv;
+	const union MHD_ConnectionInfo *ci;
+	struct conn *c;
 	int fl;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL && (c = ci->socket_context) != NULL) {
+		conn_phase(c, PH_BUSY);
+		c->upgraded = true;	/* the socket is no longer HTTP */
+	}
 
 	if (u->req != NULL)
 		u->req->upgrade = NULL;
@@ -1314,6 +1835,8 @@ http_free(struct http_server *srv)
 	close_upgrades(srv);
 	loop_del(srv->loop, srv->epfd, NULL);
 	MHD_stop_daemon(srv->mhd);
+	while (srv->lingers != NULL)
+		linger_end(srv->lingers);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	free(srv);

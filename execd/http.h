@@ -37,6 +37,7 @@ struct http_req;
 #define HTTP_E_EXISTS		"ALREADY_EXISTS"
 #define HTTP_E_TIMEOUT		"TIMEOUT"
 #define HTTP_E_UNAVAILABLE	"UNAVAILABLE"
+#define HTTP_E_BUSY		"SERVER_BUSY"
 
 struct http_conf {
 	const char	*addr;		/* numeric IPv4 or IPv6 address */
@@ -48,6 +49,11 @@ struct http_conf {
 	unsigned	 max_conns_per_ip;	/* 0: no limit */
 	size_t		 stream_cap;	/* bytes a stream may queue */
 	uint64_t	 max_upload;	/* cap on a streamed body; 0: none */
+	unsigned	 header_timeout;	/* seconds for headers; 0: none */
+	unsigned	 body_timeout;	/* seconds for a body, plus ... */
+	size_t		 body_min_rate;	/* ... one per this many bytes */
+	unsigned	 max_half_open;	/* 0: no limit */
+	size_t		 body_memory;	/* cap on all buffered bodies */
 };
 
 /*

@@ -23,6 +23,7 @@
 #include <zmq.h>
 
 #include "../kernelproto/kp_kernelspec.h"
+#include "../fs/fs_atomic.h"
 #include "../fs/fs_ops.h"
 #include "child.h"
 #include "command.h"
@@ -61,6 +62,7 @@ main(int argc, char **argv)
 	struct conf conf;
 	struct http_conf hc;
 	char err[256];
+	unsigned nstale = 0;
 	int rc;
 
 	if ((rc = conf_parse(&conf, argc, argv, err, sizeof(err))) != 0) {
@@ -97,6 +99,13 @@ main(int argc, char **argv)
 	if (setup_kernels(&conf) < 0)
 		fatalx("cannot prepare the kernel runtime directory %s",
 		    conf.runtime_dir);
+	/* Upload temporaries are recorded there; a crash's are removed. */
+	if (fs_atomic_journal(conf.runtime_dir, &nstale, err,
+	    sizeof(err)) < 0)
+		log_warnx("%s", err);
+	else if (nstale > 0)
+		log_info("removed %u upload temporaries left by a crash",
+		    nstale);
 	/* The base sample for the first CPU percentage of GET /metrics. */
 	if (metrics_read(&metrics_src_system, &app.msample, err,
 	    sizeof(err)) < 0)

@@ -7,8 +7,12 @@
  * the temporary with O_EXCL in the same directory so the final rename(2)
  * cannot cross filesystems.  fs_replace() is a streaming search and
  * replace on top: it makes no temporary at all until it meets the first
- * match, then copies the untouched prefix with pread(2).  Nothing here
- * keeps state between calls.
+ * match, then copies the untouched prefix with pread(2).  The one piece
+ * of state kept between calls is the journal directory: each temporary's
+ * record there is a file of NUL-terminated fields ("execd-tmp 1", device,
+ * inode, the temporary's name, its directory), locked by its writer with
+ * flock(2) until the temporary is renamed or removed, so a record nobody
+ * holds is a dead writer's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,6 +38,13 @@
 #define LINK_HOPS	40	/* as the kernel's own limit */
 #define REPLACE_CHUNK	(64 * 1024)
 #define FLUSH_EVERY	(8 << 20)	/* start writeback every 8 MiB */
+#define REC_MAGIC	"execd-tmp 1"
+#define REC_PREFIX	"up-"
+#define REC_RAND	12
+#define REC_MAX		(NAME_MAX + PATH_MAX + 128)
+#define REC_YOUNG_S	60	/* an unreadable record may be being written */
+
+static int	jdir = -1;	/* the journal directory, or -1 */
 
 /* Output of fs_replace(): buffered writes into the temporary. */
 struct out {
@@ -45,6 +58,11 @@ static void	atomic_reset(struct fs_atomic *);
 static int	target_find(struct fs_atomic *, mode_t, char *, size_t);
 static int	tmp_create(struct fs_atomic *, char *, size_t);
 static void	tmp_name(char *, size_t, const char *);
+static void	rand_chars(char *, size_t);
+static bool	tmp_name_ours(const char *);
+static void	journal_add(struct fs_atomic *);
+static void	journal_drop(struct fs_atomic *);
+static int	record_sweep(int, const char *);
 static int	owner_apply(struct fs_atomic *, uid_t, gid_t);
 static int	out_put(struct out *, const void *, size_t);
 static int	out_flush(struct out *);
@@ -74,6 +92,8 @@ atomic_reset(struct fs_atomic *a)
 	a->gid = (gid_t)-1;
 	a->written = 0;
 	a->flushed = 0;
+	a->jfd = -1;
+	a->jname[0] = '\0';
 }
 
 /*
@@ -144,28 +164,215 @@ target_find(struct fs_atomic *a, mode_t newmode, char *err, size_t errlen)
 	return rc;
 }
 
+/* n random letters and digits, then a NUL (x holds n + 1). */
+static void
+rand_chars(char *x, size_t n)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char r[16];
+	struct timespec ts;
+
+	if (n > sizeof(r))
+		n = sizeof(r);
+	if (getrandom(r, n, GRND_NONBLOCK) != (ssize_t)n) {
+		/* No entropy yet: O_EXCL keeps us safe, retries do the rest. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (size_t i = 0; i < n; i++)
+			r[i] = (unsigned char)(ts.tv_nsec >> (i * 5)) ^
+			    (unsigned char)getpid() ^ (unsigned char)(i * 37);
+	}
+	for (size_t i = 0; i < n; i++)
+		x[i] = set[r[i] % (sizeof(set) - 1)];
+	x[n] = '\0';
+}
+
 /* ".<base>.execd-XXXXXX" with base cut to fit NAME_MAX, random X. */
 static void
 tmp_name(char *out, size_t outlen, const char *base)
 {
-	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char r[TMP_RAND];
 	char x[TMP_RAND + 1];
-	struct timespec ts;
 	int bl = NAME_MAX - 1 - (int)(sizeof(TMP_SUFFIX) - 1) - TMP_RAND;
 
-	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		/* No entropy yet: O_EXCL keeps us safe, retries do the rest. */
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		for (size_t i = 0; i < sizeof(r); i++)
-			r[i] = (unsigned char)(ts.tv_nsec >> (i * 5)) ^
-			    (unsigned char)getpid() ^ (unsigned char)(i * 37);
-	}
-	for (size_t i = 0; i < sizeof(r); i++)
-		x[i] = set[r[i] % (sizeof(set) - 1)];
-	x[TMP_RAND] = '\0';
+	rand_chars(x, TMP_RAND);
 	snprintf(out, outlen, ".%.*s%s%s", bl, base, TMP_SUFFIX, x);
+}
+
+/* Whether name has the shape tmp_name() gives. */
+static bool
+tmp_name_ours(const char *name)
+{
+	size_t len = strlen(name), sl = sizeof(TMP_SUFFIX) - 1;
+
+	if (len < 1 + sl + TMP_RAND || name[0] != '.' ||
+	    strchr(name, '/') != NULL ||
+	    memcmp(name + len - TMP_RAND - sl, TMP_SUFFIX, sl) != 0)
+		return false;
+	for (size_t i = len - TMP_RAND; i < len; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') ||
+		    (name[i] >= 'a' && name[i] <= 'z') ||
+		    (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * Record the new temporary in the journal, if there is one and its path
+ * is absolute, and keep the record locked.  Best effort: on any failure
+ * the temporary simply goes unrecorded.
+ */
+static void
+journal_add(struct fs_atomic *a)
+{
+	char rec[REC_MAX], name[sizeof(a->jname)], x[REC_RAND + 1];
+	const char *slash = strrchr(a->path, '/');
+	struct stat st;
+	size_t len, dl;
+	int fd = -1, n;
+
+	if (jdir < 0 || a->path[0] != '/' || slash == NULL ||
+	    fstat(a->fd, &st) < 0)
+		return;
+	dl = slash == a->path ? 1 : (size_t)(slash - a->path);
+	n = snprintf(rec, sizeof(rec), "%s%c%llu%c%llu%c%s%c", REC_MAGIC, 0,
+	    (unsigned long long)st.st_dev, 0, (unsigned long long)st.st_ino,
+	    0, a->tmp, 0);
+	if (n < 0 || (size_t)n + dl + 1 > sizeof(rec))
+		return;
+	len = (size_t)n;
+	memcpy(rec + len, a->path, dl);
+	len += dl;
+	rec[len++] = '\0';
+	for (int i = 0; i < TMP_TRIES && fd < 0; i++) {
+		rand_chars(x, REC_RAND);
+		snprintf(name, sizeof(name), "%s%s", REC_PREFIX, x);
+		fd = openat(jdir, name, O_WRONLY | O_CREAT | O_EXCL |
+		    O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return;
+	}
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    write(fd, rec, len) != (ssize_t)len) {
+		unlinkat(jdir, name, 0);
+		close(fd);
+		return;
+	}
+	a->jfd = fd;
+	memcpy(a->jname, name, sizeof(name));
+}
+
+/* The temporary is renamed or removed: remove its record, then unlock. */
+static void
+journal_drop(struct fs_atomic *a)
+{
+	if (a->jfd < 0)
+		return;
+	if (jdir >= 0)
+		unlinkat(jdir, a->jname, 0);
+	close(a->jfd);
+	a->jfd = -1;
+	a->jname[0] = '\0';
+}
+
+/*
+ * One record of the journal (dfd) at start-up: held by a live writer, it
+ * stays; else it goes, with the temporary it names if that is still the
+ * file recorded.  1 if a temporary was removed, else 0.
+ */
+static int
+record_sweep(int dfd, const char *name)
+{
+	char buf[REC_MAX + 1], *f[5], *p, *end;
+	unsigned long long dev, ino;
+	struct stat st, ts;
+	ssize_t n;
+	size_t nf = 0;
+	int fd, td, rc = 0;
+
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0)
+		goto out;		/* a live writer holds it */
+	n = read(fd, buf, REC_MAX);
+	/* 1. Five NUL-terminated fields, nothing after them. */
+	for (p = buf; n > 0 && p < buf + n && nf < 5; p = end + 1) {
+		if ((end = memchr(p, '\0', (size_t)(buf + n - p))) == NULL)
+			break;
+		f[nf++] = p;
+	}
+	if (nf != 5 || p != buf + n || strcmp(f[0], REC_MAGIC) != 0) {
+		/* Half-written, maybe by a writer about to lock it. */
+		if (time(NULL) - st.st_mtime < REC_YOUNG_S)
+			goto out;
+		goto drop;
+	}
+	/* 2. The temporary, if it is still the very file recorded. */
+	dev = strtoull(f[1], &end, 10);
+	ino = strtoull(f[2], &end, 10);
+	if (!tmp_name_ours(f[3]) || f[4][0] != '/')
+		goto drop;
+	if ((td = open(f[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto drop;
+	if (fstatat(td, f[3], &ts, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(ts.st_mode) && (unsigned long long)ts.st_dev == dev &&
+	    (unsigned long long)ts.st_ino == ino && unlinkat(td, f[3], 0) == 0)
+		rc = 1;
+	close(td);
+drop:
+	unlinkat(dfd, name, 0);
+out:
+	close(fd);
+	return rc;
+}
+
+/* See fs_atomic.h. */
+int
+fs_atomic_journal(const char *dir, unsigned *removed, char *err,
+    size_t errlen)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned n = 0;
+	bool created;
+	DIR *d;
+	int dfd, rc;
+
+	if (removed != NULL)
+		*removed = 0;
+	if (jdir >= 0)
+		close(jdir);
+	jdir = -1;
+	if (dir == NULL)
+		return 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+	    FS_ATOMIC_JOURNAL) >= sizeof(path))
+		return errf(err, errlen, ENAMETOOLONG, "", dir);
+	if ((rc = fs_mkdirs(path, 0700, (uid_t)-1, (gid_t)-1, &created, err,
+	    errlen)) < 0)
+		return rc;
+	if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+	    O_NOFOLLOW)) < 0)
+		return errf(err, errlen, errno, "open", path);
+	if ((rc = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+	    (d = fdopendir(rc)) == NULL) {
+		rc = errf(err, errlen, errno, "read", path);
+		close(dfd);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, REC_PREFIX, sizeof(REC_PREFIX) - 1) ==
+		    0)
+			n += (unsigned)record_sweep(dfd, de->d_name);
+	closedir(d);
+	jdir = dfd;
+	if (removed != NULL)
+		*removed = n;
+	return 0;
 }
 
 /* Open a->path's directory and make the temporary in it. */
@@ -227,6 +434,7 @@ fs_atomic_open(struct fs_atomic *a, const char *path, mode_t newmode,
 		atomic_reset(a);
 		return rc;
 	}
+	journal_add(a);
 	return 0;
 }
 
@@ -351,6 +559,8 @@ fs_atomic_abort(struct fs_atomic *a)
 	if (a->dirfd >= 0)
 		close(a->dirfd);
 	a->dirfd = -1;
+	/* Last: the record outlives the temporary, never the other way. */
+	journal_drop(a);
 }
 
 /* Write out the buffered bytes. 0 or -errno. */

@@ -7,6 +7,12 @@
  * the old one untouched.  The price: the target gets a new inode, so hard
  * links to it keep the old content.  POSIX only, no logging; any thread,
  * one thread per struct fs_atomic.
+ *
+ * A writer that dies (SIGKILL, a crash) leaves its temporary behind.  With
+ * a journal (fs_atomic_journal()), every temporary is recorded while it
+ * exists, by a small file in the journal directory that its writer keeps
+ * locked (flock), and the next fs_atomic_journal() removes the temporaries
+ * of records that nobody holds any more.
  */
 #ifndef FS_ATOMIC_H
 #define FS_ATOMIC_H
@@ -27,7 +33,11 @@ struct fs_atomic {		/* caller storage; fields private */
 	gid_t	 gid;
 	off_t	 written;	/* bytes written */
 	off_t	 flushed;	/* ... whose writeback has been started */
+	int	 jfd;		/* its journal record, locked; -1 none */
+	char	 jname[32];	/* the record's name in the journal */
 };
+
+#define FS_ATOMIC_JOURNAL	"execd-uploads"	/* under the runtime dir */
 
 /*
  * Open a temporary file beside path (same directory, name
@@ -70,6 +80,22 @@ int	fs_atomic_commit(struct fs_atomic *, mode_t mode, uid_t uid, gid_t gid,
  * fs_atomic_open once).
  */
 void	fs_atomic_abort(struct fs_atomic *);
+
+/*
+ * Use <dir>/FS_ATOMIC_JOURNAL (made 0700, with dir, if missing) as the
+ * journal from now on, after removing what dead writers left there: each
+ * record that no process holds locked is deleted, and with it the
+ * temporary it names if that is still the very file recorded (a regular
+ * file, a name of our pattern, the same device and inode).  Records held
+ * by live writers (this or another execd sharing the directory) are left
+ * alone.  *removed (NULL ok) gets the number of temporaries removed.  dir
+ * NULL stops recording.  Only temporaries of absolute paths are recorded;
+ * a record that cannot be written does not fail the write (the temporary
+ * is then only removed by its writer).  Call before other threads use
+ * fs_atomic.  0 or -errno, message in err; on failure nothing is recorded.
+ */
+int	fs_atomic_journal(const char *dir, unsigned *removed, char *err,
+	    size_t errlen);
 
 /*
  * POST /files/replace: replace every non-overlapping occurrence of old

@@ -1,8 +1,11 @@
 """The HTTP contract: ping, error bodies, routing, JSON request bodies."""
 import json
+import select
+import socket
+import threading
 import time
 
-from lib import Execd, expect_error
+from lib import Execd, expect_error, wait_for
 
 
 def test_ping_is_empty_200_with_content_length_0():
@@ -135,3 +138,172 @@ def test_request_line_is_logged_without_body():
         assert "POST /directories 400" in log, log
         assert "GET /ping?probe=1 200" in log, log
         assert "secret-body-value" not in log, log
+
+
+# -- slow clients, early errors, bounded body memory -----------------------
+
+def trickle(sock, data, every, until):
+    """Send data one byte at a time, every seconds, until the peer closes
+    or until seconds have passed; the seconds it took the peer to close
+    (None if it never did)."""
+    t0 = time.monotonic()
+    for i in range(len(data)):
+        if time.monotonic() - t0 > until:
+            return None
+        try:
+            sock.sendall(data[i:i + 1])
+        except OSError:
+            return time.monotonic() - t0
+        r, _, _ = select.select([sock], [], [], every)
+        if r:
+            try:
+                if sock.recv(4096) == b"":
+                    return time.monotonic() - t0
+            except OSError:
+                return time.monotonic() - t0
+    return None
+
+
+def test_trickled_headers_are_cut_off_at_the_header_deadline():
+    # Each byte restarts the idle timeout; the header deadline does not.
+    with Execd("--connection-timeout", "30",
+               env={"EXECD_HEADER_TIMEOUT": "2"}) as d:
+        s = socket.create_connection((d.host, d.port), 5)
+        took = trickle(s, b"GET /ping HTTP/1.1\r\nHost: x\r\n" + b"X" * 200,
+                       0.5, 20)
+        s.close()
+        assert took is not None and 1.0 <= took < 10, took
+        # A client that sends its headers in time is served as before.
+        assert d.request("GET", "/ping")[0] == 200
+
+
+def test_a_body_below_the_minimum_rate_is_cut_off():
+    with Execd("--connection-timeout", "30",
+               env={"EXECD_BODY_TIMEOUT": "2",
+                    "EXECD_BODY_MIN_RATE": "1K"}) as d:
+        s = socket.create_connection((d.host, d.port), 5)
+        s.sendall(b"POST /directories HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\n"
+                  b"Content-Length: 100000\r\n\r\n")
+        # Five bytes a second: far below 1 KiB/s.
+        took = trickle(s, b"{" + b" " * 1000, 0.2, 30)
+        s.close()
+        assert took is not None and took < 15, took
+        assert d.request("GET", "/ping")[0] == 200
+
+
+def test_half_open_connections_do_not_lock_out_others():
+    token = "half-open-token"
+    with Execd("--max-connections", "200", "--access-token", token) as d:
+        held = []
+        try:
+            for i in range(320):
+                s = socket.create_connection((d.host, d.port), 5)
+                s.sendall(b"GET /pi" if i % 2 else b"GET /ping HTTP/1.1\r\n"
+                          b"X-EXECD-ACCESS-TOKEN: " + token.encode())
+                held.append(s)
+            t0 = time.monotonic()
+            st, _, _ = d.request("GET", "/ping", timeout=5, headers={
+                "X-EXECD-ACCESS-TOKEN": token})
+            assert st == 200, st
+            st, h, data = d.request(
+                "POST", "/command", body={"command": "echo ok"},
+                headers={"X-EXECD-ACCESS-TOKEN": token}, timeout=5)
+            assert st == 200 and b"ok" in data, (st, data)
+            assert time.monotonic() - t0 < 5
+        finally:
+            for s in held:
+                s.close()
+
+
+def test_streams_do_not_count_as_half_open():
+    with Execd(env={"EXECD_MAX_HALF_OPEN": "8"}) as d:
+        streams = []
+        for _ in range(10):
+            c = d.conn(timeout=20)
+            c.request("POST", "/command", body=json.dumps(
+                {"command": "sleep 2; echo done"}),
+                headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            assert r.status == 200
+            streams.append((c, r))
+        held = []
+        for _ in range(30):
+            s = socket.create_connection((d.host, d.port), 5)
+            s.sendall(b"GET /pi")
+            held.append(s)
+        assert d.request("GET", "/ping", timeout=5)[0] == 200
+        for c, r in streams:
+            assert b"done" in r.read()
+            c.close()
+        for s in held:
+            s.close()
+
+
+def test_413_reaches_a_client_that_writes_the_whole_body_first():
+    with Execd("--max-body-size", "1K") as d:
+        base = d.fds()
+        big = b"[" + b"1," * (4 << 20) + b"1]"
+        c = d.conn(timeout=20)
+        c.request("POST", "/directories", body=big,
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        expect_error(r.status, r.read(), 413, "REQUEST_TOO_LARGE")
+        c.close()
+        # The lingering socket is closed once the client has gone.
+        assert wait_for(lambda: d.fds() <= base, timeout=10), d.fds()
+
+
+def test_buffered_bodies_share_a_memory_cap():
+    with Execd("--max-body-size", "1M",
+               env={"EXECD_BODY_MEMORY": "2M"}) as d:
+        held = []
+        for _ in range(3):
+            s = socket.create_connection((d.host, d.port), 5)
+            s.sendall(b"POST /directories HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\n"
+                      b"Content-Length: 1000000\r\n\r\n" + b" " * 900000)
+            held.append(s)
+        body = b" " * 600000 + b"{}"
+
+        def busy():
+            st, h, data = d.request("POST", "/directories", body=body,
+                                    headers={"Content-Type":
+                                             "application/json"})
+            return (st, h, data) if st == 503 else None
+        got = wait_for(busy, timeout=5, step=0.2)
+        assert got, "no 503 with 2.7 MB of bodies held"
+        st, h, data = got
+        expect_error(st, data, 503, "SERVER_BUSY")
+        assert int(h["retry-after"]) >= 1, h
+        for s in held:
+            s.close()
+        st = wait_for(lambda: d.request(
+            "POST", "/directories", body=body,
+            headers={"Content-Type": "application/json"})[0] != 503,
+            timeout=5, step=0.2)
+        assert st, "still busy after the held bodies went away"
+
+
+def test_ping_answers_while_a_large_json_body_is_parsed():
+    # Many small values: the slowest shape for a JSON parser.
+    big = b"[" + b",".join([b'"a"'] * (15 << 18)) + b"]"
+    with Execd() as d:
+        res = {}
+
+        def post():
+            res["st"] = d.request("POST", "/directories", body=big,
+                                  headers={"Content-Type":
+                                           "application/json"},
+                                  timeout=60)[0]
+        th = threading.Thread(target=post)
+        th.start()
+        c = d.conn()
+        worst = 0
+        while th.is_alive():
+            t0 = time.monotonic()
+            assert d.request("GET", "/ping", conn=c)[0] == 200
+            worst = max(worst, time.monotonic() - t0)
+        th.join()
+        assert res["st"] == 400, res
+        assert worst < 0.5, worst

@@ -1,8 +1,12 @@
-"""Signals, children, orphans, descriptors and connection limits."""
+"""Signals, children, orphans, descriptors and connection limits; what a
+killed execd leaves behind."""
 import http.client
+import json
 import os
+import shutil
 import signal
 import socket
+import tempfile
 import time
 
 from lib import Execd, children_of, wait_for
@@ -166,3 +170,79 @@ def test_as_pid_1_reaps_orphans_and_stops_on_sigterm():
     os.kill(pid, signal.SIGTERM)
     assert d.proc.wait(10) == 0
     assert "stopped" in d.read_log()
+
+
+def start_slow_upload(d, path, size):
+    """Send the headers of an upload of size bytes to path, then 8 MiB of
+    its content; the open socket."""
+    b = b"----crash-test-boundary"
+    head = (b"--%s\r\nContent-Disposition: form-data; name=\"metadata\"; "
+            b"filename=\"metadata\"\r\nContent-Type: application/json"
+            b"\r\n\r\n%s\r\n--%s\r\nContent-Disposition: form-data; "
+            b"name=\"file\"; filename=\"blob\"\r\nContent-Type: "
+            b"application/octet-stream\r\n\r\n" % (
+                b, json.dumps({"path": path}).encode(), b))
+    tail = b"\r\n--%s--\r\n" % b
+    s = socket.create_connection((d.host, d.port), 10)
+    s.sendall(b"POST /files/upload HTTP/1.1\r\nHost: x\r\nContent-Type: "
+              b"multipart/form-data; boundary=%s\r\nContent-Length: %d"
+              b"\r\n\r\n" % (b, len(head) + size + len(tail)))
+    s.sendall(head)
+    for i in range(8):
+        s.sendall(b"x" * (1 << 20))
+    return s
+
+
+def temporaries(dirpath, base):
+    return [n for n in os.listdir(dirpath)
+            if n.startswith("." + base + ".execd-")]
+
+
+def test_upload_temporaries_of_a_killed_execd_are_removed_at_start():
+    run = tempfile.mkdtemp(prefix="execd-run-")
+    files = tempfile.mkdtemp(prefix="execd-up-")
+    try:
+        d = Execd("--runtime-dir", run).start()
+        s = start_slow_upload(d, files + "/big.bin", 40 << 20)
+        # The temporary is there and growing; then execd dies.
+        assert wait_for(lambda: [n for n in temporaries(files, "big.bin")
+                                 if os.path.getsize(os.path.join(files, n))
+                                 >= 4 << 20], timeout=10), \
+            os.listdir(files)
+        d.proc.kill()
+        d.proc.wait()
+        s.close()
+        left = temporaries(files, "big.bin")
+        assert len(left) == 1, os.listdir(files)
+        # Files that only look like ours: never recorded, so kept.
+        fakes = [os.path.join(files, ".other.execd-AbCdEf"),
+                 os.path.join(files, ".big.bin.execd-Zz9Zz9")]
+        for f in fakes:
+            with open(f, "w") as fh:
+                fh.write("not ours")
+        d2 = Execd("--runtime-dir", run).start()
+        # The log says "listening" a moment before the sweep is done.
+        assert wait_for(lambda: "removed 1 upload temporaries" in
+                        d2.read_log(), timeout=5), d2.read_log()
+        assert not os.path.exists(os.path.join(files, left[0])), \
+            os.listdir(files)
+        for f in fakes:
+            with open(f) as fh:
+                assert fh.read() == "not ours", f
+        assert not os.path.exists(files + "/big.bin")
+        # A temporary of a live execd sharing the directory is left alone.
+        s = start_slow_upload(d2, files + "/live.bin", 40 << 20)
+        assert wait_for(lambda: temporaries(files, "live.bin"), timeout=10)
+        d3 = Execd("--runtime-dir", run).start()
+        # Answering means its start-up (and any sweep) is over.
+        assert d3.request("GET", "/ping")[0] == 200
+        assert d3.stop() == 0
+        assert temporaries(files, "live.bin"), os.listdir(files)
+        assert "upload temporaries" not in d3.read_log()
+        s.close()
+        assert wait_for(lambda: not temporaries(files, "live.bin"),
+                        timeout=10), os.listdir(files)
+        assert d2.stop() == 0
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.rmtree(files, ignore_errors=True)

@@ -13,7 +13,8 @@
  * counts, overlapping patterns, matches across the 64 KiB chunk
  * boundaries, patterns longer than a chunk, no match leaving the inode
  * alone, a 5 MiB file and random files against an in-memory reference,
- * mode kept, links, errors.
+ * mode kept, links, errors; the journal of temporaries (a dead writer's
+ * removed, a live one's, a look-alike and a reused name kept).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -615,6 +616,109 @@ test_replace_random(void)
 	tmp_free(d);
 }
 
+/* Number of entries in dir (dot files too, not . and ..). */
+static int
+entries(const char *dir)
+{
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* A writer that dies: its descriptors close with nothing cleaned up. */
+static void
+crash(struct fs_atomic *a)
+{
+	close(a->fd);
+	close(a->dirfd);
+	if (a->jfd >= 0)
+		close(a->jfd);
+}
+
+/*
+ * The journal: a temporary whose record no live writer holds is removed
+ * at the next fs_atomic_journal(), with its record; a temporary being
+ * written, a file that only looks like ours, and a recorded name that now
+ * holds another file are kept.  Commit and abort remove their record.
+ */
+static void
+test_journal(void)
+{
+	char *d = t_tmpdir(), *run, *jdir, err[PATH_MAX + 128];
+	char deadtmp[PATH_MAX], movedtmp[PATH_MAX], fake[PATH_MAX];
+	struct fs_atomic dead, moved, live, gone;
+	unsigned removed = 99;
+
+	run = strdup(t_path(d, "run"));
+	jdir = strdup(t_path(d, "run/" FS_ATOMIC_JOURNAL));
+	t_mkdir(d, "files");
+	T_EQ_INT(fs_atomic_journal(run, &removed, err, sizeof(err)), 0);
+	T_EQ_INT(removed, 0);
+	T_EQ_INT(entries(jdir), 0);
+	T_EQ_INT(mode_of(jdir), 0700);
+
+	T_EQ_INT(fs_atomic_open(&dead, t_path(d, "files/a"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&dead, "partial", 7), 0);
+	snprintf(deadtmp, sizeof(deadtmp), "%s/files/%s", d, dead.tmp);
+	T_EQ_INT(entries(jdir), 1);
+	crash(&dead);
+	T_OK(access(deadtmp, F_OK) == 0);
+
+	T_EQ_INT(fs_atomic_open(&moved, t_path(d, "files/b"), 0644, err,
+	    sizeof(err)), 0);
+	snprintf(movedtmp, sizeof(movedtmp), "%s/files/%s", d, moved.tmp);
+	crash(&moved);
+	/* Someone put another file (another inode) under that name since. */
+	t_spit(t_path(d, "files/other"), "other", 5, 0600);
+	T_EQ_INT(rename(t_path(d, "files/other"), movedtmp), 0);
+
+	T_EQ_INT(fs_atomic_open(&live, t_path(d, "files/c"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_write(&live, "live", 4), 0);
+	snprintf(fake, sizeof(fake), "%s/files/.d.execd-AbCdEf", d);
+	t_spit(fake, "not ours", 8, 0600);
+	T_EQ_INT(entries(jdir), 3);
+
+	/* The restart. */
+	T_EQ_INT(fs_atomic_journal(run, &removed, err, sizeof(err)), 0);
+	T_EQ_INT(removed, 1);
+	T_OK(access(deadtmp, F_OK) < 0 && errno == ENOENT);
+	T_EQ_STR(text(movedtmp), "other");
+	T_EQ_STR(text(fake), "not ours");
+	T_EQ_INT(entries(jdir), 1);
+	T_EQ_INT(fs_atomic_commit(&live, 0, (uid_t)-1, (gid_t)-1, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(text(t_path(d, "files/c")), "live");
+	T_EQ_INT(entries(jdir), 0);
+	T_EQ_INT(fs_atomic_open(&gone, t_path(d, "files/e"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(entries(jdir), 1);
+	fs_atomic_abort(&gone);
+	T_EQ_INT(entries(jdir), 0);
+
+	/* Off again: nothing is recorded. */
+	T_EQ_INT(fs_atomic_journal(NULL, NULL, err, sizeof(err)), 0);
+	T_EQ_INT(fs_atomic_open(&gone, t_path(d, "files/f"), 0644, err,
+	    sizeof(err)), 0);
+	T_EQ_INT(entries(jdir), 0);
+	fs_atomic_abort(&gone);
+	unlink(movedtmp);
+	unlink(fake);
+	T_EQ_INT(debris(t_path(d, "files")), 0);
+	free(run);
+	free(jdir);
+	tmp_free(d);
+}
+
 int
 main(void)
 {
@@ -631,6 +735,7 @@ main(void)
 		{ "replace_long_pattern", test_replace_long_pattern },
 		{ "replace_large", test_replace_large },
 		{ "replace_random", test_replace_random },
+		{ "atomic_journal", test_journal },
 	};
 
 	umask(022);
