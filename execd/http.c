@@ -596,9 +596,12 @@ sweep(struct http_server *srv)
 				conn_cut(c, "request headers too slow");
 			break;
 		case PH_BODY:
-			allowed = (uint64_t)cf->body_timeout * 1000 +
-			    c->nbody * 1000 / cf->body_min_rate;
-			if (cf->body_timeout > 0 && now - c->since > allowed)
+			if (cf->body_timeout == 0)
+				break;
+			allowed = (uint64_t)cf->body_timeout * 1000;
+			if (cf->body_min_rate > 0)
+				allowed += c->nbody * 1000 / cf->body_min_rate;
+			if (now - c->since > allowed)
 				conn_cut(c, "request body too slow");
 			break;
 		case PH_IDLE:
@@ -912,6 +915,7 @@ check(struct http_req *req)
 		return REJ_TOO_BIG;
 	/* A body that cannot fit beside those held now: say so at once. */
 	if ((req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) && cl != NULL &&
+	    req->srv->conf.body_memory > 0 &&
 	    req->srv->buffered + strtoull(cl, NULL, 10) >
 	    req->srv->conf.body_memory)
 		return REJ_BUSY;
@@ -1049,7 +1053,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 			    req->srv->conf.max_body) {
 				req->too_big = true;
 				body_release(req);
-			} else if (req->srv->buffered - req->charged +
+			} else if (req->srv->conf.body_memory > 0 &&
+			    req->srv->buffered - req->charged +
 			    req->body.len + *data_size >
 			    req->srv->conf.body_memory) {
 				req->busy = true;

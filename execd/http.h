@@ -53,7 +53,7 @@ struct http_conf {
 	unsigned	 body_timeout;	/* seconds for a body, plus ... */
 	size_t		 body_min_rate;	/* ... one per this many bytes */
 	unsigned	 max_half_open;	/* 0: no limit */
-	size_t		 body_memory;	/* cap on all buffered bodies */
+	size_t		 body_memory;	/* cap on all buffered bodies; 0: none */
 };
 
 /*

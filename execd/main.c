@@ -90,7 +90,12 @@ main(int argc, char **argv)
 	    .token = conf.token, .max_body = conf.max_body,
 	    .conn_timeout = conf.conn_timeout, .max_conns = conf.max_conns,
 	    .max_conns_per_ip = conf.max_conns_per_ip,
-	    .stream_cap = conf.stream_cap, .max_upload = conf.max_upload };
+	    .stream_cap = conf.stream_cap, .max_upload = conf.max_upload,
+	    .header_timeout = conf.header_timeout,
+	    .body_timeout = conf.body_timeout,
+	    .body_min_rate = conf.body_min_rate,
+	    .max_half_open = conf.max_half_open,
+	    .body_memory = conf.body_memory };
 	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
