@@ -24,6 +24,7 @@ enum opt_id {
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
+	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS,
 	O_HELP, O_VERSION
 };
 
@@ -121,6 +122,24 @@ static const struct opt opts[] = {
 	{ "context-idle-timeout", O_IDLE, "EXECD_CONTEXT_IDLE_TIMEOUT",
 	    "SECONDS", "0",
 	    "delete contexts that ran nothing for this long (0: never)" },
+	{ "seccomp", O_SECCOMP, "EXECD_SECCOMP", "default|strict|off",
+	    "default",
+	    "the system calls every child (command, shell, kernel, terminal) "
+	    "is refused: default is the container runtimes' list (modules, "
+	    "mounts, namespaces, bpf, keyrings, clock ...), strict also "
+	    "refuses tracing other processes; in every profile, off "
+	    "included, no child can signal, trace or read execd" },
+	{ "seccomp-mode", O_SECCOMP_MODE, "EXECD_SECCOMP_MODE",
+	    "enforce|log", "enforce",
+	    "log: the profile's calls are allowed and logged by the kernel "
+	    "(audit), to see what enforcing would refuse" },
+	{ "no-new-privs", O_NNP, "EXECD_NO_NEW_PRIVS", "yes|no", "yes",
+	    "children cannot gain privileges through exec (setuid files, "
+	    "file capabilities); sudo needs no" },
+	{ "capabilities", O_CAPS, "EXECD_CAPABILITIES", "LIST", "default",
+	    "the capability bounding set of children: default (the "
+	    "container runtimes' set, without mknod), all, none, or names "
+	    "such as chown,net_raw,sys_ptrace" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
@@ -396,6 +415,31 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		if (parse_uint(v, 30 * 86400, &u) < 0)
 			goto bad;
 		c->idle_s = (unsigned)u;
+		return 0;
+	case O_SECCOMP:
+		if (sandbox_profile_parse(v, &c->sandbox.profile) < 0)
+			goto bad;
+		return 0;
+	case O_SECCOMP_MODE:
+		if (strcmp(v, "enforce") != 0 && strcmp(v, "log") != 0)
+			goto bad;
+		c->sandbox.log_only = strcmp(v, "log") == 0;
+		return 0;
+	case O_NNP:
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+			goto bad;
+		c->sandbox.no_new_privs = strcmp(v, "yes") == 0;
+		return 0;
+	case O_CAPS:
+		if (strcmp(v, "default") == 0) {
+			c->sandbox.caps = sandbox_default_caps;
+			return 0;
+		}
+		if (sandbox_caps_parse(v, &c->sandbox.caps, err, errlen) < 0) {
+			snprintf(err + strlen(err), errlen - strlen(err),
+			    " in --capabilities");
+			return -EINVAL;
+		}
 		return 0;
 	case O_GRACE:
 		if (parse_uint(v, 3600000, &u) < 0)

@@ -15,6 +15,7 @@
 
 #include "kernel.h"
 #include "log.h"
+#include "sandbox.h"
 
 #define EXECD_VERSION	"0.1.0"
 #define EXECD_PORT	44772
@@ -44,6 +45,7 @@ struct conf {
 	size_t		 pty_replay;	/* terminal output kept */
 	char		*pool;		/* "python=1,javascript=2" */
 	unsigned	 idle_s;	/* cull contexts idle this long */
+	struct sandbox_conf sandbox;	/* what children run under */
 	bool		 print_routes;
 	bool		 print_kernels;
 };

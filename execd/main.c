@@ -34,6 +34,8 @@
 #include "log.h"
 #include "loop.h"
 #include "route.h"
+#include "sandbox.h"
+#include "spawn.h"
 #include "work.h"
 #include "xmalloc.h"
 
@@ -43,6 +45,7 @@
 
 static struct execd	 app;
 static int		 sigfd = -1;
+static struct sandbox	*sandbox;	/* every child enters it */
 
 static void	on_signal(struct loop *, int, void *, int, void *);
 static void	begin_shutdown(void);
@@ -55,6 +58,7 @@ static void	print_routes(void);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_kernels(struct conf *);
+static void	setup_sandbox(const struct conf *);
 
 int
 main(int argc, char **argv)
@@ -101,6 +105,14 @@ main(int argc, char **argv)
 		fatalx("%s", err);
 	announce(&conf, http_port(app.http));
 	conf_forget_token(&conf);	/* http keeps a digest only */
+	if ((rc = work_init(app.loop, WORKERS)) < 0)
+		fatalx("cannot start the worker threads: %s", strerror(-rc));
+	/* ZeroMQ starts its threads with the first socket: now. */
+	if ((app.zctx = zmq_ctx_new()) == NULL)
+		fatal("zmq_ctx_new");
+	zmq_close(zmq_socket(app.zctx, ZMQ_PAIR));
+	/* After every thread of execd, before any child. */
+	setup_sandbox(&conf);
 	if (setup_kernels(&conf) < 0)
 		fatalx("cannot prepare the kernel runtime directory %s",
 		    conf.runtime_dir);
@@ -116,8 +128,6 @@ main(int argc, char **argv)
 	    sizeof(err)) < 0)
 		log_warnx("metrics: %s", err);
 
-	if ((rc = work_init(app.loop, WORKERS)) < 0)
-		fatalx("cannot start the worker threads: %s", strerror(-rc));
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);
 	if ((rc = loop_run(app.loop)) < 0)
@@ -132,9 +142,32 @@ main(int argc, char **argv)
 	zmq_ctx_term(app.zctx);
 	loop_free(app.loop);
 	close(sigfd);
+	sandbox_free(sandbox);
 	conf_reset(&conf);
 	log_notice("stopped");
 	return 0;
+}
+
+/*
+ * What children run under, built once and said once.  execd itself is
+ * made not dumpable, so that its /proc files (environ, mem, fd) are
+ * closed to children of its own uid, and a child cannot trace it.
+ */
+static void
+setup_sandbox(const struct conf *c)
+{
+	char err[256], caps[512];
+
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		log_warn("cannot make execd not dumpable");
+	if (sandbox_new(&c->sandbox, &sandbox, err, sizeof(err)) < 0)
+		fatalx("%s", err);
+	spawn_init(sandbox);
+	sandbox_caps_format(c->sandbox.caps, caps, sizeof(caps));
+	log_info("children: seccomp %s%s, no_new_privs %s, capabilities %s",
+	    sandbox_profile_name(c->sandbox.profile),
+	    c->sandbox.log_only ? " (log only)" : "",
+	    c->sandbox.no_new_privs ? "on" : "off", caps);
 }
 
 /*
@@ -198,8 +231,6 @@ setup_kernels(struct conf *c)
 		log_warnx("%s", err);
 		return -1;
 	}
-	if ((app.zctx = zmq_ctx_new()) == NULL)
-		return -1;
 	app.kconf = (struct kernel_conf){ .zctx = app.zctx,
 	    .runtime_dir = c->runtime_dir,
 	    .transport = c->kernel_transport,

@@ -31,19 +31,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "spawn.h"
 
 extern char **environ;
 
+/* What every child enters before exec; NULL: nothing (tests, tools). */
+static const struct sandbox *sandbox;
+
 enum step {
-	S_DEVNULL, S_DUP, S_CLOSE, S_SETSID, S_CTTY, S_IDS, S_CHDIR, S_EXEC
+	S_DEVNULL, S_DUP, S_CLOSE, S_SETSID, S_CTTY, S_SANDBOX, S_IDS, S_CHDIR,
+	S_EXEC
 };
 
 static const char *const step_names[] = {
 	[S_DEVNULL] = "open /dev/null", [S_DUP] = "dup2",
 	[S_CLOSE] = "close inherited fds",
 	[S_SETSID] = "setsid", [S_CTTY] = "set the controlling terminal",
-	[S_IDS] = "set user and groups",
+	[S_SANDBOX] = "enter the sandbox", [S_IDS] = "set user and groups",
 	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
 };
 
@@ -166,18 +171,28 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	/* A new session leader takes a terminal as its own (forkpty). */
 	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		fail(errfd, S_CTTY);
+	/* 3. The sandbox, while the child may still drop capabilities. */
+	if (sandbox != NULL && (errno = -sandbox_enter(sandbox)) != 0)
+		fail(errfd, S_SANDBOX);
 	/*
-	 * 3. Identity: groups first, while we may still change them.  Raw
+	 * 4. Identity: groups first, while we may still change them.  Raw
 	 * calls: this process alone changes, not the threads of execd.
 	 */
 	if (o->set_ids && (syscall(SYS_setgroups, o->ngroups, o->groups) < 0 ||
 	    syscall(SYS_setgid, o->gid) < 0 || syscall(SYS_setuid, o->uid) < 0))
 		fail(errfd, S_IDS);
-	/* 4. Working directory, then exec with a PATH search. */
+	/* 5. Working directory, then exec with a PATH search. */
 	if (o->cwd != NULL && chdir(o->cwd) < 0)
 		fail(errfd, S_CHDIR);
 	execvpe(o->argv[0], o->argv, o->envp ? o->envp : environ);
 	fail(errfd, S_EXEC);
+}
+
+/* Children from now on enter sb (NULL: none); see spawn.h. */
+void
+spawn_init(const struct sandbox *sb)
+{
+	sandbox = sb;
 }
 
 /* A pipe for a child; see spawn.h. */
@@ -271,7 +286,7 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		/* The child is gone (127); child.c reaps it silently. */
 		snprintf(err, errlen, "%s %s: %s", step_names[r.step],
 		    r.step == S_CHDIR ? o->cwd : r.step == S_IDS ||
-		    r.step == S_CTTY ? "" :
+		    r.step == S_CTTY || r.step == S_SANDBOX ? "" :
 		    o->argv[0], strerror(r.err));
 		return -r.err;
 	}

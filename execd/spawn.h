@@ -31,6 +31,12 @@ struct spawn_opts {
 					   the controlling terminal */
 };
 
+struct sandbox;
+/*
+ * Every child started after this enters sb (see sandbox.h) before it
+ * changes identity; NULL, the default, for none.  sb must outlive them.
+ */
+void	spawn_init(const struct sandbox *sb);
 /*
  * Fork and exec.  0 with *pid set (the child leads process group *pid),
  * or -errno from the step that failed, with a message in err.  The fds
