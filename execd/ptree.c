@@ -320,9 +320,11 @@ members(struct tree *t, struct proc *p, size_t n)
 
 /*
  * Send sig to every member not given it yet, in rounds until one finds
- * nothing new.  The group goes first in one call (a process forking in
- * a loop cannot outrun it); its members then count as signalled.  SIGTERM
- * is followed by SIGCONT.  The number of processes or groups signalled.
+ * nothing new.  The first scan comes before any signal, so that every
+ * parent link is seen before a death hands children over to execd.  The
+ * group then gets the signal in one call (a process forking in a loop
+ * cannot outrun it), and its members count as signalled.  SIGTERM is
+ * followed by SIGCONT.  The number of processes or groups signalled.
  */
 static int
 signal_tree(struct tree *t, int sig)
@@ -333,16 +335,17 @@ signal_tree(struct tree *t, int sig)
 	int count = 0, fresh, round;
 	bool group = false;
 
-	if (stat_read(t->id.leader, &lp) == 0 && (t->id.start == 0 ||
-	    lp.start == t->id.start) && kill(-t->id.leader, sig) == 0) {
-		group = true;
-		count++;
-		if (sig == SIGTERM)
-			(void)kill(-t->id.leader, SIGCONT);
-	}
 	for (round = 0; round < PTREE_ROUNDS; round++) {
 		n = scan(&p);
 		members(t, p, n);
+		if (round == 0 && stat_read(t->id.leader, &lp) == 0 &&
+		    (t->id.start == 0 || lp.start == t->id.start) &&
+		    kill(-t->id.leader, sig) == 0) {
+			group = true;
+			count++;
+			if (sig == SIGTERM)
+				(void)kill(-t->id.leader, SIGCONT);
+		}
 		fresh = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (!p[i].in)
