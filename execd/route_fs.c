@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "../fs/fs_info.h"
 #include "../fs/fs_ops.h"
 #include "../fs/fs_path.h"
+#include "../fs/fs_regex.h"
 #include "../fs/fs_tree.h"
 #include "../fs/fs_walk.h"
 #include "../fs/fs_watch.h"
@@ -40,6 +42,7 @@
 #define MAX_PATHS	1024	/* repeated path= keys one request may name */
 #define GREP_DEFAULT	1000	/* matches a grep returns unless told */
 #define GREP_MAX	100000
+#define GREP_BUDGET_MS	30000	/* wall time one grep request may take */
 #define ERRLEN		(PATH_MAX + 256)
 #define WATCH_PING_MS	3000	/* finds a client that left a quiet watch */
 
@@ -70,6 +73,7 @@ enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP, OP_WATCH };
 
 struct fs_job {
 	struct http_req	*req;		/* NULL once the request is gone */
+	atomic_int	 cancel;	/* set on the loop: stop early */
 	enum fs_op	 op;
 	char		 path[PATH_MAX];	/* list, search, grep, watch */
 	char		*pattern;	/* search, grep */
@@ -219,16 +223,24 @@ job_start(struct http_req *req, struct fs_job *j)
 {
 	j->req = req;
 	http_req_defer(req, job_cancel, j);
-	work_submit(job_run, job_done, j);
+	/* A grep's cost is the client's choice: never let it take them all. */
+	if (j->op == OP_GREP)
+		work_submit_heavy(job_run, job_done, j);
+	else
+		work_submit(job_run, job_done, j);
 }
 
-/* execd is shutting down: the request is answered 503 without us. */
+/*
+ * execd is shutting down: the request is answered 503 without us, and a
+ * grep still running or queued stops at its next line.
+ */
 static void
 job_cancel(struct http_req *req, void *arg)
 {
 	struct fs_job *j = arg;
 
 	j->req = NULL;
+	atomic_store(&j->cancel, 1);
 }
 
 /* On a worker: the filesystem part, results into j. */
@@ -291,6 +303,7 @@ job_run(void *arg)
 	case OP_GREP:
 		j->out = json_array();
 		j->rc = fs_grep(j->path, j->pattern, j->flags, j->max,
+		    &(struct fs_grep_limits){ &j->cancel, GREP_BUDGET_MS },
 		    grep_one, j->out, &j->truncated, j->err, sizeof(j->err));
 		return;
 	case OP_WATCH:
@@ -874,9 +887,11 @@ route_files_grep(struct http_req *req)
 	const char *pat = http_req_query(req, "pattern"),
 	    *ic = http_req_query(req, "ignoreCase"),
 	    *ms = http_req_query(req, "maxMatches");
-	char path[PATH_MAX];
+	char path[PATH_MAX], err[256];
 	long long max = GREP_DEFAULT;
+	struct fs_regex *re;
 	struct fs_job *j;
+	unsigned flags;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
@@ -890,10 +905,19 @@ route_files_grep(struct http_req *req)
 		    "parameter 'maxMatches': %s (1 to %d)", ms, GREP_MAX);
 		return;
 	}
+	flags = ic != NULL && strcmp(ic, "true") == 0 ? FS_GREP_ICASE : 0;
+	/* Refused at once, not after the greps queued before it. */
+	if (fs_regex_compile(pat, flags & FS_GREP_ICASE ? FS_REGEX_ICASE : 0,
+	    &re, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid pattern %s: "
+		    "%s", pat, err);
+		return;
+	}
+	fs_regex_free(re);
 	j = job_new(OP_GREP);
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	j->pattern = xstrdup(pat);
-	j->flags = ic != NULL && strcmp(ic, "true") == 0 ? FS_GREP_ICASE : 0;
+	j->flags = flags;
 	j->max = (size_t)max;
 	job_start(req, j);
 }

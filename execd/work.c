@@ -2,7 +2,10 @@
  * work.c -- the worker pool (libuv's threadpool, smaller).
  *
  * Two lists under one mutex: jobs waiting for a worker, and jobs whose fn
- * has run.  Workers sleep on a condition variable; a finished job is
+ * has run.  A worker takes the first waiting job it may run: a heavy one
+ * only while fewer than heavy_max heavy jobs run, so patterns chosen by
+ * clients can hold at most all workers but one.  Workers sleep on a
+ * condition variable; a finished job is
  * moved to the second list and an eventfd on the loop is bumped, and the
  * loop thread runs the done callbacks.  Nothing else is shared.
  */
@@ -27,6 +30,7 @@ struct job {
 	work_fn		*fn;
 	work_done_cb	*done;
 	void		*arg;
+	bool		 heavy;
 	struct job	*next;
 };
 
@@ -42,6 +46,7 @@ static struct {
 	struct jobq	 todo, done;
 	pthread_t	 threads[WORK_MAX_THREADS];
 	unsigned	 nthreads;
+	unsigned	 heavy_max, heavy_running;
 	int		 efd;
 	bool		 stopping;
 } W = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
@@ -49,6 +54,8 @@ static struct {
 
 static void	 push(struct jobq *, struct job *);
 static struct job *pop(struct jobq *);
+static struct job *take(struct jobq *);
+static void	 submit(work_fn *, work_done_cb *, void *, bool);
 static void	*worker(void *);
 static void	 finished(struct loop *, int, void *, int, void *);
 static void	 run_done(void);
@@ -74,7 +81,26 @@ pop(struct jobq *q)
 	return j;
 }
 
-/* A worker: run jobs until told to stop and none is left. */
+/* Unlink and return the first job of q a worker may run now, or NULL. */
+static struct job *
+take(struct jobq *q)
+{
+	struct job *j, *prev = NULL;
+
+	for (j = q->head; j != NULL; prev = j, j = j->next) {
+		if (j->heavy && W.heavy_running >= W.heavy_max)
+			continue;
+		if (prev == NULL)
+			return pop(q);
+		prev->next = j->next;
+		if (q->tail == j)
+			q->tail = prev;
+		return j;
+	}
+	return NULL;
+}
+
+/* A worker: run jobs until told to stop and none it may run is left. */
 static void *
 worker(void *unused)
 {
@@ -83,13 +109,23 @@ worker(void *unused)
 
 	pthread_mutex_lock(&W.mu);
 	for (;;) {
-		while ((j = pop(&W.todo)) == NULL && !W.stopping)
+		while ((j = take(&W.todo)) == NULL && !W.stopping)
 			pthread_cond_wait(&W.cv, &W.mu);
+		/*
+		 * Stopping with only heavy jobs left that may not run yet:
+		 * the workers running heavy ones take them in turn.
+		 */
 		if (j == NULL)
 			break;
+		if (j->heavy)
+			W.heavy_running++;
 		pthread_mutex_unlock(&W.mu);
 		j->fn(j->arg);
 		pthread_mutex_lock(&W.mu);
+		if (j->heavy) {
+			W.heavy_running--;
+			pthread_cond_broadcast(&W.cv);
+		}
 		push(&W.done, j);
 		/* A full counter (EAGAIN) means a wake-up is pending. */
 		(void)!write(W.efd, &one, sizeof(one));
@@ -110,6 +146,7 @@ work_init(struct loop *loop, unsigned n)
 	if ((W.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return -errno;
 	W.loop = loop;
+	W.heavy_max = n > 1 ? n - 1 : 1;
 	loop_add_fd(loop, W.efd, LOOP_READ, finished, NULL);
 	/* Workers take no signals: those go to the loop's signalfd. */
 	sigfillset(&all);
@@ -126,20 +163,50 @@ work_init(struct loop *loop, unsigned n)
 	return 0;
 }
 
-/* Queue a job; see work.h. */
-void
-work_submit(work_fn *fn, work_done_cb *done, void *arg)
+/* Queue a job, heavy or not. */
+static void
+submit(work_fn *fn, work_done_cb *done, void *arg, bool heavy)
 {
 	struct job *j = xcalloc(1, sizeof(*j));
 
 	j->fn = fn;
 	j->done = done;
 	j->arg = arg;
+	j->heavy = heavy;
 	pthread_mutex_lock(&W.mu);
 	if (W.nthreads == 0)
 		fatalx("work_submit before work_init");
 	push(&W.todo, j);
-	pthread_cond_signal(&W.cv);
+	/* A worker woken for a heavy job it may not run would sleep again. */
+	pthread_cond_broadcast(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+}
+
+/* Queue a job; see work.h. */
+void
+work_submit(work_fn *fn, work_done_cb *done, void *arg)
+{
+	submit(fn, done, arg, false);
+}
+
+/* Queue a heavy job; see work.h. */
+void
+work_submit_heavy(work_fn *fn, work_done_cb *done, void *arg)
+{
+	submit(fn, done, arg, true);
+}
+
+/* Count heavy jobs; see work.h. */
+void
+work_heavy_count(unsigned *running, unsigned *waiting)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&W.mu);
+	for (struct job *j = W.todo.head; j != NULL; j = j->next)
+		n += j->heavy;
+	*running = W.heavy_running;
+	*waiting = n;
 	pthread_mutex_unlock(&W.mu);
 }
 

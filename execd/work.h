@@ -5,8 +5,11 @@
  * A job's fn runs on a worker thread and must touch nothing of the loop,
  * MHD or ZeroMQ, only its own arg; its done then runs on the loop thread,
  * where it may reply to a request it deferred.  Jobs start in the order
- * they were submitted; with several workers they may end in any order.
- * work_init, work_submit and work_shutdown: loop thread only.
+ * they were submitted, except that heavy jobs (work_submit_heavy) never
+ * take every worker: one that would waits, and later jobs pass it.  With
+ * several workers, jobs may end in any order.
+ * work_init, work_submit, work_submit_heavy and work_shutdown: loop
+ * thread only.
  */
 #ifndef EXECD_WORK_H
 #define EXECD_WORK_H
@@ -20,6 +23,14 @@ typedef void work_done_cb(void *arg);
 int	work_init(struct loop *, unsigned n);
 /* Queue a job: fn(arg) on a worker, then done(arg) on the loop thread. */
 void	work_submit(work_fn *fn, work_done_cb *done, void *arg);
+/*
+ * The same for a job whose cost a client chooses (a grep pattern): at
+ * most n - 1 heavy jobs run at once (1 with a single worker), so the
+ * other kinds always find a worker.
+ */
+void	work_submit_heavy(work_fn *fn, work_done_cb *done, void *arg);
+/* Heavy jobs running, and heavy jobs waiting for their turn. */
+void	work_heavy_count(unsigned *running, unsigned *waiting);
 /*
  * Stop the workers once the jobs already queued have run, then call the
  * done of every job that has not had it.  The loop need not be running.

@@ -1,10 +1,12 @@
 /*
  * fs_grep.c -- a bounded grep over a file or a tree.
  *
- * The pattern is compiled once (REG_EXTENDED | REG_NEWLINE | REG_NOSUB,
- * plus REG_ICASE on request); each file is then read in blocks into one
- * read buffer, and its lines are copied, at most FS_GREP_LINE_MAX bytes of
- * each, into one line buffer that regexec() sees NUL-terminated.  The two
+ * The pattern is compiled once by fs_regex (linear-time matching, no
+ * backreferences); each file is then read in blocks into one read buffer,
+ * and its lines are copied, at most FS_GREP_LINE_MAX bytes of each, into
+ * one line buffer that the matcher sees NUL-terminated.  Before every line
+ * and every FS_REGEX_CHECK bytes within one, the caller's cancel flag and
+ * the time budget are looked at, so a search ends soon after either.  The two
  * buffers are allocated once per search, so memory does not depend on the
  * files.  Trees are walked by fs_walk(); files below the root are opened
  * with O_NOFOLLOW (a file swapped for a link mid-walk is skipped) and
@@ -16,21 +18,29 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <regex.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs_grep.h"
+#include "fs_regex.h"
 #include "fs_walk.h"
 
 /* One read(2); at least FS_GREP_BINARY so the binary test fits. */
 #define READ_BUF	(64 * 1024)
 
 struct grep {
-	regex_t		 re;
+	struct fs_regex	*re;
+	const atomic_int *cancel;	/* NULL: none */
+	uint64_t	 deadline;	/* monotonic ms; 0: none */
+	unsigned	 budget_ms;
+	char		*err;
+	size_t		 errlen;
 	fs_grep_cb	*cb;
 	void		*arg;
 	size_t		 max;		/* 0: no limit */
@@ -44,6 +54,8 @@ struct grep {
 	const char	*path;
 };
 
+static uint64_t	now_ms(void);
+static int	check(void *);
 static void	line_add(struct grep *, const char *, size_t);
 static int	line_done(struct grep *);
 static ssize_t	read_some(int, char *, size_t);
@@ -51,6 +63,33 @@ static int	grep_fd(struct grep *, int);
 static int	grep_file(struct grep *, const char *, bool);
 static int	visit(const char *, const char *, const struct stat *, int,
 		    void *);
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Whether to go on: -ECANCELED, -ETIMEDOUT (with a message) or 0. */
+static int
+check(void *arg)
+{
+	struct grep *g = arg;
+
+	if (g->cancel != NULL && atomic_load(g->cancel) != 0) {
+		snprintf(g->err, g->errlen, "the search was cancelled");
+		return -ECANCELED;
+	}
+	if (g->deadline != 0 && now_ms() >= g->deadline) {
+		snprintf(g->err, g->errlen, "the search took longer than its "
+		    "budget of %u ms", g->budget_ms);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
 
 /* Append what fits of a line's bytes. */
 static void
@@ -79,7 +118,10 @@ line_done(struct grep *g)
 	if (!g->cut && len > 0 && g->line[len - 1] == '\r')
 		len--;
 	g->line[len] = '\0';
-	if (regexec(&g->re, g->line, 0, NULL, 0) == 0) {
+	if ((rc = check(g)) < 0 ||
+	    (rc = fs_regex_match(g->re, g->line, len, check, g)) < 0)
+		return rc;
+	if (rc == 1) {
 		if (g->max != 0 && g->count >= g->max) {
 			g->more = true;
 			return 1;
@@ -203,6 +245,9 @@ visit(const char *path, const char *rel, const struct stat *st, int depth,
 	}
 	if (!S_ISREG(st->st_mode))
 		return 0;
+	if ((rc = check(g)) < 0)
+		return rc;
+	/* Past max: stop the walk (fs_grep sees g->more). */
 	if ((rc = grep_file(g, path, true)) == 1)
 		return -ECANCELED;
 	return rc;
@@ -211,23 +256,28 @@ visit(const char *path, const char *rel, const struct stat *st, int depth,
 /* Search a file or a tree; see fs_grep.h. */
 int
 fs_grep(const char *path, const char *pattern, unsigned flags,
-    size_t max_matches, fs_grep_cb *cb, void *arg, bool *truncated,
-    char *err, size_t errlen)
+    size_t max_matches, const struct fs_grep_limits *lim, fs_grep_cb *cb,
+    void *arg, bool *truncated, char *err, size_t errlen)
 {
 	struct grep g;
 	struct stat st;
-	int cflags = REG_EXTENDED | REG_NEWLINE | REG_NOSUB, rc;
+	int rc;
 
 	if (path == NULL || pattern == NULL || path[0] == '\0') {
 		snprintf(err, errlen, "empty path or pattern");
 		return -EINVAL;
 	}
 	memset(&g, 0, sizeof(g));
-	if (flags & FS_GREP_ICASE)
-		cflags |= REG_ICASE;
-	if ((rc = regcomp(&g.re, pattern, cflags)) != 0) {
-		regerror(rc, &g.re, err, errlen);
-		return -EINVAL;
+	if ((rc = fs_regex_compile(pattern, flags & FS_GREP_ICASE ?
+	    FS_REGEX_ICASE : 0, &g.re, err, errlen)) < 0)
+		return rc;
+	g.err = err;
+	g.errlen = errlen;
+	if (lim != NULL) {
+		g.cancel = lim->cancel;
+		g.budget_ms = lim->budget_ms;
+		if (lim->budget_ms != 0)
+			g.deadline = now_ms() + lim->budget_ms;
 	}
 	g.cb = cb;
 	g.arg = arg;
@@ -259,6 +309,6 @@ fs_grep(const char *path, const char *pattern, unsigned flags,
 out:
 	free(g.line);
 	free(g.rbuf);
-	regfree(&g.re);
+	fs_regex_free(g.re);
 	return rc;
 }

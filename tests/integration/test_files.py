@@ -826,3 +826,74 @@ def test_long_file_work_does_not_stall_other_requests():
         assert done["secs"] > 0.1, done     # long enough to tell
         assert worst < done["secs"] / 4, (worst, done["secs"])
     shutil.rmtree(t)
+
+
+# Costs the most per byte that a grep pattern may: seven bounded runs
+# (about 3500 instructions once expanded), over lines of 64 KiB.
+HEAVY = "[a-z]{1,255}" * 7 + "0"
+
+
+def heavy_tree(lines=100):
+    t = tmpdir()
+    with open(t + "/big.txt", "wb") as f:
+        for _ in range(lines):
+            f.write(b"a" * 65535 + b"\n")
+    return t
+
+
+def start_grep(d, path, pattern):
+    """Send a grep and leave it running: the socket, to close later."""
+    s = socket.create_connection((d.host, d.port), timeout=60)
+    s.sendall(b"GET /files/grep?path=%s&pattern=%s HTTP/1.1\r\nHost: x"
+              b"\r\n\r\n" % (q(path).encode(), q(pattern).encode()))
+    return s
+
+
+def test_grep_backreference_is_refused_at_once():
+    t = tmpdir()
+    with open(t + "/line.txt", "w") as f:
+        f.write("a" * 80 + "\n")
+    with Execd() as d:
+        t0 = time.monotonic()
+        st, _, body = d.request("GET", "/files/grep?path=%s&pattern=%s" % (
+            q(t), q(r"(.*)(.*)(.*)(.*)(.*)\5\4\3\2\1x")), timeout=60)
+        secs = time.monotonic() - t0
+        expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        assert b"backreference" in body, body
+        assert secs < 5, secs
+        # Too large once expanded, or nested too deep: 400 as well.
+        for pat in ("((a{1,100}){1,100}){1,100}", "(" * 100 + ")" * 100):
+            st, _, body = d.request("GET", "/files/grep?path=%s&pattern="
+                                    "%s" % (q(t), q(pat)))
+            expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        # The dialect otherwise: ERE, with the GNU word escapes.
+        with open(t + "/w.txt", "w") as f:
+            f.write("foo bar\nfoobar\n")
+        st, r = d.get_json("/files/grep?path=%s&pattern=%s" % (
+            q(t + "/w.txt"), q(r"\bbar\b|^(fo+)b{1,2}a[[:alpha:]]$")))
+        assert st == 200 and [m["line"] for m in r["matches"]] == [1, 2], r
+    shutil.rmtree(t)
+
+
+def test_heavy_greps_leave_search_and_ping_answering():
+    t = heavy_tree()
+    with Execd() as d:
+        socks = [start_grep(d, t, HEAVY) for _ in range(3)]
+        time.sleep(0.5)         # let them reach the workers
+        for _ in range(3):
+            t0 = time.monotonic()
+            st, _, _ = d.request("GET", "/ping", timeout=30)
+            assert st == 200 and time.monotonic() - t0 < 5
+            t0 = time.monotonic()
+            st, r = d.get_json("/files/search?path=%s&pattern=*.txt" %
+                               q(t), timeout=30)
+            assert st == 200 and len(r) == 1, r
+            assert time.monotonic() - t0 < 5, time.monotonic() - t0
+        # SIGTERM does not wait for the patterns.
+        t0 = time.monotonic()
+        rc = d.stop(timeout=30)
+        assert rc == 0, rc
+        assert time.monotonic() - t0 < 5, time.monotonic() - t0
+        for s in socks:
+            s.close()
+    shutil.rmtree(t)

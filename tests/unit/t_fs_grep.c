@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,8 @@ grep(const char *path, const char *pattern, unsigned flags, size_t max,
 	char err[256] = "";
 	int rc;
 
-	rc = fs_grep(path, pattern, flags, max, on_match, r, truncated, err,
-	    sizeof(err));
+	rc = fs_grep(path, pattern, flags, max, NULL, on_match, r, truncated,
+	    err, sizeof(err));
 	if (rc < 0 && err[0] == '\0' && rc != -EINTR)
 		fprintf(stderr, "  fs_grep: %d with no message\n", rc);
 	return rc;
@@ -283,23 +284,70 @@ test_errors(void)
 	struct rec r = { d, "", 0, 0 };
 	bool tr = true;
 
-	T_EQ_INT(fs_grep(d, "a(", 0, 0, on_match, &r, &tr, err, sizeof(err)),
-	    -EINVAL);
+	T_EQ_INT(fs_grep(d, "a(", 0, 0, NULL, on_match, &r, &tr, err,
+	    sizeof(err)), -EINVAL);
 	T_OK(err[0] != '\0');
 	err[0] = '\0';
-	T_EQ_INT(fs_grep(d, "[z-a]", 0, 0, on_match, &r, &tr, err,
+	T_EQ_INT(fs_grep(d, "[z-a]", 0, 0, NULL, on_match, &r, &tr, err,
 	    sizeof(err)), -EINVAL);
 	T_OK(err[0] != '\0');
 	T_EQ_INT(tr, true);
 	err[0] = '\0';
-	T_EQ_INT(fs_grep(t_path(d, "missing"), "x", 0, 0, on_match, &r, &tr,
-	    err, sizeof(err)), -ENOENT);
+	T_EQ_INT(fs_grep(t_path(d, "missing"), "x", 0, 0, NULL, on_match, &r,
+	    &tr, err, sizeof(err)), -ENOENT);
 	T_OK(strstr(err, "missing") != NULL);
-	T_EQ_INT(fs_grep(t_path(d, "fifo"), "x", 0, 0, on_match, &r, &tr, err,
+	T_EQ_INT(fs_grep(t_path(d, "fifo"), "x", 0, 0, NULL, on_match, &r, &tr,
+	    err, sizeof(err)), -EINVAL);
+	T_EQ_INT(fs_grep("", "x", 0, 0, NULL, on_match, &r, &tr, err,
 	    sizeof(err)), -EINVAL);
-	T_EQ_INT(fs_grep("", "x", 0, 0, on_match, &r, &tr, err, sizeof(err)),
-	    -EINVAL);
+	/* A backreference is refused, with a message that says so. */
+	err[0] = '\0';
+	T_EQ_INT(fs_grep(d, "(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1x", 0, 0,
+	    NULL, on_match, &r, &tr, err, sizeof(err)), -EINVAL);
+	T_OK(strstr(err, "backreference") != NULL);
 	T_EQ_INT(r.n, 0);
+	t_tmpdir_free(d);
+}
+
+/*
+ * The limits: a set cancel flag stops the search before the first line;
+ * a budget stops a long one (64 KiB lines that cost the most per byte),
+ * with a message, after the matches found so far.
+ */
+static void
+test_limits(void)
+{
+	char *d = t_tmpdir(), err[256] = "", line[65537];
+	struct rec r = { d, "", 0, 0 };
+	atomic_int stop = 1;
+	struct fs_grep_limits lim = { &stop, 0 };
+	bool tr = false;
+	FILE *f;
+
+	memset(line, 'a', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	f = fopen(t_path(d, "big"), "w");
+	T_OK(f != NULL);
+	fputs("ab\n", f);
+	for (int i = 0; i < 64; i++)
+		fwrite(line, 1, sizeof(line), f);
+	fclose(f);
+	T_EQ_INT(fs_grep(d, "b", 0, 0, &lim, on_match, &r, &tr, err,
+	    sizeof(err)), -ECANCELED);
+	T_OK(strstr(err, "cancel") != NULL);
+	T_EQ_INT(r.n, 0);
+	stop = 0;
+	lim.budget_ms = 50;
+	err[0] = '\0';
+	T_EQ_INT(fs_grep(d, "[a-z]{1,255}[a-z]{1,255}[a-z]{1,255}[a-z]{1,255}"
+	    "[a-z]{1,255}[a-z]{1,255}[a-z]{1,255}0", 0, 0, &lim, on_match, &r,
+	    &tr, err, sizeof(err)), -ETIMEDOUT);
+	T_OK(strstr(err, "50 ms") != NULL);
+	T_EQ_INT(r.n, 0);
+	lim.budget_ms = 60000;
+	T_EQ_INT(fs_grep(d, "b", 0, 0, &lim, on_match, &r, &tr, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(r.log, "big:1:ab\n");
 	t_tmpdir_free(d);
 }
 
@@ -337,6 +385,7 @@ main(void)
 		{ "max", test_max },
 		{ "stop", test_stop },
 		{ "errors", test_errors },
+		{ "limits", test_limits },
 		{ "unreadable", test_unreadable },
 	};
 

@@ -5,12 +5,15 @@
  * the loop when the last one is in.  Covered: every fn runs off the loop
  * thread and every done on it, each exactly once; jobs start in the
  * order submitted (one worker); two workers run two slow jobs at the same
- * time; work_shutdown() waits for queued jobs and runs their done
- * callbacks with no loop running.  A watchdog timer ends a test instead
+ * time; heavy jobs never hold every worker (a plain job submitted after
+ * three blocked heavy ones runs at once) and still all run at shutdown;
+ * work_shutdown() waits for queued jobs and runs their done callbacks
+ * with no loop running.  A watchdog timer ends a test instead
  * of letting it hang.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -136,6 +139,64 @@ test_two_workers_run_at_once(void)
 	teardown();
 }
 
+static atomic_int gate;
+static unsigned	 seen_running, seen_waiting;
+
+/* A heavy job: wait (bounded) until the plain job opens the gate. */
+static void
+heavy_fn(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	for (int i = 0; i < 5000 && atomic_load(&gate) == 0; i++)
+		nanosleep(&ts, NULL);
+	fn(arg);
+}
+
+/* The plain job: it ran while the heavy ones held what they may. */
+static void
+plain_fn(void *arg)
+{
+	work_heavy_count(&seen_running, &seen_waiting);
+	fn(arg);
+	atomic_store(&gate, 1);
+}
+
+static void
+test_heavy_jobs_leave_a_worker(void)
+{
+	static struct job jobs[4];
+
+	atomic_store(&gate, 0);
+	setup(2);
+	want = 4;
+	for (int i = 0; i < 3; i++) {
+		jobs[i] = (struct job){ .id = i };
+		work_submit_heavy(heavy_fn, done, &jobs[i]);
+	}
+	jobs[3] = (struct job){ .id = 3 };
+	work_submit(plain_fn, done, &jobs[3]);
+	loop_run(L);
+	T_EQ_INT(ndone, 4);
+	/* The plain job went first, past the heavy ones still waiting. */
+	T_EQ_INT(order[0], 3);
+	T_EQ_INT(seen_running, 1);
+	T_EQ_INT(seen_waiting, 2);
+	for (int i = 0; i < 4; i++)
+		T_EQ_INT(jobs[i].dones, 1);
+	teardown();
+	/* Queued heavy jobs all run at shutdown too. */
+	atomic_store(&gate, 1);
+	setup(2);
+	want = -1;
+	for (int i = 0; i < 4; i++) {
+		jobs[i] = (struct job){ .id = i, .sleep_ms = 5 };
+		work_submit_heavy(fn, done, &jobs[i]);
+	}
+	teardown();
+	T_EQ_INT(ndone, 4);
+}
+
 static void
 test_shutdown_finishes_queued_jobs(void)
 {
@@ -171,6 +232,7 @@ static const struct t_case cases[] = {
 	    test_every_job_runs_once_off_the_loop },
 	{ "two_workers_run_at_once", test_two_workers_run_at_once },
 	{ "shutdown_finishes_queued_jobs", test_shutdown_finishes_queued_jobs },
+	{ "heavy_jobs_leave_a_worker", test_heavy_jobs_leave_a_worker },
 	{ "init_refuses_bad_counts", test_init_refuses_bad_counts },
 };
 
