@@ -37,6 +37,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/tcp.h>
@@ -46,6 +47,7 @@
 #include <openssl/evp.h>
 
 #include "../sse/sse_fmt.h"
+#include "../util/utf8.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -95,6 +97,8 @@ struct conn {
 	bool			 cut;		/* shut down by us */
 	bool			 linger;	/* replied before the body */
 	bool			 upgraded;
+	int			 file_fd;	/* a file being sent, or -1 */
+	uint64_t		 file_end;	/* ... up to this offset */
 	struct conn		*prev, *next;
 };
 
@@ -119,6 +123,8 @@ struct parse_job {
 
 struct http_resp {
 	struct MHD_Response	*r;
+	int			 file_fd;	/* from http_resp_fd, or -1 */
+	uint64_t		 file_end;
 };
 
 /* A content reader of ours, behind MHD's callback signature. */
@@ -273,6 +279,7 @@ static void		 conn_phase(struct conn *, enum phase);
 static void		 conn_cut(struct conn *, const char *);
 static bool		 cut_oldest(struct http_server *);
 static void		 sweep(struct http_server *);
+static void		 check_file(struct conn *);
 static uint64_t		 rx_bytes(int);
 static void		 linger_start(struct http_server *, int);
 static void		 linger_read(struct loop *, int, void *, int, void *);
@@ -459,6 +466,7 @@ notify_cb(void *cls, struct MHD_Connection *mc, void **socket_ctx,
 		c->phase = PH_HEAD;
 		c->since = loop_now_ms();
 		c->rx_mark = RX_UNKNOWN;
+		c->file_fd = -1;
 		c->next = srv->conns;
 		if (srv->conns != NULL)
 			srv->conns->prev = c;
@@ -587,6 +595,8 @@ sweep(struct http_server *srv)
 	srv->next_sweep = now + SWEEP_MS;
 	for (c = srv->conns; c != NULL; c = next) {
 		next = c->next;
+		if (!c->cut && c->file_fd >= 0)
+			check_file(c);
 		if (c->cut || c->phase == PH_BUSY)
 			continue;
 		switch (c->phase) {
@@ -615,6 +625,26 @@ sweep(struct http_server *srv)
 			break;
 		}
 	}
+}
+
+/*
+ * A file sent with a promised length that has become shorter than that
+ * (truncated while it is sent) can never end its response: MHD would
+ * wait for bytes that will not come until the idle timeout.  Close the
+ * connection, which is how HTTP says the body was cut short.
+ */
+static void
+check_file(struct conn *c)
+{
+	struct stat st;
+
+	if (fstat(c->file_fd, &st) < 0 || (uint64_t)st.st_size >= c->file_end)
+		return;
+	log_warnx("a file was truncated while it was sent (%llu bytes of "
+	    "%llu left): closing the connection",
+	    (unsigned long long)st.st_size, (unsigned long long)c->file_end);
+	c->file_fd = -1;
+	conn_cut(c, "file truncated");
 }
 
 /* Keep fd (MHD is about to close it) and drop what the client sends. */
@@ -1313,6 +1343,8 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	body_release(req);
 	json_decref(req->json);
 	/* Kept alive: it waits for the next request. */
+	if (req->c != NULL)
+		req->c->file_fd = -1;	/* MHD closes it now */
 	conn_phase(req->c, PH_IDLE);
 	free(req);
 	*con_cls = NULL;
@@ -1483,6 +1515,7 @@ http_reply_json(struct http_req *req, unsigned status, json_t *v)
 	sse_buf_reset(&b);
 }
 
+static void utf8_text(const char *, size_t, char *, size_t);
 static void verror(struct http_req *, unsigned, const char *, const char *,
     va_list) __attribute__((format(printf, 4, 0)));
 
@@ -1490,11 +1523,47 @@ static void
 verror(struct http_req *req, unsigned status, const char *code,
     const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char msg[1024], text[sizeof(msg) * 4];
+	int n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		n = 0;
+	utf8_text(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1,
+	    text, sizeof(text));
 	http_reply_json(req, status, json_pack("{s:s, s:s}", "code", code,
-	    "message", msg));
+	    "message", text));
+}
+
+/*
+ * Copy the n bytes of s into out (of size cap, NUL-terminated) as valid
+ * UTF-8: a byte that starts no valid sequence (a name that is not UTF-8,
+ * a character the message buffer cut) becomes the text "\xNN", so that
+ * a client's bytes always reach it, readably, in a JSON string.
+ */
+static void
+utf8_text(const char *s, size_t n, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0, k;
+
+	while (i < n && o + 5 <= cap) {
+		if ((k = utf8_len(p + i, n - i)) == 0) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[p[i] >> 4];
+			out[o++] = hex[p[i] & 15];
+			i++;
+			continue;
+		}
+		if (o + k + 1 > cap)
+			break;
+		memcpy(out + o, p + i, k);
+		o += k;
+		i += k;
+	}
+	out[o] = '\0';
 }
 
 /* An error reply in the one shape every client parses. */
@@ -1566,6 +1635,8 @@ http_resp_fd(int fd, uint64_t off, uint64_t len)
 	hr->r = MHD_create_response_from_fd_at_offset64(len, fd, off);
 	if (hr->r == NULL)
 		fatalx("cannot make a file response");
+	hr->file_fd = fd;
+	hr->file_end = off + len;
 	return hr;
 }
 
@@ -1579,6 +1650,7 @@ http_resp_reader(http_read_cb *read, http_read_done_cb *done, void *arg)
 	rd->read = read;
 	rd->done = done;
 	rd->arg = arg;
+	hr->file_fd = -1;
 	hr->r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536,
 	    reader_read, rd, reader_free);
 	if (hr->r == NULL)
@@ -1620,6 +1692,11 @@ http_reply_resp(struct http_req *req, unsigned status, struct http_resp *hr)
 {
 	struct MHD_Response *r = hr->r;
 
+	/* A file's length is promised: sweep() watches that it stays. */
+	if (hr->file_fd >= 0 && req->c != NULL) {
+		req->c->file_fd = hr->file_fd;
+		req->c->file_end = hr->file_end;
+	}
 	free(hr);
 	queue(req, status, r);
 }

@@ -3,9 +3,7 @@ access token in /proc, client strings in the log, downloads of files
 shorter than their size."""
 import json
 import os
-import socket
 import tempfile
-import threading
 import time
 
 from lib import Execd, events, new_context, run_code, texts, wait_for
@@ -154,3 +152,51 @@ def test_proc_and_sys_files_download_whole_and_end():
         st, h, body = download(d, "/proc/%d/status" % d.proc.pid,
                                headers={"Range": "bytes=0-3"})
         assert st == 200 and body.startswith(b"Name:"), (st, body)
+
+
+def test_a_file_truncated_while_it_is_sent_ends_the_response():
+    with tempfile.TemporaryDirectory() as tmp, Execd() as d:
+        path = os.path.join(tmp, "big")
+        with open(path, "wb") as f:
+            f.truncate(64 << 20)
+        c = d.conn(timeout=30)
+        c.request("GET", "/files/download?path=" + path)
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Content-Length") == \
+            str(64 << 20)
+        got = len(r.read(1 << 20))
+        os.truncate(path, 1 << 20)      # shorter than what was promised
+        t0 = time.monotonic()
+        try:
+            while True:
+                chunk = r.read(1 << 16)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except Exception:               # the connection was closed
+            pass
+        # Ended, not held until the idle timeout (120 s).
+        assert time.monotonic() - t0 < 20, time.monotonic() - t0
+        assert got < 64 << 20, got
+        c.close()
+        assert wait_for(lambda: "truncated" in d.read_log()), d.read_log()
+        st, h, body = d.request("GET", "/ping")
+        assert st == 200
+
+
+def test_error_messages_with_bytes_that_are_not_utf8():
+    long_name = "\u00e9" * 600          # cut mid-character in the message
+    with Execd() as d:
+        for method, path, body in (
+                ("GET", "/files/info?path=/nonexistent%ff", None),
+                ("GET", "/command/%ff/logs", None),
+                ("GET", "/files/download?path=/no%c3", None),
+                ("POST", "/command", {"command": "true",
+                                      "envs": {long_name: 1}})):
+            st, h, data = d.request(method, path, body=body)
+            assert 400 <= st < 500, (path, st, data)
+            obj = json.loads(data)
+            assert obj["code"] and obj["message"], obj
+        st, obj = d.get_json("/files/info?path=/nonexistent%ff")
+        assert "\\xff" in obj["message"], obj
+        assert d.request("GET", "/ping")[0] == 200
