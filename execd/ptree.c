@@ -138,6 +138,7 @@ stat_read(pid_t pid, struct proc *p)
 	return 0;
 }
 
+/* qsort and bsearch order of struct proc: by pid. */
 static int
 by_pid(const void *a, const void *b)
 {
@@ -375,6 +376,7 @@ signal_tree(struct tree *t, int sig)
 	return count;
 }
 
+/* The tree of this leader (pid and start time) in its grace, or NULL. */
 static struct tree *
 pending_find(const struct ptree_id *id)
 {

@@ -48,6 +48,7 @@ static bool	 alive(pid_t);
 static int	 count_alive(const struct tree *);
 static int	 start(struct tree *, const char *, const char *, bool);
 static void	 sleep_ms(long);
+static int	 wait_gone(const struct tree *, long);
 static void	 on_stop(struct loop *, uint64_t, void *);
 
 static const char *tree_script =
@@ -89,6 +90,7 @@ alive(pid_t pid)
 	return r;
 }
 
+/* How many of the tree's recorded pids still run. */
 static int
 count_alive(const struct tree *t)
 {
@@ -99,6 +101,7 @@ count_alive(const struct tree *t)
 	return n;
 }
 
+/* Sleep ms milliseconds. */
 static void
 sleep_ms(long ms)
 {
@@ -202,6 +205,7 @@ test_kill(void)
 	t_tmpdir_free(d);
 }
 
+/* Timer: end loop_run(). */
 static void
 on_stop(struct loop *l, uint64_t id, void *arg)
 {
