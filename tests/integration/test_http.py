@@ -306,4 +306,6 @@ def test_ping_answers_while_a_large_json_body_is_parsed():
             worst = max(worst, time.monotonic() - t0)
         th.join()
         assert res["st"] == 400, res
-        assert worst < 0.5, worst
+        # Parsed on the loop, the body stalls it for seconds (more under
+        # a sanitizer); on a worker, a ping waits for no parse at all.
+        assert worst < 1.0, worst
