@@ -5,9 +5,11 @@
  *
  * Handlers validate the whole request first, resolve paths with fs_path,
  * call fs/ and map the result; the filesystem logic itself lives in fs/.
- * Work that grows with the tree or the file (rm -rf, replace, list,
+ * Every call that touches the filesystem for a list of entries (info,
+ * delete, mkdir, permissions, move, rm -rf, replace) or for a tree (list,
  * search, grep) runs on a worker thread (work.h) while the request waits
- * deferred, so a big tree never stalls the loop.
+ * deferred, so neither a big tree nor a long body stalls the loop; a body
+ * names at most MAX_ENTRIES entries.
  * Uploads, downloads and archives, whose bodies are streamed, are in
  * route_xfer.c.  Loop thread only.
  */
@@ -40,6 +42,7 @@
 #include "xmalloc.h"
 
 #define MAX_PATHS	1024	/* repeated path= keys one request may name */
+#define MAX_ENTRIES	10000	/* entries of one JSON body */
 #define GREP_DEFAULT	1000	/* matches a grep returns unless told */
 #define GREP_MAX	100000
 #define GREP_BUDGET_MS	30000	/* wall time one grep request may take */
@@ -69,7 +72,8 @@ struct collect {
 };
 
 /* The requests whose work may take long run it on a worker (work.h). */
-enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP, OP_WATCH };
+enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP, OP_WATCH,
+	OP_INFO, OP_UNLINK, OP_MKDIR, OP_PERMS, OP_MOVE };
 
 struct fs_job {
 	struct http_req	*req;		/* NULL once the request is gone */
@@ -88,6 +92,7 @@ struct fs_job {
 	json_t		*items;		/* rmtree, replace: what to do */
 	json_t		*out;		/* the answer, built on the worker */
 	size_t		 failed;	/* index of the item that failed */
+	bool		 bad;		/* it failed as a bad request (400) */
 	int		 rc;
 	char		 err[ERRLEN];
 };
@@ -114,6 +119,12 @@ static void	 job_cancel(struct http_req *, void *);
 static void	 job_run(void *);
 static void	 job_done(void *);
 static void	 job_reply(struct http_req *, struct fs_job *);
+static void	 job_reply_error(struct http_req *, struct fs_job *);
+static void	 query_items(struct http_req *, enum fs_op);
+static int	 too_many(struct http_req *, size_t);
+static struct fs_job *perm_job(struct http_req *, enum fs_op);
+static void	 run_items(struct fs_job *);
+static int	 lookup_owners(struct fs_job *);
 static void	 watch_open(struct http_req *, struct fs_watch *);
 static void	 watch_ready(struct loop *, int, void *, int, void *);
 static int	 watch_event(const struct fs_watch_event *, void *);
@@ -306,6 +317,13 @@ job_run(void *arg)
 		    &(struct fs_grep_limits){ &j->cancel, GREP_BUDGET_MS },
 		    grep_one, j->out, &j->truncated, j->err, sizeof(j->err));
 		return;
+	case OP_INFO:
+	case OP_UNLINK:
+	case OP_MKDIR:
+	case OP_PERMS:
+	case OP_MOVE:
+		run_items(j);
+		return;
 	case OP_WATCH:
 		/* A recursive watch scans the tree: seconds on a big one. */
 		j->watch = fs_watch_new(j->path, &(struct fs_watch_opts){
@@ -313,6 +331,90 @@ job_run(void *arg)
 		if (j->watch == NULL)
 			j->rc = -errno;
 		return;
+	}
+}
+
+/*
+ * On a worker: look up every owner and group named (NSS may block), the
+ * whole body before any change; each item's [3] and [4] become ids.  0,
+ * or -EINVAL with j->bad, j->failed and a message.
+ */
+static int
+lookup_owners(struct fs_job *j)
+{
+	uid_t uid;
+	gid_t gid;
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(j->items, i, it) {
+		if (fs_owner_lookup(json_string_value(json_array_get(it, 3)),
+		    json_string_value(json_array_get(it, 4)), &uid, &gid,
+		    j->err, sizeof(j->err)) < 0) {
+			j->bad = true;
+			j->failed = i;
+			return j->rc = -EINVAL;
+		}
+		json_array_set_new(it, 3, json_integer((json_int_t)uid));
+		json_array_set_new(it, 4, json_integer((json_int_t)gid));
+	}
+	return 0;
+}
+
+/*
+ * On a worker: one call per item, in order, until one fails (j->failed).
+ * Items: info and unlink [key, path]; mkdir and perms [key, path, mode,
+ * owner, group]; move [src key, dest key, src, dest].
+ */
+static void
+run_items(struct fs_job *j)
+{
+	struct fs_info fi;
+	const char *key, *path;
+	bool created;
+	json_t *it;
+	size_t i;
+
+	if ((j->op == OP_MKDIR || j->op == OP_PERMS) && lookup_owners(j) < 0)
+		return;
+	if (j->op == OP_INFO)
+		j->out = json_object();
+	json_array_foreach(j->items, i, it) {
+		key = json_string_value(json_array_get(it, 0));
+		path = json_string_value(json_array_get(it, 1));
+		j->err[0] = '\0';
+		switch (j->op) {
+		case OP_INFO:
+			if ((j->rc = fs_info_lstat(path, &fi)) == 0)
+				json_object_set_new(j->out, key,
+				    route_fs_info_json(path, &fi));
+			break;
+		case OP_UNLINK:
+			j->rc = fs_file_remove(path);
+			break;
+		case OP_MKDIR:
+			j->rc = fs_mkdirs(path, (mode_t)json_integer_value(
+			    json_array_get(it, 2)), (uid_t)json_integer_value(
+			    json_array_get(it, 3)), (gid_t)json_integer_value(
+			    json_array_get(it, 4)), &created, j->err,
+			    sizeof(j->err));
+			break;
+		case OP_PERMS:
+			j->rc = fs_perms_set(path, (mode_t)json_integer_value(
+			    json_array_get(it, 2)), (uid_t)json_integer_value(
+			    json_array_get(it, 3)), (gid_t)json_integer_value(
+			    json_array_get(it, 4)), j->err, sizeof(j->err));
+			break;
+		default:
+			j->rc = fs_move(json_string_value(json_array_get(it,
+			    2)), json_string_value(json_array_get(it, 3)),
+			    j->err, sizeof(j->err));
+			break;
+		}
+		if (j->rc < 0) {
+			j->failed = i;
+			return;
+		}
 	}
 }
 
@@ -375,12 +477,23 @@ job_reply(struct http_req *req, struct fs_job *j)
 			http_reply_errno(req, j->rc, "cannot watch %s: %s",
 			    j->path, err);
 			break;
+		default:
+			job_reply_error(req, j);
+			break;
 		}
 		return;
 	}
 	switch (j->op) {
 	case OP_RMTREE:
+	case OP_UNLINK:
+	case OP_MKDIR:
+	case OP_PERMS:
+	case OP_MOVE:
 		http_reply_empty(req);
+		break;
+	case OP_INFO:
+		http_reply_json(req, 200, j->out);
+		j->out = NULL;
 		break;
 	case OP_REPLACE:
 		if (j->verbose) {
@@ -407,6 +520,55 @@ job_reply(struct http_req *req, struct fs_job *j)
 	}
 }
 
+/* The error answer of an item job (info, unlink, mkdir, perms, move). */
+static void
+job_reply_error(struct http_req *req, struct fs_job *j)
+{
+	json_t *it = json_array_get(j->items, j->failed);
+	const char *key = json_string_value(json_array_get(it, 0)),
+	    *path = json_string_value(json_array_get(it, 1)),
+	    *err = j->err[0] ? j->err : strerror(-j->rc);
+
+	if (j->bad) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    j->err);
+		return;
+	}
+	switch (j->op) {
+	case OP_INFO:
+		http_reply_errno(req, j->rc, "file not found. file not found: "
+		    "%s: lstat %s: %s", key, path, strerror(-j->rc));
+		break;
+	case OP_UNLINK:
+		if (j->rc == -EISDIR)
+			http_reply_error(req, 400, HTTP_E_BODY, "error removing "
+			    "file %s. path is a directory: %s (use DELETE "
+			    "/directories)", key, path);
+		else
+			http_reply_errno(req, j->rc, "error removing file %s. "
+			    "%s", key, strerror(-j->rc));
+		break;
+	case OP_MKDIR:
+		http_reply_errno(req, j->rc, "error accessing file: %s", err);
+		break;
+	case OP_PERMS:
+		http_reply_errno(req, j->rc, "error changing permissions for "
+		    "%s. %s", key, err);
+		break;
+	default:
+		if (j->rc == -ENOENT)
+			http_reply_errno(req, j->rc, "file not found. source "
+			    "path not found: %s", key);
+		else if (j->rc == -EEXIST)
+			http_reply_errno(req, j->rc, "destination path already "
+			    "exists: %s", path);
+		else
+			http_reply_errno(req, j->rc, "error accessing file: "
+			    "failed to rename file: %s", err);
+		break;
+	}
+}
+
 /* Every value of the repeated path key; on too many, reply and return -1. */
 static ssize_t
 query_paths(struct http_req *req, const char **vals)
@@ -425,61 +587,41 @@ query_paths(struct http_req *req, const char **vals)
 void
 route_files_info(struct http_req *req)
 {
-	const char *vals[MAX_PATHS];
-	char path[PATH_MAX];
-	struct fs_info fi;
-	json_t *out;
-	ssize_t n;
-	int rc;
-
-	if ((n = query_paths(req, vals)) < 0)
-		return;
-	out = json_object();
-	for (ssize_t i = 0; i < n; i++) {
-		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
-			goto fail;
-		if ((rc = fs_info_lstat(path, &fi)) < 0) {
-			http_reply_errno(req, rc, "file not found. file not "
-			    "found: %s: lstat %s: %s", vals[i], path,
-			    strerror(-rc));
-			goto fail;
-		}
-		json_object_set_new(out, vals[i], route_fs_info_json(path,
-		    &fi));
-	}
-	http_reply_json(req, 200, out);
-	return;
-fail:
-	json_decref(out);
+	query_items(req, OP_INFO);
 }
 
 /* DELETE /files?path=...: unlink each file; missing ones are fine. */
 void
 route_files_delete(struct http_req *req)
 {
+	query_items(req, OP_UNLINK);
+}
+
+/*
+ * Info or unlink: resolve every path= value, then hand the list to a
+ * worker.  A bad path is answered at once and nothing is done.
+ */
+static void
+query_items(struct http_req *req, enum fs_op op)
+{
 	const char *vals[MAX_PATHS];
 	char path[PATH_MAX];
+	struct fs_job *j;
 	ssize_t n;
-	int rc;
 
 	if ((n = query_paths(req, vals)) < 0)
 		return;
+	j = job_new(op);
+	j->items = json_array();
 	for (ssize_t i = 0; i < n; i++) {
-		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0)
-			return;
-		if ((rc = fs_file_remove(path)) == -EISDIR) {
-			http_reply_error(req, 400, HTTP_E_BODY, "error removing "
-			    "file %s. path is a directory: %s (use DELETE "
-			    "/directories)", vals[i], path);
+		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
+			job_free(j);
 			return;
 		}
-		if (rc < 0) {
-			http_reply_errno(req, rc, "error removing file %s. %s",
-			    vals[i], strerror(-rc));
-			return;
-		}
+		json_array_append_new(j->items, json_pack("[s, s]", vals[i],
+		    path));
 	}
-	http_reply_empty(req);
+	job_start(req, j);
 }
 
 /*
@@ -513,17 +655,16 @@ route_dirs_delete(struct http_req *req)
 
 /*
  * Check a {"<path>": {"mode","owner","group"}} entry; on failure reply 400
- * and return -1.  Fills the parsed mode and ids.
+ * and return -1.  Fills the parsed mode; owner and group are looked up
+ * on the worker (lookup_owners).
  */
 static int
 perm_entry(struct http_req *req, const char *key, const json_t *v,
-    mode_t *mode, uid_t *uid, gid_t *gid)
+    mode_t *mode)
 {
 	char err[ERRLEN];
 
 	*mode = 0;
-	*uid = (uid_t)-1;
-	*gid = (gid_t)-1;
 	if (json_is_null(v))
 		return 0;
 	if (body_check(v, key, perm_fields, 3, err, sizeof(err)) < 0) {
@@ -537,12 +678,6 @@ perm_entry(struct http_req *req, const char *key, const json_t *v,
 		    "%lld", key, body_int(v, "mode", 0));
 		return -1;
 	}
-	if (fs_owner_lookup(body_str(v, "owner", NULL), body_str(v, "group",
-	    NULL), uid, gid, err, sizeof(err)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    err);
-		return -1;
-	}
 	return 0;
 }
 
@@ -551,34 +686,54 @@ static int
 need_object(struct http_req *req, const json_t *body, const char *what)
 {
 	if (json_is_object(body))
-		return 0;
+		return too_many(req, json_object_size(body));
 	http_reply_error(req, 400, HTTP_E_BODY, "request body must be a JSON "
 	    "object mapping paths to %s", what);
 	return -1;
 }
 
-/*
- * Check a whole {"<path>": {"mode","owner","group"}} body, paths too; on
- * a mistake reply 400 and return -1.
- */
+/* Reply 400 if a body has more than MAX_ENTRIES entries; then -1. */
 static int
-perm_body_check(struct http_req *req, json_t *body)
+too_many(struct http_req *req, size_t n)
 {
+	if (n <= MAX_ENTRIES)
+		return 0;
+	http_reply_error(req, 400, HTTP_E_BODY, "too many entries in the "
+	    "request body: %zu (at most %d per request)", n, MAX_ENTRIES);
+	return -1;
+}
+
+/*
+ * A {"<path>": {"mode","owner","group"}} body (mkdir, or permissions, which
+ * skips null entries) checked whole, paths too, into a job for a worker;
+ * on a mistake reply 400 and return NULL.
+ */
+static struct fs_job *
+perm_job(struct http_req *req, enum fs_op op)
+{
+	json_t *body = http_req_json(req), *v;
 	const char *key;
-	json_t *v;
 	char path[PATH_MAX];
+	struct fs_job *j;
 	mode_t mode;
-	uid_t uid;
-	gid_t gid;
 
 	if (need_object(req, body, "{\"mode\",\"owner\",\"group\"}") < 0)
-		return -1;
+		return NULL;
+	j = job_new(op);
+	j->items = json_array();
 	json_object_foreach(body, key, v) {
-		if (perm_entry(req, key, v, &mode, &uid, &gid) < 0 ||
-		    route_fs_resolve(req, key, path, sizeof(path)) < 0)
-			return -1;
+		if (perm_entry(req, key, v, &mode) < 0 ||
+		    route_fs_resolve(req, key, path, sizeof(path)) < 0) {
+			job_free(j);
+			return NULL;
+		}
+		if (op == OP_PERMS && json_is_null(v))
+			continue;
+		json_array_append_new(j->items, json_pack("[s, s, I, s?, s?]",
+		    key, path, (json_int_t)mode, body_str(v, "owner", NULL),
+		    body_str(v, "group", NULL)));
 	}
-	return 0;
+	return j;
 }
 
 /*
@@ -590,28 +745,10 @@ perm_body_check(struct http_req *req, json_t *body)
 void
 route_dirs_make(struct http_req *req)
 {
-	json_t *body = http_req_json(req), *v;
-	const char *key;
-	char path[PATH_MAX], err[ERRLEN];
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	bool created;
-	int rc;
+	struct fs_job *j;
 
-	if (perm_body_check(req, body) < 0)
-		return;
-	json_object_foreach(body, key, v) {
-		route_fs_resolve(req, key, path, sizeof(path));
-		perm_entry(req, key, v, &mode, &uid, &gid);
-		if ((rc = fs_mkdirs(path, mode, uid, gid, &created, err,
-		    sizeof(err))) < 0) {
-			http_reply_errno(req, rc, "error accessing file: %s",
-			    err);
-			return;
-		}
-	}
-	http_reply_empty(req);
+	if ((j = perm_job(req, OP_MKDIR)) != NULL)
+		job_start(req, j);
 }
 
 /*
@@ -621,79 +758,48 @@ route_dirs_make(struct http_req *req)
 void
 route_files_perms(struct http_req *req)
 {
-	json_t *body = http_req_json(req), *v;
-	const char *key;
-	char path[PATH_MAX], err[ERRLEN];
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	int rc;
+	struct fs_job *j;
 
-	if (perm_body_check(req, body) < 0)
-		return;
-	json_object_foreach(body, key, v) {
-		if (json_is_null(v))
-			continue;
-		route_fs_resolve(req, key, path, sizeof(path));
-		perm_entry(req, key, v, &mode, &uid, &gid);
-		err[0] = '\0';
-		if ((rc = fs_perms_set(path, mode, uid, gid, err,
-		    sizeof(err))) < 0) {
-			http_reply_errno(req, rc, "error changing permissions "
-			    "for %s. %s", key, err[0] ? err : strerror(-rc));
-			return;
-		}
-	}
-	http_reply_empty(req);
+	if ((j = perm_job(req, OP_PERMS)) != NULL)
+		job_start(req, j);
 }
 
-/* POST /files/mv [{"src":"/a","dest":"/b"}, ...], in order. */
+/* POST /files/mv [{"src":"/a","dest":"/b"}, ...], in order, on a worker. */
 void
 route_files_move(struct http_req *req)
 {
 	json_t *body = http_req_json(req), *v;
 	char src[PATH_MAX], dst[PATH_MAX], err[ERRLEN], where[32];
+	struct fs_job *j;
 	size_t i;
-	int rc;
 
 	if (!json_is_array(body)) {
 		http_reply_error(req, 400, HTTP_E_BODY, "request body must be "
 		    "a JSON array of {\"src\",\"dest\"}");
 		return;
 	}
+	if (too_many(req, json_array_size(body)) < 0)
+		return;
+	j = job_new(OP_MOVE);
+	j->items = json_array();
 	json_array_foreach(body, i, v) {
 		snprintf(where, sizeof(where), "[%zu]", i);
 		if (body_check(v, where, mv_fields, 2, err, sizeof(err)) < 0) {
 			http_reply_error(req, 400, HTTP_E_BODY,
 			    "invalid request, %s", err);
+			job_free(j);
 			return;
 		}
 		if (resolve_field(req, v, "src", src, sizeof(src)) < 0 ||
-		    resolve_field(req, v, "dest", dst, sizeof(dst)) < 0)
+		    resolve_field(req, v, "dest", dst, sizeof(dst)) < 0) {
+			job_free(j);
 			return;
+		}
+		json_array_append_new(j->items, json_pack("[s, s, s, s]",
+		    body_str(v, "src", ""), body_str(v, "dest", ""), src,
+		    dst));
 	}
-	json_array_foreach(body, i, v) {
-		route_fs_resolve(req, body_str(v, "src", ""), src, sizeof(src));
-		route_fs_resolve(req, body_str(v, "dest", ""), dst,
-		    sizeof(dst));
-		err[0] = '\0';
-		if ((rc = fs_move(src, dst, err, sizeof(err))) == -ENOENT) {
-			http_reply_errno(req, rc, "file not found. source path "
-			    "not found: %s", body_str(v, "src", ""));
-			return;
-		}
-		if (rc == -EEXIST) {
-			http_reply_errno(req, rc, "destination path already "
-			    "exists: %s", body_str(v, "dest", ""));
-			return;
-		}
-		if (rc < 0) {
-			http_reply_errno(req, rc, "error accessing file: failed "
-			    "to rename file: %s", err[0] ? err : strerror(-rc));
-			return;
-		}
-	}
-	http_reply_empty(req);
+	job_start(req, j);
 }
 
 /*

@@ -897,3 +897,57 @@ def test_heavy_greps_leave_search_and_ping_answering():
         for s in socks:
             s.close()
     shutil.rmtree(t)
+
+
+def test_many_entries_run_off_the_loop_and_a_cap_holds():
+    t = tmpdir()
+    with Execd() as d:
+        dirs = {"%s/d%05d" % (t, i): {"mode": 700} for i in range(10000)}
+        done = {}
+
+        def mkdirs():
+            done["st"], _, done["body"] = d.request(
+                "POST", "/directories", body=dirs, timeout=120)
+        worst = worst_ping_during(d, mkdirs)
+        assert done["st"] == 200, done
+        assert len(os.listdir(t)) == 10000
+        assert stat.S_IMODE(os.stat(t + "/d09999").st_mode) == 0o700
+        assert worst < 2, worst         # the loop kept answering
+        st, _, body = d.request("POST", "/files/permissions", body={
+            p: {"mode": 755} for p in dirs})
+        assert st == 200, body
+        assert stat.S_IMODE(os.stat(t + "/d00000").st_mode) == 0o755
+        st, _, body = d.request("POST", "/files/mv", body=[
+            {"src": p, "dest": p + "m"} for p in list(dirs)[:5000]])
+        assert st == 200, body
+        assert os.path.isdir(t + "/d00000m") and os.path.isdir(t + "/d05000")
+        # Past the cap: 400 naming it, and nothing done.
+        over = dict(dirs)
+        over[t + "/extra"] = {}
+        for method, path, body in (
+                ("POST", "/directories", over),
+                ("POST", "/files/permissions", over),
+                ("POST", "/files/replace", {p: {"old": "a"} for p in over}),
+                ("POST", "/files/mv", [{"src": p, "dest": p + "x"}
+                                       for p in over])):
+            st, _, rb = d.request(method, path, body=body)
+            expect_error(st, rb, 400, "INVALID_REQUEST_BODY")
+            assert b"10000" in rb, rb
+        assert not os.path.exists(t + "/extra")
+        # Owners are looked up before anything changes.
+        st, _, rb = d.request("POST", "/directories", body={
+            t + "/x1": {}, t + "/x2": {"owner": "no-such-user-here"}})
+        expect_error(st, rb, 400, "INVALID_REQUEST_BODY")
+        assert not os.path.exists(t + "/x1")
+        # Info and DELETE /files answer from a worker too.
+        open(t + "/f", "w").close()
+        st, r = d.get_json("/files/info?path=%s&path=%s" % (
+            q(t + "/f"), q(t + "/d05001")))
+        assert st == 200 and r[t + "/f"]["type"] == "file", r
+        st, _, rb = d.request("DELETE", "/files?path=%s&path=%s" % (
+            q(t + "/f"), q(t + "/d05001")))
+        expect_error(st, rb, 400, "INVALID_REQUEST_BODY")
+        assert not os.path.exists(t + "/f")
+        st, _, rb = d.request("GET", "/files/info?path=" + q(t + "/nope"))
+        expect_error(st, rb, 404, "FILE_NOT_FOUND")
+    shutil.rmtree(t)
