@@ -126,8 +126,9 @@ def background(d, command, **opts):
     assert st == 200, evs
     assert kinds(evs) == ["init", "execution_complete"], evs
     assert ID_RE.match(evs[0]["text"]), evs[0]
-    # The stream closes at once; the command goes on by itself.
-    assert dt < 0.8, "background request took %.2fs" % dt
+    # The stream closes at once; the command goes on by itself (the
+    # background commands of these tests that run long run far longer).
+    assert dt < 5, "background request took %.2fs" % dt
     return evs[0]["text"]
 
 
@@ -328,24 +329,25 @@ def test_stream_ends_right_after_the_last_event():
     with Execd() as d:
         run_cmd(d, "true")       # warm up
         for cmd in ("true", "false"):
-            t0 = time.monotonic()
-            st, evs = run_cmd(d, cmd)
-            dt = time.monotonic() - t0
-            assert st == 200 and kinds(evs)[-1] in (
-                "execution_complete", "error"), evs
-            assert dt < 0.8, "%r took %.2fs" % (cmd, dt)
+            took = []
+            for _ in range(3):
+                t0 = time.monotonic()
+                st, evs = run_cmd(d, cmd)
+                took.append(time.monotonic() - t0)
+                assert st == 200 and kinds(evs)[-1] in (
+                    "execution_complete", "error"), evs
+            # A linger would be in every run; load is not.
+            assert min(took) < 0.8, "%r took %r" % (cmd, took)
 
 
 def test_commands_run_in_parallel():
     with Execd() as d:
         out = {}
         t = threading.Thread(target=lambda: out.update(r=run_cmd(
-            d, "sleep 1.5; echo slow")))
+            d, "sleep 4; echo slow")))
         t.start()
         time.sleep(0.2)
-        t0 = time.monotonic()
         st, evs = run_cmd(d, "echo fast")
-        assert time.monotonic() - t0 < 1.0
         assert lines(evs, "stdout") == ["fast"], evs
         assert t.is_alive(), "the fast command waited for the slow one"
         t.join(15)
@@ -430,7 +432,7 @@ def test_grandchild_holding_stdout_does_not_hold_the_stream():
         try:
             assert out[1:] == ["done"] and out[0].isdigit(), evs
             assert_ok(evs)
-            assert dt < 3.5, "stream took %.2fs" % dt
+            assert dt < 10, "stream took %.2fs" % dt    # not 30
         finally:
             if out and out[0].isdigit():
                 try:
@@ -891,9 +893,12 @@ def test_code_without_language_is_a_shell_command():
         st, evs = run_cmd(d, "printf 'a\\n\\nb\\n'; exit 2", path="/code")
         assert lines(evs, "stdout") == ["a", "\n", "b"], evs
         assert assert_failed(evs, "2")["traceback"] == ["exit status 2"]
-        t0 = time.monotonic()
-        run_cmd(d, "true", path="/code")
-        assert time.monotonic() - t0 < 0.8
+        took = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            run_cmd(d, "true", path="/code")
+            took.append(time.monotonic() - t0)
+        assert min(took) < 0.8, took     # no linger after the command
 
 
 def test_execd_envs_file_is_merged_into_every_command():
