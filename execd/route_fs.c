@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <openssl/evp.h>
+
 #include "../fs/fs_atomic.h"
 #include "../fs/fs_glob.h"
 #include "../fs/fs_grep.h"
@@ -141,8 +143,13 @@ int
 route_fs_resolve(struct http_req *req, const char *in, char *out,
     size_t outlen)
 {
-	int rc = fs_path_resolve(in, strlen(in), NULL, out, outlen);
+	char *raw = xstrdup(in);
+	int rc;
 
+	/* The text form of a name that is not UTF-8 (fs_path.h). */
+	fs_path_unescape(raw);
+	rc = fs_path_resolve(raw, strlen(raw), NULL, out, outlen);
+	free(raw);
 	if (rc == 0)
 		return 0;
 	if (rc == -ENAMETOOLONG)
@@ -192,21 +199,84 @@ resolve_field(struct http_req *req, const json_t *v, const char *name,
 	return -1;
 }
 
-/* A FileInfo object (upstream's fields; keys go out sorted). */
+/*
+ * A string holding bytes that may not be UTF-8: for the items a worker
+ * reads back, never for a reply.
+ */
+static json_t *
+raw_str(const char *s)
+{
+	return json_string_nocheck(s);
+}
+
+/*
+ * Set obj's "path" to the text form of the file name raw (fs_path.h) and,
+ * when that differs from raw, "path_base64" to the name's bytes.
+ */
+static void
+set_path(json_t *obj, const char *raw)
+{
+	size_t n = strlen(raw);
+	char *t, *b64;
+
+	if (fs_path_is_plain(raw)) {
+		json_object_set_new(obj, "path", json_string(raw));
+		return;
+	}
+	if ((t = fs_path_escape(raw)) == NULL)
+		fatal("fs_path_escape");
+	json_object_set_new(obj, "path", json_string(t));
+	free(t);
+	b64 = xmalloc(4 * ((n + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)raw,
+	    (int)n);
+	json_object_set_new(obj, "path_base64", json_string(b64));
+	free(b64);
+}
+
+/*
+ * obj[key] = v (v is consumed), key being a client's path: raw bytes or
+ * text, it goes out in the text form of the name it stands for.
+ */
+static void
+set_text_key(json_t *obj, const char *key, json_t *v)
+{
+	char *raw = xstrdup(key), *t;
+
+	fs_path_unescape(raw);
+	if (fs_path_is_plain(raw)) {
+		json_object_set_new(obj, raw, v);
+		free(raw);
+		return;
+	}
+	if ((t = fs_path_escape(raw)) == NULL)
+		fatal("fs_path_escape");
+	json_object_set_new(obj, t, v);
+	free(t);
+	free(raw);
+}
+
+/*
+ * A FileInfo object (upstream's fields; keys go out sorted).  A name that
+ * is not UTF-8 goes out in its text form, with path_base64 (set_path).
+ */
 json_t *
 route_fs_info_json(const char *path, const struct fs_info *fi)
 {
 	char mt[48], ct[48], user[64], group[64];
+	json_t *v;
 
 	fs_time_format(&fi->mtime, mt, sizeof(mt));
 	fs_time_format(&fi->ctime, ct, sizeof(ct));
-	return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
-	    "path", path, "type", fs_type_name(fi->type),
+	v = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:i}",
+	    "type", fs_type_name(fi->type),
 	    "size", (json_int_t)fi->size, "modified_at", mt,
 	    "created_at", ct,
 	    "owner", fs_user_name(fi->uid, user, sizeof(user)),
 	    "group", fs_group_name(fi->gid, group, sizeof(group)),
 	    "mode", (int)fs_mode_decimal(fi->mode));
+	set_path(v, path);
+	return v;
 }
 
 static struct fs_job *
@@ -386,7 +456,7 @@ run_items(struct fs_job *j)
 		switch (j->op) {
 		case OP_INFO:
 			if ((j->rc = fs_info_lstat(path, &fi)) == 0)
-				json_object_set_new(j->out, key,
+				set_text_key(j->out, key,
 				    route_fs_info_json(path, &fi));
 			break;
 		case OP_UNLINK:
@@ -618,8 +688,8 @@ query_items(struct http_req *req, enum fs_op op)
 			job_free(j);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[s, s]", vals[i],
-		    path));
+		json_array_append_new(j->items, json_pack("[o, o]",
+		    raw_str(vals[i]), raw_str(path)));
 	}
 	job_start(req, j);
 }
@@ -647,8 +717,8 @@ route_dirs_delete(struct http_req *req)
 			job_free(j);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[s, s]", vals[i],
-		    path));
+		json_array_append_new(j->items, json_pack("[o, o]",
+		    raw_str(vals[i]), raw_str(path)));
 	}
 	job_start(req, j);
 }
@@ -729,8 +799,8 @@ perm_job(struct http_req *req, enum fs_op op)
 		}
 		if (op == OP_PERMS && json_is_null(v))
 			continue;
-		json_array_append_new(j->items, json_pack("[s, s, I, s?, s?]",
-		    key, path, (json_int_t)mode, body_str(v, "owner", NULL),
+		json_array_append_new(j->items, json_pack("[s, o, I, s?, s?]",
+		    key, raw_str(path), (json_int_t)mode, body_str(v, "owner", NULL),
 		    body_str(v, "group", NULL)));
 	}
 	return j;
@@ -795,9 +865,9 @@ route_files_move(struct http_req *req)
 			job_free(j);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[s, s, s, s]",
-		    body_str(v, "src", ""), body_str(v, "dest", ""), src,
-		    dst));
+		json_array_append_new(j->items, json_pack("[s, s, o, o]",
+		    body_str(v, "src", ""), body_str(v, "dest", ""),
+		    raw_str(src), raw_str(dst)));
 	}
 	job_start(req, j);
 }
@@ -834,8 +904,8 @@ route_files_replace(struct http_req *req)
 			return;
 		}
 		/* Copies: the worker must not share the request's JSON. */
-		json_array_append_new(j->items, json_pack("[s, s, s%, s]", key,
-		    path, json_string_value(json_object_get(v, "old")),
+		json_array_append_new(j->items, json_pack("[s, o, s%, s]", key,
+		    raw_str(path), json_string_value(json_object_get(v, "old")),
 		    json_string_length(json_object_get(v, "old")),
 		    body_str(v, "new", "")));
 	}
@@ -972,14 +1042,20 @@ grep_one(const char *path, unsigned long line, const char *text, size_t len,
     void *arg)
 {
 	json_t *list = arg, *m;
+	char *t;
 
-	m = json_pack("{s:s, s:I, s:s%}", "path", path, "line",
-	    (json_int_t)line, "text", text, len);
-	if (m == NULL)		/* not UTF-8: carry it repaired */
-		m = json_pack("{s:s, s:I, s:s}", "path", path, "line",
-		    (json_int_t)line, "text", "");
-	if (m != NULL)
-		json_array_append_new(list, m);
+	m = json_pack("{s:I}", "line", (json_int_t)line);
+	set_path(m, path);
+	/* A line is text up to its first NUL; escaped like names if not UTF-8. */
+	if (fs_path_is_plain(text)) {
+		json_object_set_new(m, "text", json_string(text));
+	} else {
+		if ((t = fs_path_escape(text)) == NULL)
+			fatal("fs_path_escape");
+		json_object_set_new(m, "text", json_string(t));
+		free(t);
+	}
+	json_array_append_new(list, m);
 	return 0;
 }
 
@@ -1115,10 +1191,9 @@ watch_event(const struct fs_watch_event *ev, void *arg)
 
 	if (sse_stream_ended(w->s))
 		return -EPIPE;
-	v = json_pack("{s:s, s:s, s:b}", "type",
-	    fs_watch_kind_name(ev->kind), "path", ev->path, "dir", ev->dir);
-	if (v == NULL)		/* a name that is not UTF-8 */
-		return 0;
+	v = json_pack("{s:s, s:b}", "type", fs_watch_kind_name(ev->kind),
+	    "dir", ev->dir);
+	set_path(v, ev->path);
 	if (ev->cookie != 0)
 		json_object_set_new(v, "cookie", json_integer(ev->cookie));
 	watch_push(w, v);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fs_path.h"
+#include "../util/utf8.h"
 
 static const char *
 default_home(void)
@@ -55,4 +56,88 @@ fs_path_resolve(const char *in, size_t len, const char *home, char *out,
 	memcpy(out + hl, in + 1, len - 1);
 	out[hl + len - 1] = '\0';
 	return 0;
+}
+
+/* The value of "\xHH" at p if it is one the text encoding decodes, or -1. */
+static int
+escape_at(const char *p)
+{
+	int v = 0;
+
+	if (p[0] != '\\' || p[1] != 'x')
+		return -1;
+	for (int i = 2; i < 4; i++) {
+		char c = p[i];
+
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v = v * 16 + (c - 'A' + 10);
+		else
+			return -1;
+	}
+	return v >= 0x80 || v == 0x5c ? v : -1;
+}
+
+/* See fs_path.h. */
+int
+fs_path_is_plain(const char *raw)
+{
+	const unsigned char *s = (const unsigned char *)raw;
+	size_t n = strlen(raw), k;
+
+	for (size_t i = 0; i < n; i += k) {
+		if ((k = utf8_len(s + i, n - i)) == 0 || escape_at(raw + i) >= 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* See fs_path.h. */
+char *
+fs_path_escape(const char *raw)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)raw;
+	size_t n = strlen(raw), k, o = 0;
+	char *out;
+
+	/* At most four bytes of text for each byte of the name. */
+	if ((out = malloc(4 * n + 1)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i += k) {
+		k = utf8_len(s + i, n - i);
+		if (k == 0 || escape_at(raw + i) >= 0) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[s[i] >> 4];
+			out[o++] = hex[s[i] & 15];
+			k = 1;
+		} else {
+			memcpy(out + o, raw + i, k);
+			o += k;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* See fs_path.h. */
+void
+fs_path_unescape(char *s)
+{
+	char *w = s;
+	int v;
+
+	for (const char *r = s; *r != '\0';) {
+		if ((v = escape_at(r)) >= 0) {
+			*w++ = (char)v;
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
 }

@@ -20,4 +20,19 @@
 int	fs_path_resolve(const char *in, size_t len, const char *home,
 	    char *out, size_t outlen);
 
+/*
+ * File names are bytes; JSON strings are UTF-8.  A name travels as text
+ * with each byte that is not part of valid UTF-8 written "\xHH" (two
+ * lowercase hex digits, HH 80 to ff), and a backslash that would read as
+ * such an escape (one followed by "x" and the hex of 5c or 80 to ff, in
+ * either case) written "\x5c"; every other name, valid UTF-8 without such
+ * a sequence, is its own text.  fs_path_unescape undoes it exactly.
+ */
+/* Whether raw is its own text (nothing to escape). */
+int	fs_path_is_plain(const char *raw);
+/* The text of raw, malloc'd (NULL and errno set if out of memory). */
+char	*fs_path_escape(const char *raw);
+/* The name of a text, in place (it only shrinks). */
+void	fs_path_unescape(char *s);
+
 #endif

@@ -951,3 +951,40 @@ def test_many_entries_run_off_the_loop_and_a_cap_holds():
         st, _, rb = d.request("GET", "/files/info?path=" + q(t + "/nope"))
         expect_error(st, rb, 404, "FILE_NOT_FOUND")
     shutil.rmtree(t)
+
+
+def test_names_that_are_not_utf8_are_reported_and_reachable():
+    import base64
+    t = tmpdir()
+    raw = t.encode() + b"/f\xffx.txt"
+    with open(raw, "wb") as f:
+        f.write(b"hello\n")
+    # A valid name that reads like an escape is escaped itself.
+    with open(t + "/a\\xffb", "wb") as f:
+        f.write(b"literal\n")
+    text = t + "/f\\xffx.txt"
+    b64 = base64.b64encode(raw).decode()
+    with Execd() as d:
+        st, r = d.get_json("/directories/list?path=" + q(t))
+        assert st == 200, r
+        got = sorted((e["path"], e.get("path_base64")) for e in r)
+        assert got == [(t + "/a\\x5cxffb", base64.b64encode(
+            (t + "/a\\xffb").encode()).decode()), (text, b64)], got
+        st, r = d.get_json("/files/search?path=%s&pattern=f*" % q(t))
+        assert st == 200 and [e["path"] for e in r] == [text], r
+        st, r = d.get_json("/files/grep?path=%s&pattern=hello" % q(t))
+        assert r["matches"] == [{"path": text, "path_base64": b64,
+                                 "line": 1, "text": "hello"}], r
+        # The text form goes back in, and so do the raw bytes (%FF).
+        for given in (q(text), urllib.parse.quote_from_bytes(raw, safe="")):
+            st, r = d.get_json("/files/info?path=" + given)
+            assert st == 200 and list(r) == [text], r
+            assert r[text]["path"] == text and r[text]["size"] == 6, r
+        st, r = d.get_json("/files/info?path=" + q(t + "/a\\x5cxffb"))
+        assert st == 200 and r[t + "/a\\x5cxffb"]["size"] == 8, r
+        st, _, body = d.request("GET", "/files/download?path=" + q(text))
+        assert st == 200 and body == b"hello\n", (st, body)
+        st, _, body = d.request("DELETE", "/files?path=" + q(text))
+        assert st == 200, body
+        assert not os.path.exists(raw)
+    shutil.rmtree(t)

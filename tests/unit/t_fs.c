@@ -506,11 +506,63 @@ test_mkdirs_owner(void)
 	t_tmpdir_free(d);
 }
 
+/* The text form of names: fixed cases, then random byte strings. */
+static void
+test_path_text(void)
+{
+	static const char *v[][2] = {
+		{ "/plain/name", "/plain/name" },
+		{ "/f\xffx", "/f\\xffx" },
+		{ "/a\\xffb", "/a\\x5cxffb" },
+		{ "/a\\xFFb", "/a\\x5cxFFb" },
+		{ "/a\\x41", "/a\\x41" },
+		{ "/a\\x5c", "/a\\x5cx5c" },
+		{ "/\\\xff", "/\\\\xff" },
+		{ "/caf\xc3\xa9", "/caf\xc3\xa9" },
+		{ "/cut\xc3", "/cut\\xc3" },
+	};
+	unsigned seed = 12345;
+	char raw[32], back[32 * 4 + 1], *t;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		t = fs_path_escape(v[i][0]);
+		T_EQ_STR(t, v[i][1]);
+		T_EQ_INT(fs_path_is_plain(v[i][0]), strcmp(v[i][0], v[i][1]) ==
+		    0);
+		fs_path_unescape(t);
+		T_EQ_STR(t, v[i][0]);
+		free(t);
+	}
+	/* Uppercase hex decodes too. */
+	snprintf(back, sizeof(back), "/a\\xFF");
+	fs_path_unescape(back);
+	T_EQ_STR(back, "/a\xff");
+	for (int k = 0; k < 20000; k++) {
+		size_t n = (size_t)(rand_r(&seed) % 16);
+		static const char pick[] = "\\x5cfF8a0\xff\xc3\xa9/";
+
+		for (size_t i = 0; i < n; i++)
+			raw[i] = pick[rand_r(&seed) % (sizeof(pick) - 1)];
+		raw[n] = '\0';
+		if ((t = fs_path_escape(raw)) == NULL)
+			break;
+		snprintf(back, sizeof(back), "%s", t);
+		fs_path_unescape(back);
+		if (strcmp(back, raw) != 0) {
+			T_EQ_STR(back, raw);
+			free(t);
+			break;
+		}
+		free(t);
+	}
+}
+
 static const struct t_case cases[] = {
 	{ "path absolute", test_path_absolute },
 	{ "path home", test_path_home },
 	{ "path dollar", test_path_dollar },
 	{ "path refused", test_path_refused },
+	{ "path text", test_path_text },
 	{ "path too long", test_path_too_long },
 	{ "path home fits exactly", test_path_home_exact },
 	{ "path default home", test_path_default_home },
