@@ -1976,6 +1976,39 @@ query_each(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 	return MHD_YES;
 }
 
+/* A query number; see http.h. */
+int
+http_parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned d;
+
+	if (*s == '\0')
+		return -EINVAL;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		d = (unsigned)(*s - '0');
+		if (d > max || v > (max - d) / 10)
+			return -EINVAL;		/* past max (or 2^64) */
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* The query value key as a number; see http.h. */
+int
+http_req_query_uint(const struct http_req *req, const char *key,
+    uint64_t max, uint64_t *out)
+{
+	const char *s = http_req_query(req, key);
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	return http_parse_uint(s, max, out) < 0 ? -EINVAL : 1;
+}
+
 /* Every value of a repeated query key; returns how many there are. */
 size_t
 http_req_query_all(const struct http_req *req, const char *key,

@@ -100,6 +100,18 @@ const char	*http_req_query(const struct http_req *, const char *);
 /* Every value of a repeated query key, in order; returns the count. */
 size_t		 http_req_query_all(const struct http_req *, const char *,
 		    const char **vals, size_t max);
+/*
+ * A query value as a number: 0 when absent or empty (*out untouched), 1
+ * with *out set, -EINVAL when it is not http_parse_uint()'s form.
+ */
+int		 http_req_query_uint(const struct http_req *, const char *,
+		    uint64_t max, uint64_t *out);
+/*
+ * The one form of every number in a query: decimal digits only (no
+ * sign, space, suffix or base prefix), at most max.  0 with *out set, or
+ * -EINVAL.  Pure: any thread.
+ */
+int		 http_parse_uint(const char *, uint64_t max, uint64_t *out);
 const char	*http_req_header(const struct http_req *, const char *);
 json_t		*http_req_json(const struct http_req *);	/* borrowed */
 /* HTTP_R_RAW routes: the body (borrowed), its length in *len. */

@@ -584,8 +584,7 @@ route_command_stream(struct http_req *req)
 	const char *id = http_req_param(req, "id");
 	const char *a = http_req_query(req, "after");
 	struct command *c = command_find(id);
-	unsigned long long after = 0;
-	char *end;
+	uint64_t after = 0;
 	int rc;
 
 	if (c == NULL) {
@@ -593,14 +592,10 @@ route_command_stream(struct http_req *req)
 		    "command not found: %s", id);
 		return;
 	}
-	if (a != NULL && a[0] != '\0') {
-		errno = 0;
-		after = strtoull(a, &end, 10);
-		if (*end != '\0' || a[0] < '0' || a[0] > '9' || errno != 0) {
-			http_reply_error(req, 400, HTTP_E_QUERY, "invalid "
-			    "after '%s': a sequence number, 0 or more", a);
-			return;
-		}
+	if (http_req_query_uint(req, "after", UINT64_MAX, &after) < 0) {
+		http_reply_error(req, 400, HTTP_E_QUERY, "invalid after '%s': "
+		    "a sequence number, 0 or more", a);
+		return;
 	}
 	if (c->history != NULL) {
 		(void)read_history(req, c, after);
@@ -698,8 +693,9 @@ route_command_logs(struct http_req *req)
 	const char *id = http_req_param(req, "id");
 	const char *cur = http_req_query(req, "cursor");
 	struct command *c = command_find(id);
-	char *end, hdr[32], *buf;
-	long long off = 0;
+	char hdr[32], *buf;
+	uint64_t cursor = 0;
+	long long off;
 	size_t want;
 	struct stat st;
 	ssize_t n = 0;
@@ -715,14 +711,12 @@ route_command_logs(struct http_req *req)
 		    "running in background", id);
 		return;
 	}
-	if (cur != NULL && cur[0] != '\0') {
-		off = strtoll(cur, &end, 10);
-		if (*end != '\0' || off < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "cursor '%s': a byte offset, 0 or more", cur);
-			return;
-		}
+	if (http_req_query_uint(req, "cursor", INT64_MAX, &cursor) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid cursor '%s': "
+		    "a byte offset, 0 or more", cur);
+		return;
 	}
+	off = (long long)cursor;
 	if ((fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0 ||
 	    fstat(fd, &st) < 0) {
 		if (fd >= 0)

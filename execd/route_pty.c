@@ -302,9 +302,8 @@ route_pty_ws(struct http_req *req)
 {
 	struct execd *app = http_req_app(req);
 	const char *id = http_req_param(req, "sessionId"), *why = NULL;
-	const char *since = http_req_query(req, "since");
 	struct term *t = find(id);
-	char acc[WS_ACCEPT_LEN], *end;
+	char acc[WS_ACCEPT_LEN];
 	const char *hdrs[] = { "Upgrade", "websocket",
 	    "Sec-WebSocket-Accept", acc, NULL };
 	struct client *c;
@@ -337,13 +336,8 @@ route_pty_ws(struct http_req *req)
 	c->takeover = takeover;
 	c->pipe = query_is(req, "pty", "0");
 	/* As upstream: lenient, anything unparsable is 0. */
-	if (since != NULL) {
-		errno = 0;
-		c->since = strtoull(since, &end, 10);
-		if (errno != 0 || *end != '\0' || since[0] < '0' ||
-		    since[0] > '9')
-			c->since = 0;
-	}
+	if (http_req_query_uint(req, "since", UINT64_MAX, &c->since) < 0)
+		c->since = 0;
 	if (!viewer) {
 		if (t->claim != NULL)	/* a later takeover wins */
 			t->claim->evicted = true;

@@ -523,16 +523,13 @@ range_refuse(struct http_req *req, const char *range, int rc, uint64_t size)
 static long long
 window_arg(const char *s)
 {
-	char *end;
-	long long v;
+	uint64_t v;
 
 	if (s == NULL)
 		return 0;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 1)
+	if (http_parse_uint(s, INT64_MAX, &v) < 0 || v < 1)
 		return -1;
-	return v;
+	return (long long)v;
 }
 
 /*
