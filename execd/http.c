@@ -265,6 +265,7 @@ static void		 reject(struct http_req *);
 static void		 unlink_deferred(struct http_req *);
 static void		 unlink_reading(struct http_req *);
 static void		 check_eof(struct http_server *);
+static bool		 client_left(struct http_req *);
 static void		 run_handler(struct http_req *, http_handler *);
 static void		 sink_feed(struct http_req *, const char *, size_t);
 static ssize_t		 reader_read(void *, uint64_t, char *, size_t);
@@ -1376,31 +1377,64 @@ unlink_reading(struct http_req *req)
 static void
 check_eof(struct http_server *srv)
 {
-	const union MHD_ConnectionInfo *ci;
+	struct http_req *req, *next;
 	uint64_t now = loop_now_ms();
-	ssize_t n;
-	char c;
 
-	if (srv->reading == NULL || now < srv->next_eof_check)
+	if ((srv->reading == NULL && srv->deferred == NULL) ||
+	    now < srv->next_eof_check)
 		return;
 	srv->next_eof_check = now + EOF_CHECK_MS;
-	for (struct http_req *req = srv->reading; req != NULL;
-	    req = req->rnext) {
+	for (req = srv->reading; req != NULL; req = req->rnext) {
 		if (req->deferred)	/* suspended: MHD reads nothing */
 			continue;
-		ci = MHD_get_connection_info(req->conn,
-		    MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (ci == NULL)
-			continue;
-		n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN &&
-		    errno != EWOULDBLOCK && errno != EINTR)) {
+		if (client_left(req)) {
 			log_debug("%s %s: the client left mid-body",
 			    req->method != NULL ? req->method : "-", req->uri);
-			shutdown(ci->connect_fd, SHUT_RDWR);
 			srv->kick = true;
 		}
 	}
+	/*
+	 * A deferred request is suspended, so MHD cannot see its client
+	 * go: its owner lets go of it (a grep stops, a queued run is
+	 * dropped), and the reply resumes it into the closed socket.
+	 */
+	for (req = srv->deferred; req != NULL; req = next) {
+		next = req->dnext;
+		if (!client_left(req))
+			continue;
+		log_debug("%s %s: the client left while it waited",
+		    req->method != NULL ? req->method : "-", req->uri);
+		if (req->cancel != NULL)
+			req->cancel(req, req->cancel_arg);
+		if (!req->replied)
+			http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    HTTP_E_UNAVAILABLE, "the client went away");
+		srv->kick = true;
+	}
+}
+
+/*
+ * True when the client of req has closed its end (a peek reads the end
+ * of the stream) or the connection failed; the socket is then shut down
+ * so that MHD, which may wait for more, sees it too.
+ */
+static bool
+client_left(struct http_req *req)
+{
+	const union MHD_ConnectionInfo *ci;
+	ssize_t n;
+	char c;
+
+	ci = MHD_get_connection_info(req->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL)
+		return false;
+	n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR)))
+		return false;
+	shutdown(ci->connect_fd, SHUT_RDWR);
+	return true;
 }
 
 static void

@@ -899,6 +899,22 @@ def test_heavy_greps_leave_search_and_ping_answering():
     shutil.rmtree(t)
 
 
+def test_a_grep_whose_client_left_stops():
+    t = heavy_tree(lines=400)
+    with Execd() as d:
+        # The heavy one holds the one worker greps may take, until its
+        # budget runs out (30 s) -- unless its client's leaving stops it.
+        s = start_grep(d, t, HEAVY)
+        time.sleep(0.5)
+        s.close()
+        t0 = time.monotonic()
+        st, _, body = d.request("GET", "/files/grep?path=%s&pattern=%s" % (
+            q(t), q("^b")), timeout=60)
+        assert st == 200, body
+        assert time.monotonic() - t0 < 15, time.monotonic() - t0
+    shutil.rmtree(t)
+
+
 def test_many_entries_run_off_the_loop_and_a_cap_holds():
     t = tmpdir()
     with Execd() as d:
