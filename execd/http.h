@@ -141,9 +141,9 @@ void	http_req_sink(struct http_req *, http_body_cb *data,
 	    http_body_end_cb *end, http_body_abort_cb *abort_, void *arg);
 
 /*
- * Called when the server shuts down while a deferred request waits: the
- * owner drops its reference (it may reply itself; if it does not, the
- * client gets 503).
+ * Called when the server shuts down, or the client goes away, while a
+ * deferred request waits: the owner drops its reference and stops what
+ * it can (it may reply itself; if it does not, the client gets 503).
  */
 typedef void http_defer_cancel_cb(struct http_req *, void *arg);
 

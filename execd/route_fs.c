@@ -312,8 +312,9 @@ job_start(struct http_req *req, struct fs_job *j)
 }
 
 /*
- * execd is shutting down: the request is answered 503 without us, and a
- * grep still running or queued stops at its next line.
+ * execd is shutting down, or the client left: the request is answered
+ * 503 without us, and a grep still running or queued stops at its next
+ * line.
  */
 static void
 job_cancel(struct http_req *req, void *arg)
@@ -924,20 +925,15 @@ walk_list(const char *path, const char *rel, const struct stat *st,
 	return 0;
 }
 
-/* Parse a non-negative integer query value; -1 if malformed. */
+/* A query number (http_parse_uint's form) up to max; -1 if malformed. */
 static long long
 query_uint(const char *s, long long max)
 {
-	char *end;
-	long long v;
+	uint64_t v;
 
-	if (s == NULL || *s < '0' || *s > '9')
+	if (s == NULL || http_parse_uint(s, (uint64_t)max, &v) < 0)
 		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (*end != '\0' || errno != 0 || v > max)
-		return -1;
-	return v;
+	return (long long)v;
 }
 
 /* GET /directories/list?path=D[&depth=N]: [FileInfo] in pre-order. */
