@@ -13,8 +13,7 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -pthread -MMD -MP
 LDFLAGS	+= -pie -pthread -Wl,-z,relro,-z,now
-# Debian's libwslay-dev ships no pkg-config file.
-LDLIBS	+= $(PKG_LIBS) -lwslay -lm
+LDLIBS	+= $(PKG_LIBS) -lm
 
 ifeq ($(WERROR),1)
 CFLAGS	+= -Werror

@@ -1,15 +1,22 @@
 /*
- * ws.c -- libwslay's event API on a socket of the loop (see ws.h).
+ * ws.c -- one server-side WebSocket on a socket of the loop (see ws.h),
+ * over the pure codec in wsframe.c.
  *
- * wslay pulls bytes through recv_cb and pushes them through send_cb; both
- * are non-blocking and report EAGAIN as WSLAY_ERR_WOULDBLOCK, so one
- * wslay_event_recv() reads all there is and one wslay_event_send() writes
- * all the socket takes.  The socket is watched for reading while wslay
- * wants to read, and for writing only while it has something queued.
- * The end is always reported from a loop callback of its own (a 0 ms
- * timer when it is noticed inside a call from the owner), so an owner
- * never sees its end callback run inside its own ws_send() or ws_close().
- * This file knows nothing of terminals or HTTP.
+ * Reading takes what the socket has (a bounded amount per turn; the poll
+ * is level-triggered) and feeds it to the decoder; whole messages go to
+ * the owner, pings are answered, a close is echoed, a broken rule is
+ * answered with its close code.  Writing sends what the socket takes of
+ * one frame at a time: a frame once begun is finished, then control
+ * frames (a close that ends the conversation, the pong for the latest
+ * ping, our ping) go ahead of queued messages, and our own close goes
+ * after them.  Nothing is sent after a close.  The socket is watched for
+ * reading until the peer's close or a broken rule, and for writing only
+ * while something is queued.  Only messages count against max_queue; the
+ * control frames have one slot each, so a peer that pings and never reads
+ * cannot grow anything.  The end is always reported from a loop callback
+ * of its own (a 0 ms timer), so an owner never sees its end callback run
+ * inside its own ws_send() or ws_close().  This file knows nothing of
+ * terminals or HTTP.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,20 +29,29 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include <wslay/wslay.h>
 
 #include "log.h"
 #include "loop.h"
 #include "ws.h"
+#include "wsframe.h"
 #include "xmalloc.h"
 
 #define WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-#define STACK_MSG	(33 * 1024)
+#define READ_CHUNK	(16 * 1024)
+#define READ_TURNS	16		/* chunks read per turn at most */
+
+/* A message frame waiting to be sent: header and payload. */
+struct frame {
+	struct frame	*next;
+	size_t		 len;		/* bytes in b */
+	size_t		 payload;	/* what counts against max_queue */
+	uint8_t		 b[];
+};
 
 struct ws {
 	struct loop		*loop;
 	int			 fd;
-	wslay_event_context_ptr	 ctx;
+	struct wsframe_dec	 dec;
 	struct ws_conf		 conf;
 	char			*extra;		/* read before we had it */
 	size_t			 nextra, offextra;
@@ -43,23 +59,41 @@ struct ws {
 	ws_end_cb		*end;
 	void			*arg;
 	int			 watched;	/* LOOP_* now on the loop */
-	bool			 in_recv;	/* inside wslay_event_recv */
-	bool			 closing;
-	bool			 close_pending;	/* after what is queued */
+	bool			 in_recv;	/* inside read_some() */
+	bool			 closing;	/* ws_close() was called */
+	bool			 close_pending;	/* ours, after what is queued */
+	bool			 close_now;	/* an echo or error: first */
+	bool			 close_sent;	/* a close frame was begun */
+	bool			 close_rcvd;
+	bool			 failed;	/* the peer broke a rule */
 	uint16_t		 close_code;
 	char			 close_reason[123];
+	uint16_t		 now_code;	/* for close_now */
+	const char		*now_reason;	/* close_reason or NULL */
+	bool			 ping_pending, pong_pending;
+	uint8_t			 pong[WSFRAME_CONTROL_MAX];
+	size_t			 npong;
+	/* The control frame being sent, if nctl > 0. */
+	uint8_t			 ctl[2 + WSFRAME_CONTROL_MAX];
+	size_t			 nctl, offctl;
+	/* Queued messages; head is being sent if off > 0. */
+	struct frame		*head, **tail;
+	size_t			 off, queued;
 	bool			 ending;	/* the end is scheduled */
 	bool			 ended;
 	uint64_t		 last_rx;
 	uint64_t		 t_ping, t_linger, t_end, t_extra;
 };
 
-static ssize_t	recv_cb(wslay_event_context_ptr, uint8_t *, size_t, int,
-		    void *);
-static ssize_t	send_cb(wslay_event_context_ptr, const uint8_t *, size_t,
-		    int, void *);
-static void	msg_cb(wslay_event_context_ptr,
-		    const struct wslay_event_on_msg_recv_arg *, void *);
+static int	read_some(struct ws *);
+static void	feed(struct ws *, const uint8_t *, size_t);
+static void	handle(struct ws *, const struct wsframe_ev *);
+static int	flush(struct ws *);
+static bool	next_frame(struct ws *);
+static void	put_ctl(struct ws *, int, const uint8_t *, size_t);
+static void	drop_queue(struct ws *);
+static bool	want_read(const struct ws *);
+static bool	want_write(const struct ws *);
 static void	on_io(struct loop *, int, void *, int, void *);
 static void	on_ping(struct loop *, uint64_t, void *);
 static void	on_linger(struct loop *, uint64_t, void *);
@@ -74,11 +108,6 @@ struct ws *
 ws_new(struct loop *loop, int fd, const char *extra, size_t n,
     const struct ws_conf *conf, ws_msg_cb *msg, ws_end_cb *end, void *arg)
 {
-	static const struct wslay_event_callbacks cbs = {
-		.recv_callback = recv_cb,
-		.send_callback = send_cb,
-		.on_msg_recv_callback = msg_cb,
-	};
 	struct ws *w = xcalloc(1, sizeof(*w));
 	int on = 1;
 
@@ -90,12 +119,10 @@ ws_new(struct loop *loop, int fd, const char *extra, size_t n,
 	w->msg = msg;
 	w->end = end;
 	w->arg = arg;
+	w->tail = &w->head;
 	w->last_rx = loop_now_ms();
-	if (wslay_event_context_server_init(&w->ctx, &cbs, w) != 0)
-		fatalx("out of memory");
-	if (conf->max_msg > 0)
-		wslay_event_config_set_max_recv_msg_length(w->ctx,
-		    conf->max_msg);
+	/* A frame is never bigger than the message it is part of. */
+	wsframe_dec_init(&w->dec, true, conf->max_msg, conf->max_msg);
 	if (n > 0) {
 		/* Bytes no poll will announce: read them on the next turn. */
 		w->extra = xmalloc(n);
@@ -121,7 +148,9 @@ ws_free(struct ws *w)
 	loop_timer_cancel(w->loop, w->t_linger);
 	loop_timer_cancel(w->loop, w->t_end);
 	loop_timer_cancel(w->loop, w->t_extra);
-	wslay_event_context_free(w->ctx);
+	w->off = 0;
+	drop_queue(w);
+	wsframe_dec_reset(&w->dec);
 	free(w->extra);
 	free(w);
 }
@@ -135,76 +164,240 @@ unwatch(struct ws *w)
 	w->watched = 0;
 }
 
-/* wslay wants bytes: first those read before us, then the socket's. */
-static ssize_t
-recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
-    void *user)
-{
-	struct ws *w = user;
-	ssize_t r;
-
-	if (w->offextra < w->nextra) {
-		r = (ssize_t)(w->nextra - w->offextra < len ?
-		    w->nextra - w->offextra : len);
-		memcpy(buf, w->extra + w->offextra, (size_t)r);
-		w->offextra += (size_t)r;
-		return r;
-	}
-	do
-		r = recv(w->fd, buf, len, 0);
-	while (r < 0 && errno == EINTR);
-	if (r > 0) {
-		w->last_rx = loop_now_ms();
-		return r;
-	}
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-	else
-		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
-}
-
-/* wslay has bytes for the peer: as many as the socket takes now. */
-static ssize_t
-send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
-    int flags, void *user)
-{
-	struct ws *w = user;
-	ssize_t r;
-	int f = MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0);
-
-	do
-		r = send(w->fd, data, len, f);
-	while (r < 0 && errno == EINTR);
-	if (r >= 0)
-		return r;
-	if (errno == EAGAIN || errno == EWOULDBLOCK)
-		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-	else
-		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
-}
-
-/* A whole message; wslay answers pings and close frames itself. */
+/* Free the queued messages, but not one half sent (off > 0). */
 static void
-msg_cb(wslay_event_context_ptr ctx,
-    const struct wslay_event_on_msg_recv_arg *a, void *user)
+drop_queue(struct ws *w)
 {
-	struct ws *w = user;
+	struct frame *f, **pp = &w->head;
 
-	if (w->closing || w->ending)
-		return;
-	if (a->opcode == WSLAY_TEXT_FRAME)
-		w->msg(w, WS_TEXT, (const char *)a->msg, a->msg_length,
-		    w->arg);
-	else if (a->opcode == WSLAY_BINARY_FRAME)
-		w->msg(w, WS_BINARY, (const char *)a->msg, a->msg_length,
-		    w->arg);
+	if (w->off > 0 && w->head != NULL)
+		pp = &w->head->next;
+	while ((f = *pp) != NULL) {
+		*pp = f->next;
+		w->queued -= f->payload;
+		free(f);
+	}
+	w->tail = pp;
+}
+
+/* Whether the peer may still send us something we would read. */
+static bool
+want_read(const struct ws *w)
+{
+	return !w->close_rcvd && !w->failed;
+}
+
+/* Whether there is a frame to send or one half sent. */
+static bool
+want_write(const struct ws *w)
+{
+	if (w->nctl > 0 || w->off > 0)
+		return true;
+	if (w->close_sent)
+		return false;
+	return w->close_now || w->pong_pending || w->ping_pending ||
+	    w->head != NULL || w->close_pending;
 }
 
 /*
- * Read (if rev says so) and send what is queued, then watch for what
- * wslay wants next; when it wants nothing more, or failed, end.
+ * Read what the socket has (after the bytes read before us), at most
+ * READ_TURNS chunks, and feed the decoder.  0, or -errno when the peer
+ * went away or the socket failed.
+ */
+static int
+read_some(struct ws *w)
+{
+	uint8_t buf[READ_CHUNK];
+	ssize_t r;
+	int rc = 0;
+
+	w->in_recv = true;
+	if (w->offextra < w->nextra) {
+		w->offextra = w->nextra;
+		feed(w, (const uint8_t *)w->extra, w->nextra);
+	}
+	for (int turn = 0; turn < READ_TURNS && want_read(w); turn++) {
+		do
+			r = recv(w->fd, buf, sizeof(buf), 0);
+		while (r < 0 && errno == EINTR);
+		if (r > 0) {
+			w->last_rx = loop_now_ms();
+			feed(w, buf, (size_t)r);
+			continue;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		rc = r == 0 ? -EPIPE : -errno;
+		break;
+	}
+	w->in_recv = false;
+	return rc;
+}
+
+/* Decode p (n bytes) while we still read, acting on each event. */
+static void
+feed(struct ws *w, const uint8_t *p, size_t n)
+{
+	struct wsframe_ev ev;
+	size_t used;
+	int rc;
+
+	while (n > 0 && want_read(w)) {
+		rc = wsframe_dec_feed(&w->dec, p, n, &used, &ev);
+		p += used;
+		n -= used;
+		if (rc < 0) {
+			log_debug("websocket fd=%d: peer broke the protocol, "
+			    "closing with %d", w->fd,
+			    wsframe_dec_error(&w->dec));
+			w->failed = true;
+			if (!w->close_sent) {
+				w->close_now = true;
+				w->now_code =
+				    (uint16_t)wsframe_dec_error(&w->dec);
+				w->now_reason = NULL;
+			}
+			return;
+		}
+		if (rc == 1)
+			handle(w, &ev);
+	}
+}
+
+/* One event from the peer. */
+static void
+handle(struct ws *w, const struct wsframe_ev *ev)
+{
+	switch (ev->op) {
+	case WSFRAME_TEXT:
+	case WSFRAME_BINARY:
+		if (!w->closing && !w->ending && !w->close_now)
+			w->msg(w, ev->op == WSFRAME_TEXT ? WS_TEXT : WS_BINARY,
+			    (const char *)ev->p, ev->n, w->arg);
+		break;
+	case WSFRAME_PING:
+		/* 5.5.3: answering the latest ping is enough. */
+		if (!w->close_sent && !w->close_now) {
+			w->pong_pending = true;
+			memcpy(w->pong, ev->p, ev->n);
+			w->npong = ev->n;
+		}
+		break;
+	case WSFRAME_CLOSE:
+		w->close_rcvd = true;
+		if (!w->close_sent && !w->close_now) {
+			/* Ours if we meant to close, else the peer's code. */
+			w->close_now = true;
+			w->now_code = w->close_pending ? w->close_code :
+			    ev->code;
+			w->now_reason = w->close_pending ? w->close_reason :
+			    NULL;
+		}
+		break;
+	default:		/* a pong: its bytes count as being heard */
+		break;
+	}
+}
+
+/* Make a control frame the one being sent. */
+static void
+put_ctl(struct ws *w, int op, const uint8_t *p, size_t n)
+{
+	size_t h = wsframe_hdr_encode(w->ctl, op, true, n, NULL);
+
+	if (n > 0)
+		memcpy(w->ctl + h, p, n);
+	w->nctl = h + n;
+	w->offctl = 0;
+}
+
+/*
+ * Choose what to send next, with nothing being sent: a close that ends
+ * the conversation (the queue is dropped), the pong, our ping, the next
+ * message, our close once the queue is empty.  False if there is none.
+ */
+static bool
+next_frame(struct ws *w)
+{
+	uint8_t pl[WSFRAME_CONTROL_MAX];
+	size_t n;
+
+	if (w->close_sent)
+		return false;
+	if (w->close_now || (w->close_pending && w->head == NULL)) {
+		if (w->close_now) {
+			n = wsframe_close_encode(pl, w->now_code,
+			    w->now_reason);
+			drop_queue(w);
+		} else {
+			n = wsframe_close_encode(pl, w->close_code,
+			    w->close_reason);
+		}
+		put_ctl(w, WSFRAME_CLOSE, pl, n);
+		w->close_sent = true;
+		w->close_now = w->close_pending = false;
+		w->pong_pending = w->ping_pending = false;
+		return true;
+	}
+	if (w->pong_pending) {
+		put_ctl(w, WSFRAME_PONG, w->pong, w->npong);
+		w->pong_pending = false;
+		return true;
+	}
+	if (w->ping_pending) {
+		put_ctl(w, WSFRAME_PING, NULL, 0);
+		w->ping_pending = false;
+		return true;
+	}
+	return w->head != NULL;
+}
+
+/* Send frames until the socket takes no more; 0 or -errno. */
+static int
+flush(struct ws *w)
+{
+	const uint8_t *p;
+	struct frame *f;
+	size_t len;
+	ssize_t r;
+
+	for (;;) {
+		if (w->nctl == 0 && w->off == 0 && !next_frame(w))
+			return 0;
+		if (w->nctl > 0) {
+			p = w->ctl + w->offctl;
+			len = w->nctl - w->offctl;
+		} else {
+			p = w->head->b + w->off;
+			len = w->head->len - w->off;
+		}
+		do
+			r = send(w->fd, p, len, MSG_NOSIGNAL);
+		while (r < 0 && errno == EINTR);
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 :
+			    -errno;
+		if (w->nctl > 0) {
+			w->offctl += (size_t)r;
+			if (w->offctl == w->nctl)
+				w->nctl = w->offctl = 0;
+			continue;
+		}
+		w->off += (size_t)r;
+		if (w->off < w->head->len)
+			continue;
+		f = w->head;
+		if ((w->head = f->next) == NULL)
+			w->tail = &w->head;
+		w->queued -= f->payload;
+		w->off = 0;
+		free(f);
+	}
+}
+
+/*
+ * Read (if rev says so) and send what is queued, then watch for what is
+ * wanted next; when nothing more is, or I/O failed, end.
  */
 static void
 pump(struct ws *w, int rev)
@@ -214,34 +407,18 @@ pump(struct ws *w, int rev)
 	/* Sending from inside a receive waits for the receive to end. */
 	if (w->ending || w->in_recv)
 		return;
-	if ((rev & LOOP_READ) && wslay_event_want_read(w->ctx)) {
-		w->in_recv = true;
-		rc = wslay_event_recv(w->ctx);
-		w->in_recv = false;
-	}
-	if (rc == 0 && !w->ending && wslay_event_want_write(w->ctx))
-		rc = wslay_event_send(w->ctx);
-	/*
-	 * wslay sends control frames ahead of queued messages, and nothing
-	 * after a close frame: queue ours only once the rest is out.
-	 */
-	if (rc == 0 && !w->ending && w->close_pending &&
-	    !wslay_event_want_write(w->ctx)) {
-		w->close_pending = false;
-		wslay_event_queue_close(w->ctx, w->close_code,
-		    (const uint8_t *)w->close_reason,
-		    strlen(w->close_reason));
-		rc = wslay_event_send(w->ctx);
-	}
+	if ((rev & LOOP_READ) && want_read(w))
+		rc = read_some(w);
+	if (rc == 0 && !w->ending)
+		rc = flush(w);
 	if (w->ending)
 		return;
-	want = (wslay_event_want_read(w->ctx) ? LOOP_READ : 0) |
-	    (wslay_event_want_write(w->ctx) ? LOOP_WRITE : 0);
+	want = (want_read(w) ? LOOP_READ : 0) |
+	    (want_write(w) ? LOOP_WRITE : 0);
 	if (rc != 0 || want == 0) {
 		log_debug("websocket fd=%d: over (rc %d, want %d, close "
-		    "sent %d, received %d)", w->fd, rc, want,
-		    wslay_event_get_close_sent(w->ctx),
-		    wslay_event_get_close_received(w->ctx));
+		    "sent %d, received %d)", w->fd, rc, want, w->close_sent,
+		    w->close_rcvd);
 		end_later(w);
 		return;
 	}
@@ -299,7 +476,6 @@ static void
 on_ping(struct loop *l, uint64_t id, void *arg)
 {
 	struct ws *w = arg;
-	struct wslay_event_msg m = { WSLAY_PING, NULL, 0 };
 
 	w->t_ping = 0;
 	if (w->conf.idle_ms > 0 &&
@@ -309,8 +485,10 @@ on_ping(struct loop *l, uint64_t id, void *arg)
 		end_later(w);
 		return;
 	}
-	if (wslay_event_queue_msg(w->ctx, &m) == 0)
+	if (!w->close_sent) {
+		w->ping_pending = true;
 		pump(w, 0);
+	}
 	if (!w->ending)
 		w->t_ping = loop_timer_add(l, w->conf.ping_ms, on_ping, w);
 }
@@ -330,29 +508,29 @@ int
 ws_send(struct ws *w, int type, const void *hdr, size_t hn, const void *p,
     size_t n)
 {
-	char stack[STACK_MSG], *buf = stack;
-	struct wslay_event_msg m;
-	int rc;
+	uint8_t h[WSFRAME_HDR_MAX];
+	struct frame *f;
+	size_t hl;
 
-	if (w->closing || w->ending)
+	if (w->closing || w->ending || w->close_now || w->close_sent)
 		return -EPIPE;
-	if (wslay_event_get_queued_msg_length(w->ctx) + hn + n >
-	    w->conf.max_queue)
+	if (hn + n > w->conf.max_queue - w->queued ||
+	    w->queued > w->conf.max_queue)
 		return -ENOBUFS;
-	if (hn + n > sizeof(stack))
-		buf = xmalloc(hn + n);
+	hl = wsframe_hdr_encode(h, type == WS_TEXT ? WSFRAME_TEXT :
+	    WSFRAME_BINARY, true, hn + n, NULL);
+	f = xmalloc(sizeof(*f) + hl + hn + n);
+	f->next = NULL;
+	f->len = hl + hn + n;
+	f->payload = hn + n;
+	memcpy(f->b, h, hl);
 	if (hn > 0)
-		memcpy(buf, hdr, hn);
+		memcpy(f->b + hl, hdr, hn);
 	if (n > 0)
-		memcpy(buf + hn, p, n);
-	m.opcode = type == WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME;
-	m.msg = (const uint8_t *)buf;
-	m.msg_length = hn + n;
-	rc = wslay_event_queue_msg(w->ctx, &m);	/* copies */
-	if (buf != stack)
-		free(buf);
-	if (rc != 0)
-		return rc == WSLAY_ERR_NOMEM ? -ENOMEM : -EPIPE;
+		memcpy(f->b + hl + hn, p, n);
+	*w->tail = f;
+	w->tail = &f->next;
+	w->queued += f->payload;
 	pump(w, 0);
 	return 0;
 }
@@ -364,21 +542,23 @@ ws_close(struct ws *w, uint16_t code, const char *reason)
 	if (w->closing || w->ending)
 		return;
 	w->closing = true;
-	w->close_pending = true;
 	w->close_code = code;
 	snprintf(w->close_reason, sizeof(w->close_reason), "%s",
 	    reason != NULL ? reason : "");
+	if (w->close_sent || w->close_now)
+		return;		/* the peer closed first: ours is on its way */
+	w->close_pending = true;
 	pump(w, 0);
 	if (!w->ending && w->conf.linger_ms > 0)
 		w->t_linger = loop_timer_add(w->loop, w->conf.linger_ms,
 		    on_linger, w);
 }
 
-/* Bytes queued in wslay, not yet sent. */
+/* Bytes of messages queued, not yet sent. */
 size_t
 ws_queued(const struct ws *w)
 {
-	return wslay_event_get_queued_msg_length(w->ctx);
+	return w->queued;
 }
 
 /* Whether ws_close() was called or the end has come. */

@@ -1,9 +1,9 @@
 /*
  * ws.h -- one server-side WebSocket on a raw, non-blocking socket.
  *
- * The framing is libwslay's (its event API); this module only moves
- * bytes between the socket and wslay on the loop, watches for write
- * readiness only while wslay has something to send, caps what may wait
+ * The framing is wsframe.h's (pure); this module only moves bytes between
+ * the socket and the codec on the loop, answers pings and closes, watches
+ * for write readiness only while something is queued, caps what may wait
  * to be sent, pings an idle peer and gives up on a silent one.  It never
  * closes the socket: when the conversation is over it says so, and the
  * owner hands the socket back to whoever gave it (http_upgrade_close).

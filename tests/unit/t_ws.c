@@ -1,10 +1,12 @@
 /*
  * t_ws.c -- unit tests for ws.c: the handshake's accept value (RFC 6455's
  * own example), header token lists, and a server ws on one end of a
- * socketpair driven by the loop, talking to a wslay client context on the
- * other end: a message each way and the close handshake, bytes handed
- * over as already read, the cap on what may wait to be sent, and a
- * silent peer given up on.  Every loop run has a watchdog timer.
+ * socketpair driven by the loop, talking to a client made of the codec
+ * (wsframe.h, client side) on the other end: a message each way and the
+ * close handshake, bytes handed over as already read, the cap on what
+ * may wait to be sent, a silent peer given up on, pings answered,
+ * a close from the peer echoed, fragments reassembled, and a broken rule
+ * answered with its close code.  Every loop run has a watchdog timer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <wslay/wslay.h>
-
 #include "../t.h"
 #include "../../execd/loop.h"
 #include "../../execd/ws.h"
+#include "../../execd/wsframe.h"
 
 #define WATCHDOG_MS	5000
 
@@ -29,19 +30,24 @@ struct srv {
 	int		 nmsg;
 	int		 type;
 	char		 msg[64];
+	size_t		 len;
 	int		 nend;
 	int		 reply;		/* answer "hello" and close */
 	struct loop	*loop;
 };
 
-/* The client side: a wslay client on the other socket. */
+/* The client side: the codec's client half on the other socket. */
 struct cli {
 	int			 fd;
-	wslay_event_context_ptr	 ctx;
-	int			 nmsg;
+	struct wsframe_dec	 dec;
+	int			 nmsg;		/* events of any kind */
 	int			 opcode;
 	char			 msg[64];
 	size_t			 len;
+	int			 npong;
+	int			 first_op;	/* of the first event */
+	char			 first[64];
+	size_t			 nfirst;
 	uint16_t		 close_code;
 	char			*out;		/* capture instead of fd */
 	size_t			 nout;
@@ -63,6 +69,7 @@ on_msg(struct ws *ws, int type, const char *p, size_t n, void *arg)
 
 	s->nmsg++;
 	s->type = type;
+	s->len = n;
 	snprintf(s->msg, sizeof(s->msg), "%.*s", (int)n, p);
 	if (s->reply) {
 		T_EQ_INT(ws_send(ws, WS_BINARY, "\x01", 1, "world", 5), 0);
@@ -82,87 +89,90 @@ on_end(struct ws *ws, void *arg)
 	loop_stop(s->loop);
 }
 
-static ssize_t
-c_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
-    void *user)
-{
-	struct cli *c = user;
-	ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
-
-	if (r <= 0) {
-		wslay_event_set_error(ctx, r < 0 && errno == EAGAIN ?
-		    WSLAY_ERR_WOULDBLOCK : WSLAY_ERR_CALLBACK_FAILURE);
-		return -1;
-	}
-	return r;
-}
-
-static ssize_t
-c_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
-    int flags, void *user)
-{
-	struct cli *c = user;
-	ssize_t r;
-
-	if (c->out != NULL) {
-		memcpy(c->out + c->nout, data, len);
-		c->nout += len;
-		return (ssize_t)len;
-	}
-	r = send(c->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (r < 0) {
-		wslay_event_set_error(ctx, errno == EAGAIN ?
-		    WSLAY_ERR_WOULDBLOCK : WSLAY_ERR_CALLBACK_FAILURE);
-		return -1;
-	}
-	return r;
-}
-
-static int
-c_mask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
-{
-	memset(buf, 0x5a, len);
-	return 0;
-}
-
-static void
-c_msg(wslay_event_context_ptr ctx,
-    const struct wslay_event_on_msg_recv_arg *a, void *user)
-{
-	struct cli *c = user;
-
-	c->nmsg++;
-	c->opcode = a->opcode;
-	if (a->opcode == WSLAY_CONNECTION_CLOSE) {
-		c->close_code = a->status_code;
-		return;
-	}
-	c->len = a->msg_length < sizeof(c->msg) ? a->msg_length :
-	    sizeof(c->msg);
-	memcpy(c->msg, a->msg, c->len);
-}
-
 static void
 cli_init(struct cli *c, int fd)
 {
-	static const struct wslay_event_callbacks cbs = {
-		.recv_callback = c_recv, .send_callback = c_send,
-		.genmask_callback = c_mask, .on_msg_recv_callback = c_msg,
-	};
-
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
-	T_EQ_INT(wslay_event_context_client_init(&c->ctx, &cbs, c), 0);
+	wsframe_dec_init(&c->dec, false, 0, 0);
+}
+
+static void
+cli_free(struct cli *c)
+{
+	wsframe_dec_reset(&c->dec);
+}
+
+/* Send raw bytes (or capture them). */
+static void
+cli_raw(struct cli *c, const void *p, size_t n)
+{
+	if (c->out != NULL) {
+		memcpy(c->out + c->nout, p, n);
+		c->nout += n;
+		return;
+	}
+	T_EQ_INT(send(c->fd, p, n, MSG_NOSIGNAL), (long long)n);
+}
+
+/* One frame, masked as a client must (or not, if masked is false). */
+static void
+cli_frame(struct cli *c, int op, bool fin, bool masked, const void *p,
+    size_t n)
+{
+	static const uint8_t mask[4] = { 0x5a, 0x17, 0xc3, 0x81 };
+	uint8_t buf[WSFRAME_HDR_MAX + 256];
+	size_t h;
+
+	T_OK(n <= 256);
+	h = wsframe_hdr_encode(buf, op, fin, n, masked ? mask : NULL);
+	if (n > 0)
+		memcpy(buf + h, p, n);
+	if (masked)
+		wsframe_mask(buf + h, n, mask, 0);
+	cli_raw(c, buf, h + n);
 }
 
 static void
 cli_text(struct cli *c, const char *s)
 {
-	struct wslay_event_msg m = { WSLAY_TEXT_FRAME, (const uint8_t *)s,
-	    strlen(s) };
+	cli_frame(c, WSFRAME_TEXT, true, true, s, strlen(s));
+}
 
-	T_EQ_INT(wslay_event_queue_msg(c->ctx, &m), 0);
-	T_EQ_INT(wslay_event_send(c->ctx), 0);
+/* Read and decode all the socket has now; 0, or -EPROTO. */
+static int
+cli_read(struct cli *c)
+{
+	uint8_t buf[4096];
+	struct wsframe_ev ev;
+	size_t off, used;
+	ssize_t r;
+	int rc;
+
+	while ((r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		for (off = 0; off < (size_t)r; off += used) {
+			rc = wsframe_dec_feed(&c->dec, buf + off,
+			    (size_t)r - off, &used, &ev);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				continue;
+			c->nmsg++;
+			c->opcode = ev.op;
+			if (ev.op == WSFRAME_PONG)
+				c->npong++;
+			if (ev.op == WSFRAME_CLOSE)
+				c->close_code = ev.code;
+			c->len = ev.n < sizeof(c->msg) ? ev.n : sizeof(c->msg);
+			memcpy(c->msg, ev.p, c->len);
+			if (c->nmsg == 1) {
+				c->first_op = ev.op;
+				c->nfirst = c->len;
+				memcpy(c->first, ev.p, c->len);
+			}
+		}
+	}
+	return 0;
 }
 
 /* Run the loop until a callback stops it, or the watchdog. */
@@ -228,18 +238,23 @@ t_talk(void)
 	T_EQ_INT(s.type, WS_TEXT);
 	T_EQ_STR(s.msg, "hello");
 	/* The reply and the close frame are on the socket by now. */
-	T_EQ_INT(wslay_event_recv(c.ctx), 0);
+	T_EQ_INT(cli_read(&c), 0);
 	T_EQ_INT(c.nmsg, 2);
-	T_EQ_INT(c.opcode, WSLAY_CONNECTION_CLOSE);
+	T_EQ_INT(c.first_op, WSFRAME_BINARY);
+	T_EQ_INT(c.nfirst, 6);
+	T_OK(memcmp(c.first, "\x01world", 6) == 0);
+	T_EQ_INT(c.opcode, WSFRAME_CLOSE);
 	T_EQ_INT(c.close_code, WS_CLOSE_NORMAL);
-	T_EQ_INT(wslay_event_send(c.ctx), 0);	/* the client's close */
+	T_EQ_INT(c.len, 3);
+	T_OK(memcmp(c.msg, "bye", 3) == 0);
+	cli_frame(&c, WSFRAME_CLOSE, true, true, "\x03\xe8", 2);
 	T_EQ_INT(s.nend, 0);
 	run(l);
 	T_EQ_INT(s.nend, 1);
 	T_EQ_INT(watchdog_fired, 0);
 	T_EQ_INT(ws_queued(s.ws), 0);
 	ws_free(s.ws);
-	wslay_event_context_free(c.ctx);
+	cli_free(&c);
 	close(sv[0]);
 	close(sv[1]);
 	loop_free(l);
@@ -266,7 +281,7 @@ t_extra(void)
 	T_EQ_STR(s.msg, "early");
 	T_EQ_INT(watchdog_fired, 0);
 	ws_free(s.ws);
-	wslay_event_context_free(c.ctx);
+	cli_free(&c);
 	close(sv[0]);
 	close(sv[1]);
 	loop_free(l);
@@ -343,6 +358,219 @@ t_hangup(void)
 	loop_free(l);
 }
 
+
+/* A server ws and a client on a fresh socketpair. */
+static void
+pair(struct loop *l, struct srv *s, struct cli *c, int sv[2],
+    const struct ws_conf *cf)
+{
+	T_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	cli_init(c, sv[1]);
+	s->loop = l;
+	s->ws = ws_new(l, sv[0], NULL, 0, cf, on_msg, on_end, s);
+}
+
+static void
+unpair(struct loop *l, struct srv *s, struct cli *c, int sv[2])
+{
+	ws_free(s->ws);
+	cli_free(c);
+	close(sv[0]);
+	close(sv[1]);
+	loop_free(l);
+}
+
+/* A ping is answered with a pong of the same payload, not delivered. */
+static void
+t_ping(void)
+{
+	struct loop *l = loop_new();
+	struct srv s = { 0 };
+	struct cli c;
+	int sv[2];
+
+	pair(l, &s, &c, sv, &conf);
+	cli_frame(&c, WSFRAME_PING, true, true, "abc", 3);
+	cli_text(&c, "after");
+	run(l);
+	T_EQ_INT(s.nmsg, 1);
+	T_EQ_STR(s.msg, "after");
+	T_EQ_INT(cli_read(&c), 0);
+	T_EQ_INT(c.npong, 1);
+	T_EQ_INT(c.first_op, WSFRAME_PONG);
+	T_EQ_INT(c.nfirst, 3);
+	T_OK(memcmp(c.first, "abc", 3) == 0);
+	T_EQ_INT(s.nend, 0);
+	T_EQ_INT(watchdog_fired, 0);
+	unpair(l, &s, &c, sv);
+}
+
+/* The peer closes first: its code is echoed, then the end. */
+static void
+t_peer_close(void)
+{
+	struct loop *l = loop_new();
+	struct srv s = { 0 };
+	struct cli c;
+	int sv[2];
+
+	pair(l, &s, &c, sv, &conf);
+	T_EQ_INT(ws_send(s.ws, WS_TEXT, NULL, 0, "queued", 6), 0);
+	cli_frame(&c, WSFRAME_CLOSE, true, true, "\x0f\xa1" "done", 6);
+	run(l);
+	T_EQ_INT(s.nend, 1);
+	T_EQ_INT(s.nmsg, 0);
+	T_EQ_INT(cli_read(&c), 0);
+	T_EQ_INT(c.opcode, WSFRAME_CLOSE);
+	T_EQ_INT(c.close_code, 4001);
+	T_EQ_INT(ws_send(s.ws, WS_TEXT, NULL, 0, "x", 1), -EPIPE);
+	T_EQ_INT(watchdog_fired, 0);
+	unpair(l, &s, &c, sv);
+}
+
+/*
+ * A text message in three fragments, split inside a character, with a
+ * ping between them, arrives whole.
+ */
+static void
+t_fragments(void)
+{
+	struct loop *l = loop_new();
+	struct srv s = { 0 };
+	struct cli c;
+	int sv[2];
+
+	pair(l, &s, &c, sv, &conf);
+	cli_frame(&c, WSFRAME_TEXT, false, true, "caf\xc3", 4);
+	cli_frame(&c, WSFRAME_PING, true, true, NULL, 0);
+	cli_frame(&c, WSFRAME_CONT, false, true, "\xa9 \xe2\x82", 4);
+	cli_frame(&c, WSFRAME_CONT, true, true, "\xac!", 2);
+	run(l);
+	T_EQ_INT(s.nmsg, 1);
+	T_EQ_INT(s.type, WS_TEXT);
+	T_EQ_STR(s.msg, "caf\xc3\xa9 \xe2\x82\xac!");
+	T_EQ_INT(cli_read(&c), 0);
+	T_EQ_INT(c.npong, 1);
+	T_EQ_INT(watchdog_fired, 0);
+	unpair(l, &s, &c, sv);
+}
+
+/* Send raw frame bytes; the server answers with close code and ends. */
+static void
+expect_fail(const struct ws_conf *cf, void (*send_bad)(struct cli *),
+    uint16_t code)
+{
+	struct loop *l = loop_new();
+	struct srv s = { 0 };
+	struct cli c;
+	int sv[2];
+
+	pair(l, &s, &c, sv, cf);
+	send_bad(&c);
+	run(l);
+	T_EQ_INT(s.nend, 1);
+	T_EQ_INT(s.nmsg, 0);
+	T_EQ_INT(cli_read(&c), 0);
+	T_EQ_INT(c.nmsg, 1);
+	T_EQ_INT(c.opcode, WSFRAME_CLOSE);
+	T_EQ_INT(c.close_code, code);
+	T_EQ_INT(watchdog_fired, 0);
+	unpair(l, &s, &c, sv);
+}
+
+static void
+bad_unmasked(struct cli *c)
+{
+	cli_frame(c, WSFRAME_TEXT, true, false, "hi", 2);
+}
+
+static void
+bad_utf8(struct cli *c)
+{
+	cli_frame(c, WSFRAME_TEXT, true, true, "\xc3(", 2);
+}
+
+static void
+bad_big(struct cli *c)
+{
+	static char big[200];
+
+	memset(big, 'x', sizeof(big));
+	cli_frame(c, WSFRAME_BINARY, false, true, big, sizeof(big));
+	cli_frame(c, WSFRAME_CONT, true, true, big, sizeof(big));
+}
+
+static void
+bad_opcode(struct cli *c)
+{
+	cli_frame(c, 0x3, true, true, "x", 1);
+}
+
+/* Broken rules: 1002, 1007 and 1009 come back, nothing is delivered. */
+static void
+t_errors(void)
+{
+	struct ws_conf small = conf;
+
+	small.max_msg = 300;
+	expect_fail(&conf, bad_unmasked, 1002);
+	expect_fail(&conf, bad_opcode, 1002);
+	expect_fail(&conf, bad_utf8, 1007);
+	expect_fail(&small, bad_big, 1009);
+}
+
+/*
+ * A peer that pings and never reads: the pongs cannot go out, and the
+ * server still reads on (one pong slot, no backpressure on reading).
+ */
+static void
+t_ping_flood(void)
+{
+	struct loop *l = loop_new();
+	struct srv s = { 0 };
+	struct cli c;
+	char buf[4096];
+	size_t i;
+	int sv[2], sz = 4096;
+
+	T_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	T_EQ_INT(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)),
+	    0);
+	cli_init(&c, sv[1]);
+	s.loop = l;
+	s.ws = ws_new(l, sv[0], NULL, 0, &conf, on_msg, on_end, &s);
+	/* 20000 pings of 100 bytes, then a message, captured then sent. */
+	c.out = malloc(20001 * (WSFRAME_HDR_MAX + 100));
+	T_OK(c.out != NULL);
+	memset(buf, 'p', 100);
+	for (i = 0; i < 20000; i++)
+		cli_frame(&c, WSFRAME_PING, true, true, buf, 100);
+	cli_text(&c, "end");
+	for (i = 0; i < c.nout; ) {
+		ssize_t r = send(sv[1], c.out + i, c.nout - i, MSG_NOSIGNAL);
+
+		if (r > 0) {
+			i += (size_t)r;
+			continue;
+		}
+		/* The server's socket is full of pongs: let it read on. */
+		loop_timer_add(l, 1, watchdog, NULL);
+		loop_run(l);
+		watchdog_fired = 0;
+		if (s.nend > 0)
+			break;
+	}
+	while (s.nmsg == 0 && s.nend == 0 && !watchdog_fired)
+		run(l);
+	T_EQ_INT(s.nmsg, 1);
+	T_EQ_STR(s.msg, "end");
+	T_EQ_INT(s.nend, 0);
+	T_EQ_INT(ws_queued(s.ws), 0);
+	free(c.out);
+	c.out = NULL;
+	unpair(l, &s, &c, sv);
+}
+
 int
 main(void)
 {
@@ -355,6 +583,12 @@ main(void)
 		{ "the send queue stops at its cap", t_cap },
 		{ "a silent peer is given up on", t_silent },
 		{ "the peer hangs up", t_hangup },
+		{ "a ping is answered with its pong", t_ping },
+		{ "the peer's close is echoed", t_peer_close },
+		{ "fragments, split UTF-8 and a ping between", t_fragments },
+		{ "1002, 1007 and 1009 for broken rules", t_errors },
+		{ "a peer that pings and never reads is still heard",
+		    t_ping_flood },
 	};
 
 	return T_RUN(cases);
