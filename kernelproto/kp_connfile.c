@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/must.h"
 #include "../util/utf8.h"
 #include "kp_connfile.h"
 
@@ -39,7 +40,6 @@ static const char *const port_keys[KP_NCHAN] = {
 	[KP_HB] = "hb_port",
 };
 
-static void	*must(void *);
 static void	 seterr(char *, size_t, const char *, ...)
 		    __attribute__((format(printf, 3, 4)));
 static bool	 utf8_ok(const unsigned char *, size_t);
@@ -47,15 +47,6 @@ static int	 get_str(json_t *, const char *, bool, const char **,
 		    size_t *, char *, size_t);
 static int	 check_conn(const struct kp_conn *, char *, size_t);
 static int	 write_all(int, const char *, size_t);
-
-/* p, or abort() if an allocation failed: OOM is fatal (STYLE 2.6). */
-static void *
-must(void *p)
-{
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 /* Format a message into err, if the caller gave one. */
 static void

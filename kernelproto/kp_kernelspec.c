@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/must.h"
 #include "kp_kernelspec.h"
 
 #define SPEC_MAX	(1024 * 1024)	/* kernel.json is a few hundred bytes */
@@ -55,8 +56,6 @@ struct scan {
 	size_t			  skipped;
 };
 
-static void	*must(void *);
-static char	*xstrdup(const char *);
 static void	 seterr(char *, size_t, const char *, ...)
 		    __attribute__((format(printf, 3, 4)));
 static char	*join(const char *, const char *);
@@ -71,22 +70,6 @@ static int	 cmp_spec(const void *, const void *);
 static void	 scan_dir(struct scan *, const char *);
 static void	 scan_one(struct scan *, const char *, const char *);
 static char	*subst(const char *, const char *, const char *);
-
-/* p, or abort() if an allocation failed: OOM is fatal (STYLE 2.6). */
-static void *
-must(void *p)
-{
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-/* strdup that aborts on OOM. */
-static char *
-xstrdup(const char *s)
-{
-	return must(strdup(s));
-}
 
 /* Format a message into err, if the caller gave one. */
 static void
@@ -149,7 +132,7 @@ home_dir(void)
 			return NULL;
 		h = pw->pw_dir;
 	}
-	s = xstrdup(h);
+	s = must_strdup(h);
 	n = strlen(s);
 	while (n > 0 && s[n - 1] == '/')
 		s[--n] = '\0';
@@ -252,8 +235,8 @@ kp_kernelspec_parse(const char *text, size_t n, const char *name,
 		return -EINVAL;
 	}
 	ks = must(calloc(1, sizeof(*ks)));
-	ks->name = xstrdup(name);
-	ks->resource_dir = xstrdup(resource_dir);
+	ks->name = must_strdup(name);
+	ks->resource_dir = must_strdup(resource_dir);
 	if (!json_is_object(root)) {
 		seterr(err, errlen, "not a JSON object");
 		goto out;
@@ -274,7 +257,7 @@ kp_kernelspec_parse(const char *text, size_t n, const char *name,
 			seterr(err, errlen, "argv[%zu]: not a string", i);
 			goto out;
 		}
-		ks->argv[ks->argc++] = xstrdup(json_string_value(e));
+		ks->argv[ks->argc++] = must_strdup(json_string_value(e));
 	}
 	/* 2. Labels; absent is "", as in jupyter_client's KernelSpec. */
 	v = json_object_get(root, "display_name");
@@ -282,13 +265,13 @@ kp_kernelspec_parse(const char *text, size_t n, const char *name,
 		seterr(err, errlen, "display_name: not a string");
 		goto out;
 	}
-	ks->display_name = xstrdup(v != NULL ? json_string_value(v) : "");
+	ks->display_name = must_strdup(v != NULL ? json_string_value(v) : "");
 	v = json_object_get(root, "language");
 	if (v != NULL && !json_is_string(v)) {
 		seterr(err, errlen, "language: not a string");
 		goto out;
 	}
-	ks->language = xstrdup(v != NULL ? json_string_value(v) : "");
+	ks->language = must_strdup(v != NULL ? json_string_value(v) : "");
 	/* 3. env: an object of strings, kept as it is. */
 	if ((v = json_object_get(root, "env")) != NULL) {
 		if (!json_is_object(v)) {
@@ -385,11 +368,11 @@ kp_kernelspec_dirs(void)
 			abort();
 	}
 	if ((dd = getenv("JUPYTER_DATA_DIR")) != NULL && *dd != '\0')
-		data = xstrdup(dd);
+		data = must_strdup(dd);
 	else if ((xdg = getenv("XDG_DATA_HOME")) != NULL && *xdg != '\0')
 		data = join(xdg, "jupyter");
 	else if (user != NULL)
-		data = xstrdup(user);
+		data = must_strdup(user);
 	if (data != NULL)
 		push(&v, &n, data);
 	if (user != NULL && (data == NULL || strcmp(user, data) != 0))
@@ -398,8 +381,8 @@ kp_kernelspec_dirs(void)
 		free(user);
 	free(home);
 	/* 3. The system. */
-	push(&v, &n, xstrdup("/usr/local/share/jupyter"));
-	push(&v, &n, xstrdup("/usr/share/jupyter"));
+	push(&v, &n, must_strdup("/usr/local/share/jupyter"));
+	push(&v, &n, must_strdup("/usr/share/jupyter"));
 	return v;
 }
 
@@ -431,7 +414,7 @@ scan_one(struct scan *s, const char *kdir, const char *entry)
 	if (!is_type(path, S_IFDIR) || !is_type(json, S_IFREG))
 		goto out;
 	/* 2. The name: lowercased, valid, and not claimed earlier. */
-	name = xstrdup(entry);
+	name = must_strdup(entry);
 	for (char *p = name; *p != '\0'; p++)
 		*p = (char)tolower((unsigned char)*p);
 	if (!name_ok(name)) {
@@ -441,7 +424,7 @@ scan_one(struct scan *s, const char *kdir, const char *entry)
 	for (size_t i = 0; i < s->nclaimed; i++)
 		if (strcmp(s->claimed[i], name) == 0)
 			goto out;
-	push(&s->claimed, &s->nclaimed, xstrdup(name));
+	push(&s->claimed, &s->nclaimed, must_strdup(name));
 	/* 3. The spec; a broken one keeps its name claimed. */
 	if (read_file(json, &text, &len) < 0) {
 		s->skipped++;
@@ -476,7 +459,7 @@ scan_dir(struct scan *s, const char *dir)
 	while ((de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0)
-			push(&names, &n, xstrdup(de->d_name));
+			push(&names, &n, must_strdup(de->d_name));
 	closedir(d);
 	if (n > 0)
 		qsort(names, n, sizeof(*names), cmp_str);

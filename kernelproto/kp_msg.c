@@ -14,6 +14,7 @@
 
 #include <uuid/uuid.h>
 
+#include "../util/must.h"
 #include "kp_msg.h"
 
 static void		 now_iso(char *, size_t);
@@ -76,8 +77,7 @@ kp_msg_new(const char *msg_type, const char *session, const char *username,
 		errno = EINVAL;
 		return NULL;
 	}
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		abort();	/* OOM is fatal (STYLE 2.6) */
+	m = must(calloc(1, sizeof(*m)));
 	kp_msg_new_id(id);
 	now_iso(date, sizeof(date));
 	m->header = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",

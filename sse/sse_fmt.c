@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/must.h"
 #include "../util/utf8.h"
 #include "sse_fmt.h"
 
@@ -29,9 +30,7 @@ grow(struct sse_buf *b, size_t need)
 		return;
 	while (cap < b->len + need + 1)
 		cap *= 2;
-	b->p = realloc(b->p, cap);
-	if (b->p == NULL)
-		abort();	/* OOM is fatal (see STYLE 2.6) */
+	b->p = must(realloc(b->p, cap));
 	b->cap = cap;
 }
 
