@@ -8,11 +8,25 @@ WARN	= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual \
 HARDEN	= -fstack-protector-strong -fPIE -D_FORTIFY_SOURCE=2
 OPT	?= -O2 -g
 PKGS	= libmicrohttpd libzmq jansson libcrypto libseccomp uuid
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PIE_LD	= -pie
+# STATIC=1 (what `make static` runs after scripts/static-deps.sh): one
+# static-pie binary in build/static, with the libmicrohttpd and libzmq that
+# script builds under build/static/deps and Debian's other .a archives.
+ifdef STATIC
+STATIC_DEPS = $(CURDIR)/build/static/deps/prefix
+PKG_ENV	= PKG_CONFIG_PATH=$(STATIC_DEPS)/lib/pkgconfig
+PKG_OPT	= --static
+PIE_LD	= -static-pie
+CFLAGS	+= -DEXECD_STATIC
+B	?= build/static
+STATIC_STAMP = $(STATIC_DEPS)/.built
+endif
+PKG_CFLAGS := $(shell $(PKG_ENV) pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_ENV) pkg-config $(PKG_OPT) --libs $(PKGS) \
+	2>/dev/null)
 
 CFLAGS	+= $(STD) $(WARN) $(HARDEN) $(OPT) $(PKG_CFLAGS) -pthread -MMD -MP
-LDFLAGS	+= -pie -pthread -Wl,-z,relro,-z,now
+LDFLAGS	+= $(PIE_LD) -pthread -Wl,-z,relro,-z,now
 LDLIBS	+= $(PKG_LIBS) -lm
 
 ifeq ($(WERROR),1)
@@ -48,8 +62,15 @@ FUZZ_T	= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
 
 .PHONY: all deps run check test test-one bench fuzz fuzz-run valgrind format \
-	lint clean
+	lint clean static
 all: $(B)/execd
+
+# One static-pie execd that runs in any Linux root filesystem; the two
+# libraries Debian has no usable archive for are built once, from Debian's
+# source packages, and reused.
+static:
+	@sh scripts/static-deps.sh build/static/deps
+	@$(MAKE) --no-print-directory STATIC=1 B=build/static build/static/execd
 
 # Rebuild everything when the flags change (like Redis's .make-settings).
 $(B)/.flags: FORCE
@@ -69,7 +90,7 @@ $(B)/lib$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(wildcard $(1)/*.c))
 endef
 $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
 
-$(B)/execd: $(EXECD_OBJ) $(LIB_A)
+$(B)/execd: $(EXECD_OBJ) $(LIB_A) $(STATIC_STAMP)
 	$(CC) $(LDFLAGS) -o $@ $(EXECD_OBJ) $(LIB_A) $(LDLIBS)
 
 $(B)/tests/t_%: $(B)/obj/tests/unit/t_%.o $(CORE_OBJ) $(LIB_A)
@@ -129,6 +150,7 @@ test: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(B)/bench/kbench
+	@$(MAKE) --no-print-directory static
 	@sh scripts/deps.sh bench
 	@sh bench/run.sh $(B)
 

@@ -9,6 +9,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#ifdef EXECD_STATIC
+#include <nss.h>
+#endif
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +62,7 @@ static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_kernels(struct conf *);
 static void	setup_sandbox(const struct conf *);
+static int	setup_nss(void);
 
 int
 main(int argc, char **argv)
@@ -69,6 +73,8 @@ main(int argc, char **argv)
 	unsigned nstale = 0;
 	int rc;
 
+	if (setup_nss() < 0)
+		return 1;
 	if ((rc = conf_parse(&conf, argc, argv, err, sizeof(err))) != 0) {
 		if (rc > 0)
 			return 0;
@@ -295,6 +301,37 @@ print_kernels(void)
 		fprintf(stderr, "execd: %zu kernel directories skipped "
 		    "(unreadable kernel.json or invalid name)\n", skipped);
 	kp_kernelspec_list_free(ks);
+	return 0;
+}
+
+/*
+ * The static build: name lookups use only the services built into libc.
+ * A static glibc that follows nsswitch.conf to a module such as
+ * libnss_systemd.so loads a second, shared libc and crashes on the first
+ * lookup that reaches it (a uid no file knows, an owner name).  Must run
+ * before the first lookup.  0, or -1 after saying why on stderr.
+ */
+static int
+setup_nss(void)
+{
+#ifdef EXECD_STATIC
+	static const char *const db[][2] = {
+		{ "passwd", "files" }, { "group", "files" },
+		{ "initgroups", "files" }, { "shadow", "files" },
+		{ "gshadow", "files" }, { "hosts", "files dns" },
+		{ "services", "files" }, { "protocols", "files" },
+		{ "networks", "files" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(db) / sizeof(db[0]); i++) {
+		if (__nss_configure_lookup(db[i][0], db[i][1]) != 0) {
+			fprintf(stderr, "execd: cannot restrict %s lookups to "
+			    "%s\n", db[i][0], db[i][1]);
+			return -1;
+		}
+	}
+#endif
 	return 0;
 }
 

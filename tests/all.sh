@@ -30,6 +30,24 @@ echo "=== fake kernel self-test"
 /usr/bin/python3 tests/fakekernel/selftest.py >"$log" 2>&1
 cat "$log"
 count "$log" || echo "FAIL fake kernel self-test: no summary line"
+# One static-pie binary (deps built once into build/static/deps): run as
+# PID 1 in an empty, a busybox and this machine's root, then the whole
+# integration suite against it.
+echo "=== make static"
+if make -s -j"$jobs" WERROR=1 static >"$log" 2>&1; then
+	/usr/bin/python3 tests/static.py build/static/execd >"$log" 2>&1
+	cat "$log"
+	count "$log" || echo "FAIL static: no summary line"
+	echo "=== integration tests, static binary"
+	EXECD_BIN=build/static/execd TEST_TIMEOUT=120 \
+	    /usr/bin/python3 tests/integration/run.py >"$log" 2>&1
+	cat "$log"
+	count "$log" || echo "FAIL static integration: no summary line"
+else
+	tail -n 40 "$log"
+	echo "FAIL make static"
+	failed=$((failed + 1))
+fi
 echo "=== make lint"
 if make -s lint; then
 	echo "PASS lint"
