@@ -28,6 +28,8 @@
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
+# The "idle RSS (static)" row runs STATIC_EXECD (default
+# build/static/execd, which `make bench` builds with `make static`).
 #
 # Adding a row: measure, then call
 #   row NAME VALUE BASELINE RATIO TARGET VERDICT
@@ -59,6 +61,7 @@ HOLD_N=${BENCH_HOLD:-1000}
 STREAM_MIB=${BENCH_STREAM_MIB:-256}
 KPY=${KERNEL_PYTHON:-/usr/bin/python3}
 KBENCH=$B/bench/kbench
+STATIC_EXECD=${STATIC_EXECD:-$HERE/../build/static/execd}
 WRK=${WRK:-$(command -v wrk || echo wrk)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 PING_MIN_RATIO=0.5   # no ping-throughput target in PRODUCT.md: ours
@@ -374,6 +377,29 @@ stop "$EXECD_PID"
 E_EXIT=$STOP_STATUS
 stop "$NGINX_PID"
 
+# --- 1b: the same idle RSS of the static build (`make static`) -------------
+
+if [ -x "$STATIC_EXECD" ]; then
+	_dyn=$EXECD
+	EXECD=$STATIC_EXECD
+	start_execd "$P_EXECD" "$T/execd-static.log"
+	EXECD=$_dyn
+	"$SP" get "$P_EXECD" /ping 100 ||
+		fail "100 GET /ping against the static execd"
+	sleep 0.2
+	S_RSS=$(rss_kib "$EXECD_PID")
+	[ -n "$S_RSS" ] || fail "cannot read VmRSS of the static execd"
+	row "idle RSS (static)" \
+		"$S_RSS KiB ($(calc "sprintf(\"%.2f\", $S_RSS / 1024)") MiB)" \
+		"$N_RSS KiB nginx worker" \
+		"$(calc "sprintf(\"%.2f\", $S_RSS / $N_RSS)")" \
+		"< 4 MiB" "$(verdict_le "$S_RSS" $((RSS_MAX_KIB - 1)))"
+	S_SPLIT=$(mem_split "$EXECD_PID")
+	stop "$EXECD_PID"
+else
+	row "idle RSS (static)" "not built" "-" "-" "< 4 MiB" MISS
+fi
+
 # --- 3: start to first 200 on /ping -----------------------------------------
 
 E_START=$("$SP" start "$STARTS" "$P_EXECD_START" /ping -- \
@@ -585,6 +611,7 @@ row "pty keystroke echo (p99)" "$(us_ms "$3" 3) ms" \
 echo
 [ -n "$E_ERR" ] && note "execd had errors under wrk: $E_ERR"
 note "idle RSS of execd: $E_SPLIT; of the nginx worker: $N_SPLIT"
+[ -n "${S_SPLIT:-}" ] && note "idle RSS of the static execd: $S_SPLIT"
 note "execd RSS after the wrk rounds: $E_RSS_AFTER KiB"
 note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1000)") ms," \
 	"max $(calc "sprintf(\"%.2f\", $E_MAX / 1000)") ms"
