@@ -16,8 +16,9 @@ ifdef STATIC
 STATIC_DEPS = $(CURDIR)/build/static/deps/prefix
 PKG_ENV	= PKG_CONFIG_PATH=$(STATIC_DEPS)/lib/pkgconfig
 PKG_OPT	= --static
-PIE_LD	= -static-pie
-CFLAGS	+= -DEXECD_STATIC
+# Unused sections dropped: a smaller text is a smaller idle RSS.
+PIE_LD	= -static-pie -Wl,--gc-sections
+CFLAGS	+= -DEXECD_STATIC -ffunction-sections -fdata-sections
 B	?= build/static
 STATIC_STAMP = $(STATIC_DEPS)/.built
 endif

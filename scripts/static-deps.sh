@@ -148,7 +148,10 @@ echo "static-deps: apt-get source libmicrohttpd zeromq3" >&2
 apt-get "$@" -q source libmicrohttpd zeromq3 >&2
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# One section per function and object, so that the link drops what execd
+# never calls (the idle RSS of the static binary).
 flags="-O2 -g -fPIE -fstack-protector-strong -D_FORTIFY_SOURCE=2"
+flags="$flags -ffunction-sections -fdata-sections"
 
 mhd=$(find "$src" -maxdepth 1 -type d -name 'libmicrohttpd-*' | head -n 1)
 [ -n "$mhd" ] || { echo "static-deps: no libmicrohttpd source" >&2; exit 1; }
