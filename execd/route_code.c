@@ -11,6 +11,15 @@
  * gone idle.  Errors known before the stream starts are plain JSON
  * errors; a kernel that dies mid-run ends its stream with an error event
  * that says why.
+ *
+ * Output takes the bounded, paced path (feed.h): events wait in the run's
+ * queue until the client has room, so a slow client slows nothing and a
+ * large print is never an overflow.  A kernel's iopub cannot be paced (a
+ * PUB socket drops what its subscriber does not take), so the queue is
+ * bounded by cutting instead: the first half of --max-output goes out as
+ * it comes, of the rest only the last half is kept (tail_add), and at the
+ * end a stderr marker saying how many bytes were dropped precedes that
+ * tail.  Text events hold at most EV_TEXT bytes each.
  */
 #include <errno.h>
 #include <limits.h>
@@ -26,20 +35,36 @@
 #include "body.h"
 #include "context.h"
 #include "execd.h"
+#include "feed.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
-#include "outstream.h"
 #include "route.h"
 #include "session.h"
 #include "xmalloc.h"
 
+#define EV_TEXT		(64 << 10)	/* text bytes per output event */
+#define PIECE_MIN	(4 << 10)	/* memory of a piece of text in line */
+#define PIECE_MAX	(64 << 10)
+
+/* Output kept for the tail, in order: one stream's bytes per piece. */
+struct piece {
+	struct piece	*next;
+	int		 which;
+	size_t		 off, len, cap;
+	char		 p[];
+};
 
 struct run {
 	struct execd		*app;
 	struct http_req		*req;		/* until the stream opens */
 	struct context		*ctx;
-	struct outstream	 out;		/* once the stream opens */
+	struct feed		*feed;		/* once the stream opens */
+	struct sse_buf		 q;		/* events the feed has not taken */
+	size_t			 q_off;
+	bool			 finishing;	/* the run is over */
+	bool			 ended;		/* nothing more may queue */
+	uint64_t		 t0;
 	char			*code;
 	char			 msg_id[33];
 	bool			 running;	/* sent to the kernel */
@@ -47,7 +72,11 @@ struct run {
 	long long		 timeout_ms;
 	bool			 timed_out;
 	bool			 saw_error;	/* an error event went out */
-	size_t			 out_bytes;
+	size_t			 out_bytes;	/* went out as the head */
+	bool			 head_full;
+	struct piece		*t_first, *t_last;	/* the line */
+	size_t			 t_bytes, t_mem;	/* of text, its pieces */
+	size_t			 ev_bytes;	/* of events in line */
 	size_t			 dropped;
 };
 
@@ -71,8 +100,15 @@ static void	 run_cancel(struct http_req *, void *);
 static void	 run_output(struct kernel *, const struct kp_msg *, void *);
 static void	 run_done(struct kernel *, const struct kp_msg *,
 		    const char *, void *);
-static void	 run_gone(struct sse_stream *, void *);
-static void	 run_shutdown(struct sse_stream *, void *);
+static void	 run_gone(void *);
+static int	 run_pull(struct sse_buf *, void *);
+static void	 emit(struct run *, struct sse_event *);
+static void	 emit_at(struct run *, struct sse_event *, bool);
+static void	 emit_text(struct run *, int, const char *, size_t);
+static void	 take(struct run *, int, const char *, size_t);
+static void	 line_move(struct run *);
+static void	 line_trim(struct run *, size_t);
+static void	 line_finish(struct run *);
 static void	 run_timeout(struct loop *, uint64_t, void *);
 static void	 reply_errors(struct run *, const json_t *);
 static void	 shell_output(int, const char *, size_t, void *);
@@ -431,18 +467,18 @@ run_cancel(struct http_req *req, void *arg)
 static void
 run_start(struct run *r)
 {
-	struct sse_stream *s;
 	int rc;
 
-	s = http_reply_stream(r->req, run_shutdown, run_gone, r);
+	r->t0 = loop_now_ms();
+	sse_buf_init(&r->q);
+	emit(r, &(struct sse_event){ .type = "init",
+	    .text = context_id(r->ctx) });
+	r->feed = feed_reply(r->req, run_pull, run_gone, r);
 	r->req = NULL;
-	if (s == NULL) {
+	if (r->feed == NULL) {
 		run_free(r);
 		return;
 	}
-	outstream_start(&r->out, r->app->loop, s, context_id(r->ctx));
-	if (sse_stream_ended(s))	/* opened during shutdown */
-		return;
 	if (context_shell(r->ctx) != NULL) {
 		/* A bash context without a kernel: its shell runs the code. */
 		r->running = true;
@@ -465,26 +501,331 @@ run_start(struct run *r)
 		    run_timeout, r);
 }
 
+/* Give the queue and the line back, and end with an overflow event. */
+static void
+overflow(struct run *r)
+{
+	static const char over[] = "{\"type\":\"error\",\"error\":{\"ename\":"
+	    "\"StreamOverflow\",\"evalue\":\"the client is not reading: "
+	    "stream ended\",\"traceback\":[]}}\n\n";
+	struct piece *t;
+
+	while ((t = r->t_first) != NULL) {
+		r->t_first = t->next;
+		free(t);
+	}
+	r->t_last = NULL;
+	r->t_bytes = r->t_mem = r->ev_bytes = 0;
+	sse_buf_reset(&r->q);
+	r->q_off = 0;
+	sse_buf_add(&r->q, over, sizeof(over) - 1);
+	r->ended = r->finishing = true;
+}
+
+/* A new piece at the end of the line (or at its front). */
+static struct piece *
+piece_new(struct run *r, int which, size_t cap, bool front)
+{
+	struct piece *t = xcalloc(1, sizeof(*t) + cap);
+
+	t->which = which;
+	t->cap = cap;
+	if (front) {
+		t->next = r->t_first;
+		r->t_first = t;
+		if (r->t_last == NULL)
+			r->t_last = t;
+	} else {
+		if (r->t_last != NULL)
+			r->t_last->next = t;
+		else
+			r->t_first = t;
+		r->t_last = t;
+	}
+	if (which != 0)
+		r->t_mem += cap;
+	return t;
+}
+
+/*
+ * Queue one event, stamped now: behind the output still in line, if any.
+ * Past the bound (results far faster than the client reads) the stream
+ * ends with an overflow event.
+ */
+static void
+emit_at(struct run *r, struct sse_event *ev, bool front)
+{
+	size_t max = r->app->conf->max_output + r->app->conf->stream_cap;
+	struct sse_buf b;
+	struct piece *t;
+
+	if (r->ended)
+		return;
+	ev->timestamp = loop_wall_ms();
+	if (r->t_first == NULL) {
+		sse_fmt_event(&r->q, ev);
+	} else {
+		sse_buf_init(&b);
+		sse_fmt_event(&b, ev);
+		t = piece_new(r, 0, b.len, front);
+		memcpy(t->p, b.p, b.len);
+		t->len = b.len;
+		r->ev_bytes += b.len;
+		sse_buf_reset(&b);
+	}
+	if (r->q.len - r->q_off + r->ev_bytes > max)
+		overflow(r);
+	if (r->feed != NULL)
+		feed_kick(r->feed);
+}
+
+static void
+emit(struct run *r, struct sse_event *ev)
+{
+	emit_at(r, ev, false);
+}
+
+/* Text straight into the queue, as events of at most EV_TEXT bytes. */
+static void
+emit_text(struct run *r, int which, const char *p, size_t n)
+{
+	struct sse_event ev = { .type = which == 2 ? "stderr" : "stdout" };
+	size_t k;
+
+	while (n > 0) {
+		k = n < EV_TEXT ? n : EV_TEXT;
+		while (k < n && k > 1 && ((unsigned char)p[k] & 0xc0) == 0x80)
+			k--;
+		ev.text = p;
+		ev.text_len = k;
+		ev.timestamp = loop_wall_ms();
+		sse_fmt_event(&r->q, &ev);
+		p += k;
+		n -= k;
+	}
+}
+
+/*
+ * Move the front of the line into the queue: an event whole, or up to
+ * FEED_CHUNK bytes of text -- while the head lasts, only what is left of
+ * it; once the run is over, anything.
+ */
+static void
+line_move(struct run *r)
+{
+	size_t cap = r->app->conf->max_output, head = cap - cap / 2, k;
+	struct piece *t = r->t_first;
+
+	if (t->which == 0) {
+		sse_buf_add(&r->q, t->p + t->off, t->len);
+		r->ev_bytes -= t->len;
+		k = t->len;
+	} else {
+		k = t->len < FEED_CHUNK ? t->len : FEED_CHUNK;
+		if (!r->finishing && k > head - r->out_bytes)
+			k = head - r->out_bytes;
+		while (k > 0 && k < t->len &&
+		    ((unsigned char)t->p[t->off + k] & 0xc0) == 0x80)
+			k--;
+		if (!r->finishing && (r->out_bytes += k) >= head)
+			r->head_full = true;
+		emit_text(r, t->which, t->p + t->off, k);
+		r->t_bytes -= k;
+	}
+	t->off += k;
+	t->len -= k;
+	if (t->len > 0 && k > 0)
+		return;
+	if (t->len > 0) {
+		r->head_full = true;
+		return;
+	}
+	r->t_first = t->next;
+	if (r->t_first == NULL)
+		r->t_last = NULL;
+	if (t->which != 0)
+		r->t_mem -= t->cap;
+	free(t);
+}
+
+/* Whole events for the feed, about FEED_CHUNK bytes (see feed.h). */
+static int
+run_pull(struct sse_buf *out, void *arg)
+{
+	struct run *r = arg;
+	const char *p, *e;
+	size_t avail, n = 0;
+
+	while (r->q.len == r->q_off && r->t_first != NULL && (r->finishing ||
+	    !r->head_full))
+		line_move(r);
+	p = r->q.p + r->q_off;
+	avail = r->q.len - r->q_off;
+	if (avail == 0)
+		return r->ended && r->t_first == NULL ? FEED_END : FEED_WAIT;
+	/* Up to the last event end within the chunk, or the first one. */
+	while (n < avail && (e = memmem(p + n, avail - n, "\n\n", 2)) !=
+	    NULL) {
+		if ((size_t)(e + 2 - p) > FEED_CHUNK && n > 0)
+			break;
+		n = (size_t)(e + 2 - p);
+	}
+	if (n == 0)
+		n = avail;	/* cannot happen: only whole events queue */
+	sse_buf_add(out, p, n);
+	r->q_off += n;
+	if (r->q_off == r->q.len) {
+		sse_buf_consume(&r->q, r->q.len);
+		r->q_off = 0;
+		if (r->q.cap > 4 * FEED_CHUNK)
+			sse_buf_reset(&r->q);	/* give a burst back */
+	} else if (r->q_off >= FEED_CHUNK && r->q_off > r->q.len / 2) {
+		sse_buf_consume(&r->q, r->q_off);
+		r->q_off = 0;
+	}
+	if (r->q.len > r->q_off || (r->t_first != NULL && (r->finishing ||
+	    !r->head_full)))
+		return FEED_MORE;
+	return r->ended && r->t_first == NULL ? FEED_END : FEED_WAIT;
+}
+
+/*
+ * Drop n bytes of text from the front of the line (one piece at most);
+ * an event there goes to the queue instead, since it cannot be cut.
+ */
+static void
+line_trim(struct run *r, size_t n)
+{
+	struct piece *t = r->t_first;
+
+	if (t->which == 0 || n >= t->len) {
+		r->t_first = t->next;
+		if (r->t_first == NULL)
+			r->t_last = NULL;
+		if (t->which == 0) {
+			sse_buf_add(&r->q, t->p + t->off, t->len);
+			r->ev_bytes -= t->len;
+		} else {
+			r->t_bytes -= t->len;
+			r->dropped += t->len;
+			r->t_mem -= t->cap;
+		}
+		free(t);
+		return;
+	}
+	t->off += n;
+	t->len -= n;
+	/* Never start inside a character. */
+	while (t->len > 0 && ((unsigned char)t->p[t->off] & 0xc0) == 0x80) {
+		t->off++;
+		t->len--;
+		n++;
+	}
+	r->t_bytes -= n;
+	r->dropped += n;
+}
+
+/* Append text to the line: to its last piece, or in new ones. */
+static void
+line_add(struct run *r, int which, const char *p, size_t n)
+{
+	struct piece *t;
+	size_t k;
+
+	while (n > 0) {
+		t = r->t_last;
+		if (t == NULL || t->which != which || t->off + t->len ==
+		    t->cap)
+			t = piece_new(r, which, n < PIECE_MIN ? PIECE_MIN :
+			    n > PIECE_MAX ? PIECE_MAX : n, false);
+		k = t->cap - t->off - t->len < n ? t->cap - t->off - t->len :
+		    n;
+		memcpy(t->p + t->off + t->len, p, k);
+		t->len += k;
+		r->t_bytes += k;
+		p += k;
+		n -= k;
+	}
+}
+
+/*
+ * Output of stream 1 or 2 joins the line the client takes from.  While
+ * the head lasts (the first half of --max-output) the line may hold all
+ * of it; past it, the head is queued whole and the line keeps the last
+ * half of --max-output, its front dropped as more comes (and so is a
+ * piece that holds more memory than text: alternating stdout and stderr
+ * makes small pieces).  That tail goes out once the run is over.
+ */
+static void
+take(struct run *r, int which, const char *p, size_t n)
+{
+	size_t max = r->app->conf->max_output, head = max - max / 2;
+	size_t cap = max / 2, k, room;
+
+	if (r->ended || n == 0)
+		return;
+	if (!r->head_full) {
+		room = head - r->out_bytes;
+		k = room > r->t_bytes ? room - r->t_bytes : 0;
+		if (k > n)
+			k = n;
+		while (k > 0 && k < n && ((unsigned char)p[k] & 0xc0) == 0x80)
+			k--;
+		line_add(r, which, p, k);
+		p += k;
+		n -= k;
+		/* Full, or in more memory than it should take: queue it. */
+		if (n > 0 || r->t_mem > head + 2 * PIECE_MAX) {
+			/* The head is all in line: queue it. */
+			while (!r->head_full && r->t_first != NULL)
+				line_move(r);
+			if (n > 0)
+				r->head_full = true;
+		}
+	}
+	if (n > cap) {
+		r->dropped += n - cap;
+		p += n - cap;
+		n = cap;
+		while (n > 0 && ((unsigned char)*p & 0xc0) == 0x80) {
+			r->dropped++;	/* never start inside a character */
+			p++;
+			n--;
+		}
+	}
+	line_add(r, which, p, n);
+	while (r->t_first != NULL && (r->t_bytes > cap ||
+	    r->t_mem > cap + 2 * PIECE_MAX))
+		line_trim(r, r->t_bytes > cap ? r->t_bytes - cap :
+		    r->t_first->len);
+	if (r->feed != NULL)
+		feed_kick(r->feed);
+}
+
+/*
+ * The run is over: the marker goes before the tail if anything was
+ * dropped, and whatever is in line may now go out.
+ */
+static void
+line_finish(struct run *r)
+{
+	char msg[128];
+
+	if (r->dropped > 0) {
+		snprintf(msg, sizeof(msg), "\n[execd: output limit reached, "
+		    "%zu bytes dropped]\n", r->dropped);
+		emit_at(r, &(struct sse_event){ .type = "stderr",
+		    .text = msg }, true);
+	}
+	r->dropped = 0;
+	r->finishing = true;
+}
+
 /* Shell output, verbatim, as a kernel's stream text would be. */
 static void
 shell_output(int which, const char *p, size_t n, void *arg)
 {
-	struct run *r = arg;
-	struct sse_event ev = { .type = which == 1 ? "stdout" : "stderr",
-	    .text = p, .text_len = n };
-	size_t cap = r->app->conf->max_output;
-
-	if (n == 0)
-		return;
-	if (r->out_bytes + n > cap) {
-		r->dropped += n - (r->out_bytes < cap ? cap - r->out_bytes : 0);
-		n = r->out_bytes < cap ? cap - r->out_bytes : 0;
-		if (n == 0)
-			return;
-		ev.text_len = n;
-	}
-	r->out_bytes += n;
-	outstream_push(&r->out, &ev);
+	take(arg, which, p, n);
 }
 
 /* The shell's run ended: a non-zero status is an error, as in Jupyter. */
@@ -545,9 +886,9 @@ error_events(struct run *r, const char *ename, const char *evalue,
 	    evalue, "traceback", traceback ? traceback : json_null());
 
 	r->saw_error = true;
-	outstream_push(&r->out, &st);
+	emit(r, &st);
 	ev.error = e;
-	outstream_push(&r->out, &ev);
+	emit(r, &ev);
 	json_decref(e);
 }
 
@@ -559,28 +900,24 @@ run_output(struct kernel *k, const struct kp_msg *m, void *arg)
 	const char *type = kp_msg_type(m), *text, *name;
 	json_t *c = m->content, *res;
 	struct sse_event ev = { 0 };
-	size_t n, cap = r->app->conf->max_output;
+	char note[160];
+	size_t n;
 
+	if (m->dropped > 0) {
+		/* Over the frame cap: say so rather than lose it unseen. */
+		snprintf(note, sizeof(note), "\n[execd: a %s message of %zu "
+		    "bytes was over the frame limit and was dropped]\n", type,
+		    m->dropped);
+		emit(r, &(struct sse_event){ .type = "stderr", .text = note });
+	}
 	if (strcmp(type, "stream") == 0) {
 		text = json_string_value(json_object_get(c, "text"));
 		name = json_string_value(json_object_get(c, "name"));
 		n = json_string_length(json_object_get(c, "text"));
 		if (text == NULL || n == 0)
 			return;
-		if (r->out_bytes + n > cap) {
-			/* Past the cap: count, drop, and say so at the end. */
-			n = r->out_bytes < cap ? cap - r->out_bytes : 0;
-			r->dropped += json_string_length(json_object_get(c,
-			    "text")) - n;
-			if (n == 0)
-				return;
-		}
-		r->out_bytes += n;
-		ev.type = name != NULL && strcmp(name, "stderr") == 0 ?
-		    "stderr" : "stdout";
-		ev.text = text;
-		ev.text_len = n;
-		outstream_push(&r->out, &ev);
+		take(r, name != NULL && strcmp(name, "stderr") == 0 ? 2 : 1,
+		    text, n);
 	} else if (strcmp(type, "execute_result") == 0 ||
 	    strcmp(type, "display_data") == 0 ||
 	    strcmp(type, "update_display_data") == 0) {
@@ -590,13 +927,13 @@ run_output(struct kernel *k, const struct kp_msg *m, void *arg)
 			ev.type = "execution_count";
 			ev.execution_count = json_integer_value(
 			    json_object_get(c, "execution_count"));
-			outstream_push(&r->out, &ev);
+			emit(r, &ev);
 		}
 		if (json_object_size(json_object_get(c, "data")) == 0)
 			return;
 		res = results(json_object_get(c, "data"));
 		ev = (struct sse_event){ .type = "result", .results = res };
-		outstream_push(&r->out, &ev);
+		emit(r, &ev);
 		json_decref(res);
 	} else if (strcmp(type, "error") == 0) {
 		if (r->timed_out && strcmp(json_string_value(json_object_get(c,
@@ -646,12 +983,7 @@ run_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 	if (r->tmo != 0)
 		loop_timer_cancel(r->app->loop, r->tmo);
 	r->tmo = 0;
-	if (r->dropped > 0) {
-		snprintf(msg, sizeof(msg), "\n[execd: output limit reached, "
-		    "%zu bytes dropped]\n", r->dropped);
-		outstream_push(&r->out, &(struct sse_event){ .type = "stderr",
-		    .text = msg });
-	}
+	line_finish(r);
 	if (r->timed_out) {
 		snprintf(msg, sizeof(msg), "execution timed out after %lld ms "
 		    "and was interrupted", r->timeout_ms);
@@ -661,11 +993,12 @@ run_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 		error_events(r, "KernelError", why, NULL);
 	} else {
 		reply_errors(r, reply->content);
-		ev.execution_time = (long long)(loop_now_ms() - r->out.t0);
-		outstream_push(&r->out, &ev);
+		ev.execution_time = (long long)(loop_now_ms() - r->t0);
+		emit(r, &ev);
 	}
-	if (r->out.s != NULL && !sse_stream_ended(r->out.s))
-		sse_stream_finish(r->out.s, NULL, 0);
+	r->ended = true;	/* after the final event, nothing */
+	if (r->feed != NULL)
+		feed_kick(r->feed);
 }
 
 /*
@@ -685,24 +1018,13 @@ run_forget(struct run *r)
 	r->running = false;
 }
 
-/* Shutdown: a final error event ends the stream. */
-static void
-run_shutdown(struct sse_stream *s, void *arg)
-{
-	struct run *r = arg;
-
-	run_forget(r);
-	error_events(r, "Shutdown", "execd is shutting down", NULL);
-	sse_stream_finish(s, NULL, 0);
-}
-
 /* The stream is gone: stop listening to the kernel for it. */
 static void
-run_gone(struct sse_stream *s, void *arg)
+run_gone(void *arg)
 {
 	struct run *r = arg;
 
-	outstream_gone(&r->out);
+	r->feed = NULL;
 	run_forget(r);
 	run_free(r);
 }
@@ -710,7 +1032,13 @@ run_gone(struct sse_stream *s, void *arg)
 static void
 run_free(struct run *r)
 {
-	outstream_gone(&r->out);	/* no-op unless a stream opened */
+	struct piece *t;
+
+	while ((t = r->t_first) != NULL) {
+		r->t_first = t->next;
+		free(t);
+	}
+	sse_buf_reset(&r->q);
 	if (r->tmo != 0)
 		loop_timer_cancel(r->app->loop, r->tmo);
 	free(r->code);

@@ -18,6 +18,7 @@
 #include "kp_wire.h"
 
 #define MAX_FRAMES	64	/* identities + 6 + buffers, generously */
+#define PIECE		(1 << 20)	/* text of a large stream message */
 
 struct kp_chan {
 	void			*zctx;
@@ -27,9 +28,16 @@ struct kp_chan {
 	size_t			 max_frame;
 	bool			 hb_waiting;
 	struct kp_chan_stats	 stats;
+	/* A large stream message, handed out in pieces of its text. */
+	struct kp_msg		*big;
+	enum kp_chan_id		 big_c;
+	zmq_msg_t		 big_frame;	/* its content frame */
+	size_t			 big_off, big_end;
 };
 
 static int	open_socket(struct kp_chan *, enum kp_chan_id, char *, size_t);
+static int	next_piece(struct kp_chan *, struct kp_msg **);
+static void	big_release(struct kp_chan *);
 
 static void *
 xalloc(size_t n)
@@ -115,6 +123,7 @@ kp_chan_close(struct kp_chan *ch)
 {
 	if (ch == NULL)
 		return;
+	big_release(ch);
 	for (int c = 0; c < KP_NCHAN; c++)
 		if (ch->sock[c] != NULL)
 			zmq_close(ch->sock[c]);
@@ -179,18 +188,68 @@ drain(void *s)
 	zmq_msg_close(&part);
 }
 
-/* One whole message from c, decoded and checked. */
+/* Let go of the large message being handed out, if any. */
+static void
+big_release(struct kp_chan *ch)
+{
+	if (ch->big == NULL)
+		return;
+	kp_msg_free(ch->big);
+	ch->big = NULL;
+	zmq_msg_close(&ch->big_frame);
+}
+
+/*
+ * The next piece of the large stream message: a message of its own with
+ * the same header and parent, and about PIECE bytes of the text.
+ */
+static int
+next_piece(struct kp_chan *ch, struct kp_msg **out)
+{
+	struct kp_msg *m;
+	json_t *t;
+
+	t = kp_wire_text_piece(zmq_msg_data(&ch->big_frame), &ch->big_off,
+	    ch->big_end, PIECE);
+	if (t == NULL) {
+		big_release(ch);
+		return -EAGAIN;
+	}
+	m = xalloc(sizeof(*m));
+	m->header = json_incref(ch->big->header);
+	m->parent = json_incref(ch->big->parent);
+	m->metadata = json_incref(ch->big->metadata);
+	m->content = json_copy(ch->big->content);
+	json_object_set_new(m->content, "text", t);
+	if (ch->big_off >= ch->big_end)
+		big_release(ch);
+	*out = m;
+	return 0;
+}
+
+/*
+ * One whole message from c, decoded and checked.  A message with a frame
+ * over PIECE is decoded by kp_wire_decode_big: the text of a stream
+ * message then comes out in pieces (the frame is kept until the last),
+ * so no single string of it is ever as large as the frame, and content
+ * over max_frame arrives as a message that counts what was left out
+ * rather than not at all.
+ */
 int
 kp_chan_recv(struct kp_chan *ch, enum kp_chan_id c, struct kp_msg **out)
 {
 	zmq_msg_t parts[MAX_FRAMES];
 	struct kp_part frames[MAX_FRAMES] = { { NULL, 0 } };
-	size_t n = 0, len = sizeof(int);
+	size_t n = 0, len = sizeof(int), toff = 0, tend = 0, d;
 	int more = 1, rc;
+	bool big = false;
 	char err[128];
 
 	if (c == KP_HB)
 		return -EINVAL;
+	if (ch->big != NULL && ch->big_c == c &&
+	    (rc = next_piece(ch, out)) != -EAGAIN)
+		return rc;
 	while (more) {
 		if (n == MAX_FRAMES) {
 			drain(ch->sock[c]);
@@ -208,15 +267,38 @@ kp_chan_recv(struct kp_chan *ch, enum kp_chan_id c, struct kp_msg **out)
 		}
 		frames[n].p = zmq_msg_data(&parts[n]);
 		frames[n].n = zmq_msg_size(&parts[n]);
+		if (frames[n].n > PIECE)
+			big = true;
 		n++;
 		zmq_getsockopt(ch->sock[c], ZMQ_RCVMORE, &more, &len);
 	}
-	rc = kp_wire_decode(frames, n, ch->conn.key, ch->conn.keylen,
-	    ch->max_frame, out, err, sizeof(err));
+	if (big)
+		rc = kp_wire_decode_big(frames, n, ch->conn.key,
+		    ch->conn.keylen, ch->max_frame, out, &toff, &tend, err,
+		    sizeof(err));
+	else
+		rc = kp_wire_decode(frames, n, ch->conn.key, ch->conn.keylen,
+		    ch->max_frame, out, err, sizeof(err));
 	if (rc < 0) {
 		if (-rc < 6)
 			ch->stats.dropped[-rc]++;
 		rc = -EBADMSG;
+		goto out;
+	}
+	if (tend > toff) {
+		/* Keep the content frame (after <IDS|MSG>, sig, 3 parts). */
+		for (d = 0; d < n; d++)
+			if (frames[d].n == sizeof(KP_DELIM) - 1 &&
+			    memcmp(frames[d].p, KP_DELIM, frames[d].n) == 0)
+				break;
+		big_release(ch);
+		ch->big = *out;
+		ch->big_c = c;
+		ch->big_off = toff;
+		ch->big_end = tend;
+		zmq_msg_init(&ch->big_frame);
+		zmq_msg_move(&ch->big_frame, &parts[d + 5]);
+		rc = next_piece(ch, out);
 	}
 out:
 	for (size_t i = 0; i < n; i++)

@@ -42,7 +42,10 @@ int	kp_chan_send(struct kp_chan *, enum kp_chan_id c,
 /*
  * Receive one message from c (not hb) without blocking.  0 with *out set;
  * -EAGAIN when nothing is waiting; -EBADMSG when a message was dropped
- * (counted in the stats; call again for the next).
+ * (counted in the stats; call again for the next).  A stream message over
+ * 1 MiB comes out as several with the same header, each holding about
+ * 1 MiB of its text, in order; a message whose content or buffers pass
+ * max_frame comes without them, counted in m->dropped (kp_wire.h).
  */
 int	kp_chan_recv(struct kp_chan *, enum kp_chan_id c, struct kp_msg **out);
 

@@ -31,6 +31,8 @@ struct kp_msg {
 	json_t		*content;
 	struct kp_blob	*buffers;	/* raw frames after content, owned */
 	size_t		 nbuffers;
+	/* Bytes received but left out: content or buffers over the cap. */
+	size_t		 dropped;
 };
 
 /*

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,11 @@ static const char *const part_names[NPARTS] = {
 static int		 fail(char *, size_t, int, const char *, ...)
 			    __attribute__((format(printf, 4, 5)));
 static struct kp_blob	*copy_blobs(const struct kp_part *, size_t);
+static json_t		*load_lenient(const void *, size_t, size_t,
+			    json_error_t *);
+static size_t		 skip_ws(const unsigned char *, size_t, size_t);
+static size_t		 str_end(const unsigned char *, size_t, size_t);
+static size_t		 value_end(const unsigned char *, size_t, size_t);
 
 /* Write the reason into err (when there is room) and return -code. */
 static int
@@ -96,7 +102,7 @@ uescape(const unsigned char *s, size_t n)
  * which each invalid byte and each lone surrogate escape is U+FFFD.
  */
 static json_t *
-load_lenient(const void *p, size_t n, json_error_t *e)
+load_lenient(const void *p, size_t n, size_t flags, json_error_t *e)
 {
 	const unsigned char *s = p;
 	unsigned char *t;
@@ -104,7 +110,8 @@ load_lenient(const void *p, size_t n, json_error_t *e)
 	long hi, lo;
 	json_t *j;
 
-	if ((j = json_loadb(p, n, JSON_ALLOW_NUL, e)) != NULL)
+	flags |= JSON_ALLOW_NUL;
+	if ((j = json_loadb(p, n, flags, e)) != NULL)
 		return j;
 	/* An invalid byte grows to 3; an escape stays 6 bytes. */
 	if (n > SIZE_MAX / 3 || (t = malloc(3 * n + 1)) == NULL)
@@ -134,7 +141,7 @@ load_lenient(const void *p, size_t n, json_error_t *e)
 			i += len;
 		}
 	}
-	j = json_loadb((const char *)t, k, JSON_ALLOW_NUL, e);
+	j = json_loadb((const char *)t, k, flags, e);
 	free(t);
 	return j;
 }
@@ -198,7 +205,7 @@ kp_wire_decode(const struct kp_part *frames, size_t n,
 			goto out;
 		}
 		/* NUL is legal JSON ("\u0000") and kernels print it. */
-		j[i] = load_lenient(parts[i].p, parts[i].n, &e);
+		j[i] = load_lenient(parts[i].p, parts[i].n, 0, &e);
 		if (j[i] == NULL) {
 			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: %s",
 			    part_names[i], e.text);
@@ -228,6 +235,256 @@ out:
 	for (size_t i = 0; i < NPARTS; i++)
 		json_decref(j[i]);
 	return rc;
+}
+
+/* The first index at or after i that is not JSON whitespace. */
+static size_t
+skip_ws(const unsigned char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+	    s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Past the closing quote of the string opening at s[i], or 0. */
+static size_t
+str_end(const unsigned char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* Past the end of the JSON value starting at s[i], or 0. */
+static size_t
+value_end(const unsigned char *s, size_t n, size_t i)
+{
+	size_t depth = 0, j;
+
+	if (i >= n)
+		return 0;
+	if (s[i] == '"')
+		return str_end(s, n, i);
+	if (s[i] != '{' && s[i] != '[') {
+		for (j = i; j < n && strchr(",}] \t\r\n", s[j]) == NULL; j++)
+			;
+		return j > i ? j : 0;
+	}
+	for (j = i; j < n; j++) {
+		if (s[j] == '"') {
+			if ((j = str_end(s, n, j)) == 0)
+				return 0;
+			j--;
+		} else if (s[j] == '{' || s[j] == '[') {
+			depth++;
+		} else if ((s[j] == '}' || s[j] == ']') && --depth == 0) {
+			return j + 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Where the "name" and "text" strings of a stream message's content lie,
+ * found by scanning the object's top level: text between *toff and *tend
+ * (escaped, without its quotes).  0, or -1 when the content is no object
+ * holding a string "text".
+ */
+static int
+find_text(const unsigned char *s, size_t n, size_t *noff, size_t *nend,
+    size_t *toff, size_t *tend)
+{
+	size_t i = skip_ws(s, n, 0), ke, vs, ve;
+	bool have = false, is_str;
+
+	*noff = *nend = 0;
+	if (i >= n || s[i++] != '{')
+		return -1;
+	for (;;) {
+		i = skip_ws(s, n, i);
+		if (i < n && s[i] == '}')
+			break;
+		if (i >= n || s[i] != '"' || (ke = str_end(s, n, i)) == 0)
+			return -1;
+		vs = skip_ws(s, n, ke);
+		if (vs >= n || s[vs] != ':')
+			return -1;
+		vs = skip_ws(s, n, vs + 1);
+		if ((ve = value_end(s, n, vs)) == 0)
+			return -1;
+		is_str = s[vs] == '"';
+		if (is_str && ke - i == 6 && memcmp(s + i, "\"text\"", 6) == 0) {
+			*toff = vs + 1;
+			*tend = ve - 1;
+			have = true;
+		} else if (is_str && ke - i == 6 && memcmp(s + i, "\"name\"",
+		    6) == 0) {
+			*noff = vs;
+			*nend = ve;
+		}
+		i = skip_ws(s, n, ve);
+		if (i < n && s[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < n && s[i] == '}')
+			break;
+		return -1;
+	}
+	return have ? 0 : -1;
+}
+
+/* Decode a message with an oversized frame (see kp_wire.h). */
+int
+kp_wire_decode_big(const struct kp_part *frames, size_t n,
+    const unsigned char *key, size_t keylen, size_t max_frame,
+    struct kp_msg **out, size_t *toff, size_t *tend, char *err,
+    size_t errlen)
+{
+	const struct kp_part *sig, *parts, *c;
+	json_t *j[NPARTS] = { NULL }, *name;
+	json_error_t e;
+	struct kp_msg *m;
+	size_t d, after, noff, nend, dropped = 0, nb;
+	int rc = 0;
+
+	*toff = *tend = 0;
+	/* 1. The delimiter: comparing frame sizes reads no large frame. */
+	for (d = 0; d < n; d++)
+		if (frames[d].n == DELIM_LEN &&
+		    memcmp(frames[d].p, KP_DELIM, DELIM_LEN) == 0)
+			break;
+	if (d == n)
+		return fail(err, errlen, KP_WIRE_EDELIM, "no <IDS|MSG> frame");
+	after = n - d - 1;
+	if (after < 1 + NPARTS)
+		return fail(err, errlen, KP_WIRE_ESHORT,
+		    "%zu frames after <IDS|MSG>, need 5", after);
+	sig = &frames[d + 1];
+	parts = &frames[d + 2];
+	c = &parts[NPARTS - 1];
+
+	/* 2. Only content and buffers may be large. */
+	for (size_t i = 0; i < d + 2 + NPARTS - 1; i++)
+		if (frames[i].n > max_frame)
+			return fail(err, errlen, KP_WIRE_EBIG,
+			    "frame %zu is %zu bytes, limit %zu", i,
+			    frames[i].n, max_frame);
+
+	/* 3. The signature, over every byte however many. */
+	if (keylen > 0 && (sig->n != KP_SIG_HEXLEN || !kp_sign_check(key,
+	    keylen, parts, NPARTS, sig->p, sig->n)))
+		return fail(err, errlen, KP_WIRE_ESIG, "signature mismatch");
+
+	/* 4. The small parts as usual. */
+	for (size_t i = 0; i < NPARTS - 1; i++) {
+		j[i] = parts[i].n > 0 ? load_lenient(parts[i].p, parts[i].n,
+		    0, &e) : NULL;
+		if (j[i] == NULL || !json_is_object(j[i])) {
+			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: not an "
+			    "object", part_names[i]);
+			goto out;
+		}
+	}
+
+	/*
+	 * 5. Content: a stream message's text is found, not parsed, and
+	 * taken in pieces later; any other content over the cap is left out
+	 * and counted, as are buffers over it.
+	 */
+	j[3] = json_object();
+	if (strcmp(json_string_value(json_object_get(j[0], "msg_type")) ?:
+	    "", "stream") == 0 && find_text(c->p, c->n, &noff, &nend, toff,
+	    tend) == 0) {
+		if (nend > noff && (name = load_lenient((const char *)c->p +
+		    noff, nend - noff, JSON_DECODE_ANY, &e)) != NULL)
+			json_object_set_new(j[3], "name", name);
+		json_object_set_new(j[3], "text", json_string(""));
+	} else if (c->n > max_frame) {
+		*toff = *tend = 0;
+		dropped += c->n;
+	} else {
+		*toff = *tend = 0;
+		json_decref(j[3]);
+		if ((j[3] = load_lenient(c->p, c->n, 0, &e)) == NULL ||
+		    !json_is_object(j[3])) {
+			rc = fail(err, errlen, KP_WIRE_EJSON, "content: not "
+			    "an object");
+			goto out;
+		}
+	}
+	nb = after - 1 - NPARTS;
+	for (size_t i = 0; i < nb; i++)
+		if (parts[NPARTS + i].n > max_frame)
+			dropped += parts[NPARTS + i].n;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		abort();
+	m->idents = copy_blobs(frames, d);
+	m->nidents = d;
+	m->header = j[0];
+	m->parent = j[1];
+	m->metadata = j[2];
+	m->content = j[3];
+	if (dropped == 0) {
+		m->nbuffers = nb;
+		m->buffers = copy_blobs(parts + NPARTS, nb);
+	}
+	m->dropped = dropped;
+	*out = m;
+	return 0;
+out:
+	for (size_t i = 0; i < NPARTS; i++)
+		json_decref(j[i]);
+	return rc;
+}
+
+/* The next piece of an escaped JSON string body (see kp_wire.h). */
+json_t *
+kp_wire_text_piece(const void *p, size_t *off, size_t end, size_t max)
+{
+	const unsigned char *s = p;
+	size_t i = *off, k = *off, step, len;
+	json_error_t e;
+	long hi;
+	char *t;
+	json_t *j;
+
+	if (i >= end)
+		return NULL;
+	/* Whole characters and whole escapes (a surrogate pair is one). */
+	while (k < end) {
+		if (s[k] == '\\') {
+			hi = uescape(s + k, end - k);
+			step = hi >= 0xd800 && hi <= 0xdbff &&
+			    uescape(s + k + 6, end - k - 6) >= 0xdc00 ? 12 :
+			    hi >= 0 ? 6 : 2;
+		} else {
+			step = (len = utf8_len(s + k, end - k)) > 0 ? len : 1;
+		}
+		if (step > end - k)
+			step = end - k;
+		if (k > i && k + step - i > max)
+			break;
+		k += step;
+	}
+	*off = k;
+	if ((t = malloc(k - i + 2)) == NULL)
+		abort();
+	t[0] = '"';
+	memcpy(t + 1, s + i, k - i);
+	t[k - i + 1] = '"';
+	j = load_lenient(t, k - i + 2, JSON_DECODE_ANY, &e);
+	free(t);
+	if (j == NULL || !json_is_string(j)) {
+		json_decref(j);
+		j = json_string("\xef\xbf\xbd");
+	}
+	return j;
 }
 
 /* Serialise and sign m into frames that borrow its identities, buffers. */

@@ -32,6 +32,29 @@ int	kp_wire_decode(const struct kp_part *frames, size_t n,
 	    const unsigned char *key, size_t keylen, size_t max_frame,
 	    struct kp_msg **out, char *err, size_t errlen);
 
+/*
+ * Decode a message that kp_wire_decode refused as too big: a kernel that
+ * printed more at once than a frame may hold.  Every frame before content
+ * must fit max_frame; the signature is checked over all of them.  For a
+ * stream message the content is {"name", "text": ""} and the escaped text
+ * lies in the content frame from *toff to *tend (no quotes), to be taken
+ * with kp_wire_text_piece while the frames live.  For any other message,
+ * content over max_frame is {} and, like buffers over it, left out and
+ * counted in m->dropped (*toff == *tend).  0, or -KP_WIRE_E*.
+ */
+int	kp_wire_decode_big(const struct kp_part *frames, size_t n,
+	    const unsigned char *key, size_t keylen, size_t max_frame,
+	    struct kp_msg **out, size_t *toff, size_t *tend, char *err,
+	    size_t errlen);
+/*
+ * The next piece of the escaped JSON string body p[*off..end): about max
+ * bytes of it, cut between characters and escapes, as a new json string
+ * (U+FFFD for bytes that are not UTF-8); *off moves past it.  NULL once
+ * *off reaches end.
+ */
+json_t	*kp_wire_text_piece(const void *p, size_t *off, size_t end,
+	    size_t max);
+
 /* Encoded frames, owned by the struct; free with kp_wire_frames_free. */
 struct kp_frames {
 	struct kp_part	*f;

@@ -1,5 +1,7 @@
 """Code contexts and runs on real kernels (Debian's ipykernel)."""
+import json
 import os
+import socket
 import signal
 import threading
 import time
@@ -380,3 +382,105 @@ def test_bash_contexts_are_shell_sessions_without_a_bash_kernel():
         st, h, body = d.request("DELETE", "/code/contexts?language=bash")
         assert st == 200
         assert d.get_json("/code/contexts")[1] == []
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def slow_run(d, code, chunk=65536, pause=0.001, on_read=None):
+    """POST /code read chunk bytes at a time with a pause between reads
+    (a slow client that still reads); the run's events."""
+    body = json.dumps({"code": code, "context": {"language": "python"}})
+    s = socket.create_connection((d.host, d.port), 90)
+    s.sendall(("POST /code HTTP/1.1\r\nHost: x\r\nContent-Type: "
+               "application/json\r\nContent-Length: %d\r\n\r\n%s"
+               % (len(body), body)).encode())
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    data = b""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        b = s.recv(chunk)
+        if not b:
+            break
+        data += b
+        if on_read:
+            on_read()
+        if data.endswith(b"\r\n0\r\n\r\n"):
+            break
+        time.sleep(pause)
+    s.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0], head
+    out = b""
+    while rest:
+        size, _, rest = rest.partition(b"\r\n")
+        n = int(size, 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        rest = rest[n + 2:]
+    return events(out)
+
+
+def test_a_print_over_the_stream_buffer_reaches_the_client_whole():
+    with Execd() as d:
+        st, evs = run_code(d, "print('x' * 4200000)", language="python")
+        errs = [e for e in evs if e["type"] == "error"]
+        assert errs == [], errs
+        assert texts(evs, "stdout") == "x" * 4200000 + "\n"
+        assert kinds(evs)[-1] == "execution_complete", kinds(evs)[-5:]
+        # Events stay small, however large one message is.
+        assert max(len(e.get("text", "")) for e in evs) <= 1 << 20
+
+
+def test_a_huge_loop_is_cut_to_head_marker_and_tail():
+    # About 100 MB in a few messages, some over the 64 MiB frame cap.
+    code = ("for i in range(1000):\n"
+            "    print('%09d' % i + 'x' * 99990)\n")
+    with Execd("--max-output", "1M") as d:
+        st, evs = run_code(d, code, language="python", timeout=120)
+        k = kinds(evs)
+        assert k[-1] == "execution_complete", k[-5:]
+        assert "error" not in k, [e for e in evs if e["type"] == "error"]
+        marks = [i for i, e in enumerate(evs) if e["type"] == "stderr"]
+        assert len(marks) == 1, [evs[i] for i in marks]
+        m = evs[marks[0]]["text"]
+        head = texts(evs[:marks[0]], "stdout")
+        tail = texts(evs[marks[0]:], "stdout")
+        assert head.startswith("000000000xxx"), head[:20]
+        assert tail.endswith("000000999" + "x" * 99990 + "\n"), tail[-20:]
+        assert len(head) + len(tail) == 1 << 20, (len(head), len(tail))
+        cut = 100000000 - (1 << 20)
+        assert "%d bytes dropped" % cut in m, m
+
+
+def test_rss_stays_flat_while_a_slow_client_reads_a_huge_run():
+    code = ("import sys\n"
+            "for i in range(3000):\n"
+            "    sys.stdout.write('%09d' % i + 'y' * 99991)\n"
+            "    sys.stdout.flush()\n")
+    with Execd() as d:
+        st, evs = run_code(d, "print('warm')", language="python")
+        assert texts(evs, "stdout") == "warm\n", evs
+        base = rss_kib(d.proc.pid)
+        peak = [base]
+        evs = slow_run(d, code, on_read=lambda: peak.append(
+            rss_kib(d.proc.pid)))
+        k = kinds(evs)
+        assert k[-1] == "execution_complete", k[-5:]
+        assert "error" not in k, [e for e in evs if e["type"] == "error"]
+        out = texts(evs, "stdout")
+        assert out.startswith("000000000yyy") and out.endswith(
+            "000002999" + "y" * 99991), (out[:12], out[-12:])
+        # What execd keeps is bounded by --max-output (16M here); the
+        # rest of the bound is libzmq's iopub queue (1000 messages), which
+        # fills when the kernel prints faster than execd decodes.  It must
+        # not be made shorter: the kernel's PUB socket drops what does not
+        # fit, status "idle" included.  Unbounded, this was 300 MB.
+        grew = max(peak) - base
+        assert grew < 192 << 10, "execd grew by %d KiB" % grew
