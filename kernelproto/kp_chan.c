@@ -19,6 +19,7 @@
 
 #define MAX_FRAMES	64	/* identities + 6 + buffers, generously */
 #define PIECE		(1 << 20)	/* text of a large stream message */
+#define BIG		(16 << 10)	/* a frame this large skips the parser */
 
 struct kp_chan {
 	void			*zctx;
@@ -267,7 +268,7 @@ kp_chan_recv(struct kp_chan *ch, enum kp_chan_id c, struct kp_msg **out)
 		}
 		frames[n].p = zmq_msg_data(&parts[n]);
 		frames[n].n = zmq_msg_size(&parts[n]);
-		if (frames[n].n > PIECE)
+		if (frames[n].n > BIG)
 			big = true;
 		n++;
 		zmq_getsockopt(ch->sock[c], ZMQ_RCVMORE, &more, &len);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/must.h"
 #include "../util/utf8.h"
 #include "kp_wire.h"
 
@@ -35,6 +36,9 @@ static json_t		*load_lenient(const void *, size_t, size_t,
 static size_t		 skip_ws(const unsigned char *, size_t, size_t);
 static size_t		 str_end(const unsigned char *, size_t, size_t);
 static size_t		 value_end(const unsigned char *, size_t, size_t);
+static size_t		 put_utf8(char *, long);
+static size_t		 unescape(const unsigned char *, size_t, size_t, char *,
+			    size_t *);
 
 /* Write the reason into err (when there is room) and return -code. */
 static int
@@ -448,43 +452,109 @@ json_t *
 kp_wire_text_piece(const void *p, size_t *off, size_t end, size_t max)
 {
 	const unsigned char *s = p;
-	size_t i = *off, k = *off, step, len;
-	json_error_t e;
-	long hi;
+	size_t i = *off, n, in;
 	char *t;
 	json_t *j;
 
 	if (i >= end)
 		return NULL;
-	/* Whole characters and whole escapes (a surrogate pair is one). */
-	while (k < end) {
-		if (s[k] == '\\') {
-			hi = uescape(s + k, end - k);
-			step = hi >= 0xd800 && hi <= 0xdbff &&
-			    uescape(s + k + 6, end - k - 6) >= 0xdc00 ? 12 :
-			    hi >= 0 ? 6 : 2;
-		} else {
-			step = (len = utf8_len(s + k, end - k)) > 0 ? len : 1;
-		}
-		if (step > end - k)
-			step = end - k;
-		if (k > i && k + step - i > max)
-			break;
-		k += step;
-	}
-	*off = k;
-	if ((t = malloc(k - i + 2)) == NULL)
-		abort();
-	t[0] = '"';
-	memcpy(t + 1, s + i, k - i);
-	t[k - i + 1] = '"';
-	j = load_lenient(t, k - i + 2, JSON_DECODE_ANY, &e);
+	n = end - i < max + 12 ? end - i : max + 12;
+	/* Escapes shrink; only an invalid byte grows, to 3 (U+FFFD). */
+	t = must(malloc(3 * n + 1));
+	n = unescape(s + i, end - i, max, t, &in);
+	*off = i + in;
+	j = json_stringn_nocheck(t, n);
 	free(t);
-	if (j == NULL || !json_is_string(j)) {
-		json_decref(j);
-		j = json_string("\xef\xbf\xbd");
+	return must(j);
+}
+
+/* Append code point cp to t as UTF-8; how many bytes. */
+static size_t
+put_utf8(char *t, long cp)
+{
+	if (cp < 0x80) {
+		t[0] = (char)cp;
+		return 1;
 	}
-	return j;
+	if (cp < 0x800) {
+		t[0] = (char)(0xc0 | cp >> 6);
+		t[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		t[0] = (char)(0xe0 | cp >> 12);
+		t[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		t[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	t[0] = (char)(0xf0 | cp >> 18);
+	t[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	t[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	t[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * The first max or so of the n bytes of a JSON string's body (between its
+ * quotes), decoded into t, which has room for 3 * (max + 12) bytes: the
+ * length written, with the bytes read in *used (whole characters and
+ * escapes; a surrogate pair is one).  Lenient, as
+ * load_lenient() is, and in one pass: an invalid byte and a lone
+ * surrogate escape become U+FFFD, an unknown escape its character, and
+ * a raw control byte stays as it is.  The result is valid UTF-8.
+ */
+static size_t
+unescape(const unsigned char *s, size_t n, size_t max, char *t, size_t *used)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	size_t i = 0, k = 0, len;
+	long hi, lo;
+
+	/* Whole characters and escapes, one at least, until max are read. */
+	while (i < n && (i == 0 || i < max)) {
+		if (s[i] != '\\') {
+			if ((len = utf8_len(s + i, n - i)) == 0) {
+				memcpy(t + k, fffd, 3);
+				k += 3;
+				i++;
+				continue;
+			}
+			memcpy(t + k, s + i, len);
+			k += len;
+			i += len;
+			continue;
+		}
+		if ((hi = uescape(s + i, n - i)) >= 0) {
+			if (hi >= 0xd800 && hi <= 0xdbff &&
+			    (lo = uescape(s + i + 6, n - i - 6)) >= 0xdc00 &&
+			    lo <= 0xdfff) {
+				k += put_utf8(t + k, 0x10000 +
+				    ((hi - 0xd800) << 10) + (lo - 0xdc00));
+				i += 12;
+			} else {
+				k += put_utf8(t + k, hi >= 0xd800 &&
+				    hi <= 0xdfff ? 0xfffd : hi);
+				i += 6;
+			}
+			continue;
+		}
+		if (i + 1 == n) {		/* a lone backslash at the end */
+			t[k++] = '\\';
+			i++;
+			continue;
+		}
+		switch (s[i + 1]) {
+		case 'b': t[k++] = '\b'; break;
+		case 'f': t[k++] = '\f'; break;
+		case 'n': t[k++] = '\n'; break;
+		case 'r': t[k++] = '\r'; break;
+		case 't': t[k++] = '\t'; break;
+		default: t[k++] = (char)s[i + 1]; break;	/* " \ / */
+		}
+		i += 2;
+	}
+	*used = i < n ? i : n;
+	return k;
 }
 
 /* Serialise and sign m into frames that borrow its identities, buffers. */

@@ -531,6 +531,62 @@ test_lenient_text(void)
 	}
 }
 
+/*
+ * A stream message's text in pieces: whatever the piece size, the pieces
+ * are whole characters and escapes, and together they are the text as
+ * jansson decodes it (or, where jansson refuses, as the lenient rule has
+ * it: U+FFFD for each bad part).
+ */
+static void
+test_text_pieces(void)
+{
+	static const struct {
+		const char	*body;	/* between the quotes */
+		const char	*want;
+	} cases[] = {
+		{ "plain ascii", "plain ascii" },
+		{ "tab\\tnl\\n\\\"q\\\\b\\/s\\b\\f\\r",
+		    "tab\tnl\n\"q\\b/s\b\f\r" },
+		{ "caf\xc3\xa9 \\u00e9 \\u20ac \\ud83d\\ude00 \xf0\x9f\x98\x80",
+		    "caf\xc3\xa9 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "
+		    "\xf0\x9f\x98\x80" },
+		{ "a\xff" "b\xc3", "a\xef\xbf\xbd" "b\xef\xbf\xbd" },
+		{ "x\\udcff\\ud83dy", "x\xef\xbf\xbd\xef\xbf\xbdy" },
+		{ "\\\\udcff", "\\udcff" },		/* not an escape */
+	};
+	char whole[256];
+	size_t n, off, got;
+	json_t *t;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = strlen(cases[i].body);
+		for (size_t max = 1; max <= n + 1; max++) {
+			off = 0;
+			got = 0;
+			while ((t = kp_wire_text_piece(cases[i].body, &off, n,
+			    max)) != NULL) {
+				T_OK(json_string_length(t) > 0 || n == 0);
+				T_OK(got + json_string_length(t) <
+				    sizeof(whole));
+				memcpy(whole + got, json_string_value(t),
+				    json_string_length(t));
+				got += json_string_length(t);
+				json_decref(t);
+			}
+			T_EQ_INT(off, n);
+			T_EQ_INT(got, strlen(cases[i].want));
+			T_OK(got < sizeof(whole) &&
+			    memcmp(whole, cases[i].want, got) == 0);
+		}
+	}
+	/* A NUL, byte for byte (strings of jansson may hold one). */
+	off = 0;
+	t = kp_wire_text_piece("nul\\u0000end", &off, 12, 100);
+	T_OK(t != NULL && json_string_length(t) == 7 &&
+	    memcmp(json_string_value(t), "nul\0end", 7) == 0);
+	json_decref(t);
+}
+
 /* err may be NULL or tiny; a long reason is cut, still terminated. */
 static void
 test_err_buffer(void)
@@ -739,6 +795,7 @@ static const struct t_case cases[] = {
 	{ "reject order", test_reject_order },
 	{ "reject json", test_reject_json },
 	{ "lenient text", test_lenient_text },
+	{ "text pieces", test_text_pieces },
 	{ "err buffer", test_err_buffer },
 	{ "identities and buffers", test_idents_buffers },
 	{ "nul in string", test_nul_in_string },
