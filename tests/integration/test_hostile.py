@@ -92,41 +92,31 @@ def test_client_strings_in_the_log_are_escaped():
     assert all(line[:4].isdigit() for line in log.splitlines()), log
 
 
-def proc_view(d, uid=None):
-    """execd's command line and environment as a command reads them."""
-    pid = d.proc.pid
-    cmd = ("tr '\\0' ' ' </proc/%d/cmdline; echo; "
-           "tr '\\0' ' ' </proc/%d/environ 2>&1; echo" % (pid, pid))
-    opts = {"uid": uid, "cwd": "/"} if uid is not None else {}
-    return stdout_of(run_cmd(d, cmd, **opts))
+def authed_out(d, command, token):
+    """The stdout of command, run with the access token."""
+    st, h, body = d.request("POST", "/command", body={"command": command},
+                            headers={"X-EXECD-ACCESS-TOKEN": token})
+    assert st == 200, body
+    return stdout_of(events(body))
 
 
 def test_access_token_is_not_in_proc():
     tok = "tok-" + SECRET
-    hdr = {"X-EXECD-ACCESS-TOKEN": tok}
     with Execd("--access-token", tok) as d:
-        st, h, body = d.request("POST", "/command", headers=hdr,
-                                body={"command": "tr '\\0' ' ' </proc/%d/"
-                                      "cmdline" % d.proc.pid})
-        assert st == 200, body
-        out = stdout_of(events(body))
+        out = authed_out(d, "tr '\\0' ' ' </proc/%d/cmdline" % d.proc.pid,
+                         tok)
         assert "--access-token" in out and tok not in out, out
         st, h, body = d.request("GET", "/ping")
         assert st == 401, body      # the token still guards every route
     with Execd(env={"EXECD_ACCESS_TOKEN": tok}) as d:
-        st, h, body = d.request("POST", "/command", headers=hdr,
-                                body={"command": "tr '\\0' ' ' </proc/%d/"
-                                      "environ; echo; env" % d.proc.pid})
-        assert st == 200, body
-        out = stdout_of(events(body))
+        out = authed_out(d, "tr '\\0' ' ' </proc/%d/environ; echo; env"
+                         % d.proc.pid, tok)
         assert "PATH=" in out and tok not in out, out
     with tempfile.NamedTemporaryFile("w") as f:
         f.write(tok + "\n")
         f.flush()
         with Execd("--access-token-file", f.name) as d:
-            st, h, body = d.request("POST", "/command", headers=hdr,
-                                    body={"command": "echo ok"})
-            assert st == 200 and b"ok" in body, body
+            assert authed_out(d, "echo ok", tok) == "ok\n"
             st, h, body = d.request("GET", "/ping")
             assert st == 401, body
 
