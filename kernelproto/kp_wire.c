@@ -500,8 +500,9 @@ put_utf8(char *t, long cp)
  * length written, with the bytes read in *used (whole characters and
  * escapes; a surrogate pair is one).  Lenient, as
  * load_lenient() is, and in one pass: an invalid byte and a lone
- * surrogate escape become U+FFFD, an unknown escape its character, and
- * a raw control byte stays as it is.  The result is valid UTF-8.
+ * surrogate escape become U+FFFD, an unknown escape its character (a
+ * backslash before a character that is not ASCII is dropped), and a raw
+ * control byte stays as it is.  The result is valid UTF-8.
  */
 static size_t
 unescape(const unsigned char *s, size_t n, size_t max, char *t, size_t *used)
@@ -541,6 +542,10 @@ unescape(const unsigned char *s, size_t n, size_t max, char *t, size_t *used)
 		if (i + 1 == n) {		/* a lone backslash at the end */
 			t[k++] = '\\';
 			i++;
+			continue;
+		}
+		if (s[i + 1] >= 0x80) {		/* "\" before a character */
+			i++;			/* that is not ASCII: drop it */
 			continue;
 		}
 		switch (s[i + 1]) {
