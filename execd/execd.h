@@ -1,8 +1,10 @@
 /*
- * execd.h -- the daemon's shared state, handed to every route handler.
+ * execd.h -- what every route handler is handed: the configuration, the
+ * loop, the HTTP server and the context registry, made by main.c.
  *
  * One instance lives in main.c.  Route files reach it through
- * http_req_app().  Loop thread only.
+ * http_req_app().  Every other module keeps its state in its own file
+ * and is started and stopped by main.c.  Loop thread only.
  */
 #ifndef EXECD_EXECD_H
 #define EXECD_EXECD_H
@@ -21,11 +23,7 @@ struct execd {
 	struct loop		*loop;
 	struct http_server	*http;
 	const struct conf	*conf;
-	bool			 stopping;
-	void			*zctx;
-	struct kernel_conf	 kconf;
 	struct context_set	*contexts;
-	char			*cmd_dir;	/* background output */
 	/* Last metrics sample, the base for the next CPU percentage. */
 	struct metrics_sample	 msample;
 	double			 mcpu_pct;

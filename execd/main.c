@@ -1,11 +1,17 @@
 /*
  * main.c -- start-up, the loop, and an orderly shutdown.
  *
- * Start-up: options, logging, signals into a signalfd, subreaper, the HTTP
- * server, then the loop.  Shutdown on SIGTERM or SIGINT (Taler's order):
- * stop accepting and end every open stream with a final event; SIGTERM to
- * every child, SIGKILL after the grace period; keep looping until streams
- * are flushed and children reaped (or a deadline passes); stop MHD; exit 0.
+ * Every module that keeps state keeps it in its own file and is started
+ * here, by name, in the one order main() lists (tmux's server_start):
+ * options, logging, signals into a signalfd, subreaper, the HTTP server,
+ * the worker threads and ZeroMQ's, the sandbox, the runtime directories,
+ * then the modules of the domain, lowest first, and the loop.  Shutdown
+ * on SIGTERM or SIGINT (Taler's order): stop accepting and end every open
+ * stream with a final event; end sessions, terminals and kernels; SIGTERM
+ * to every child, SIGKILL after the grace period; keep looping until
+ * streams are flushed and children reaped (or a deadline passes).  Then
+ * everything stops in the reverse order: requests first, the domain, the
+ * libraries' contexts, the loop; exit 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,8 +42,10 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "pty.h"
 #include "route.h"
 #include "sandbox.h"
+#include "session.h"
 #include "spawn.h"
 #include "work.h"
 #include "xmalloc.h"
@@ -46,9 +54,13 @@
 #define FINAL_WAIT_MS	2000
 #define WORKERS		2	/* threads for blocking file work */
 
-static struct execd	 app;
+static struct execd	 app;		/* what route handlers are handed */
+static bool		 stopping;
 static int		 sigfd = -1;
 static struct sandbox	*sandbox;	/* every child enters it */
+static void		*zctx;
+static struct kernel_conf kconf;
+static char		*cmd_dir;	/* output files, session code */
 
 static void	on_signal(struct loop *, int, void *, int, void *);
 static void	begin_shutdown(void);
@@ -60,7 +72,8 @@ static int	setup_signals(void);
 static void	print_routes(void);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
-static int	setup_kernels(struct conf *);
+static int	setup_dirs(struct conf *);
+static void	setup_contexts(const struct conf *);
 static void	setup_sandbox(const struct conf *);
 static int	setup_nss(void);
 
@@ -114,14 +127,13 @@ main(int argc, char **argv)
 	if ((rc = work_init(app.loop, WORKERS)) < 0)
 		fatalx("cannot start the worker threads: %s", strerror(-rc));
 	/* ZeroMQ starts its threads with the first socket: now. */
-	if ((app.zctx = zmq_ctx_new()) == NULL)
+	if ((zctx = zmq_ctx_new()) == NULL)
 		fatal("zmq_ctx_new");
-	zmq_close(zmq_socket(app.zctx, ZMQ_PAIR));
+	zmq_close(zmq_socket(zctx, ZMQ_PAIR));
 	/* After every thread of execd, before any child. */
 	setup_sandbox(&conf);
-	if (setup_kernels(&conf) < 0)
-		fatalx("cannot prepare the kernel runtime directory %s",
-		    conf.runtime_dir);
+	if (setup_dirs(&conf) < 0)
+		fatalx("cannot prepare the runtime directories");
 	/* Upload temporaries are recorded there; a crash's are removed. */
 	if (fs_atomic_journal(conf.runtime_dir, &nstale, err,
 	    sizeof(err)) < 0)
@@ -133,19 +145,30 @@ main(int argc, char **argv)
 	if (metrics_read(&metrics_src_system, &app.msample, err,
 	    sizeof(err)) < 0)
 		log_warnx("metrics: %s", err);
+	/* The domain, each module over the ones before it. */
+	command_init(app.loop, cmd_dir);
+	session_init(app.loop, cmd_dir, conf.grace_ms);
+	pty_init(app.loop);
+	setup_contexts(&conf);
 
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);
 	if ((rc = loop_run(app.loop)) < 0)
 		fatalx("event loop: %s", strerror(-rc));
 
-	work_shutdown();	/* before http_free: jobs answer requests */
+	/*
+	 * Requests first: a job on a worker answers one, and a stream reads
+	 * from the domain.  Then the domain, in the reverse of its start.
+	 */
+	work_shutdown();
 	http_free(app.http);
-	command_shutdown();
-	rmdir(app.cmd_dir);
-	free(app.cmd_dir);
 	context_set_free(app.contexts);
-	zmq_ctx_term(app.zctx);
+	pty_shutdown();
+	session_shutdown();
+	command_shutdown();
+	rmdir(cmd_dir);
+	free(cmd_dir);
+	zmq_ctx_term(zctx);
 	loop_free(app.loop);
 	close(sigfd);
 	sandbox_free(sandbox);
@@ -207,11 +230,12 @@ announce(const struct conf *c, unsigned port)
 }
 
 /*
- * The kernel layer: a ZeroMQ context, the runtime directory for
- * connection files (created 0700 if missing), the context registry.
+ * The runtime directory for kernels' connection files (created 0700 if
+ * missing), and this daemon's private directory for background command
+ * output and session code.
  */
 static int
-setup_kernels(struct conf *c)
+setup_dirs(struct conf *c)
 {
 	const char *e;
 	char err[512];
@@ -237,24 +261,29 @@ setup_kernels(struct conf *c)
 		log_warnx("%s", err);
 		return -1;
 	}
-	app.kconf = (struct kernel_conf){ .zctx = app.zctx,
+	e = getenv("TMPDIR");
+	cmd_dir = xasprintf("%s/execd-%ld", e != NULL && e[0] == '/' ? e :
+	    "/tmp", (long)getpid());
+	if (mkdir(cmd_dir, 0700) < 0 && errno != EEXIST) {
+		log_warn("%s", cmd_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* The context registry: kernels and the shells of bash contexts. */
+static void
+setup_contexts(const struct conf *c)
+{
+	kconf = (struct kernel_conf){ .zctx = zctx,
 	    .runtime_dir = c->runtime_dir,
 	    .transport = c->kernel_transport,
 	    .ready_timeout_ms = c->kernel_ready_s * 1000,
 	    .hb_interval_ms = 1000, .hb_misses = 3,
 	    .grace_ms = c->grace_ms, .max_restarts = 3,
 	    .max_frame = 64 << 20, .cgroup = &metrics_src_system };
-	app.contexts = context_set_new(app.loop, &app.kconf);
-	/* Background command output: a private directory of this daemon. */
-	e = getenv("TMPDIR");
-	app.cmd_dir = xasprintf("%s/execd-%ld", e != NULL && e[0] == '/' ? e :
-	    "/tmp", (long)getpid());
-	if (mkdir(app.cmd_dir, 0700) < 0 && errno != EEXIST) {
-		log_warn("%s", app.cmd_dir);
-		return -1;
-	}
-	command_init(app.loop, app.cmd_dir);
-	context_set_shell_dir(app.contexts, app.cmd_dir);
+	app.contexts = context_set_new(app.loop, &kconf);
+	context_set_shell_dir(app.contexts, cmd_dir);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];
@@ -265,7 +294,6 @@ setup_kernels(struct conf *c)
 		context_set_policy(app.contexts, pool, n < 8 ? (size_t)n : 8,
 		    c->idle_s);
 	}
-	return 0;
 }
 
 /* Print METHOD PATH lines, the served routes, for people and tests. */
@@ -395,7 +423,7 @@ on_signal(struct loop *l, int fd, void *zs, int rev, void *arg)
 			break;
 		case SIGTERM:
 		case SIGINT:
-			if (app.stopping) {
+			if (stopping) {
 				log_info("second signal: killing children "
 				    "now");
 				child_signal_all(SIGKILL);
@@ -418,12 +446,12 @@ begin_shutdown(void)
 {
 	int n;
 
-	app.stopping = true;
+	stopping = true;
 	http_shutdown(app.http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_set_shutdown(app.contexts);
-	route_session_shutdown();
-	route_pty_shutdown();
+	session_shutdown();
+	pty_shutdown();
 	n = child_signal_all(SIGTERM);
 	if (n > 0)
 		log_info("sent SIGTERM to %d children", n);
@@ -454,7 +482,7 @@ give_up(struct loop *l, uint64_t id, void *arg)
 static void
 check_done(struct loop *l, void *arg)
 {
-	if (!app.stopping)
+	if (!stopping)
 		return;
 	child_reap();
 	if (http_streams(app.http) == 0 && !child_any())

@@ -51,10 +51,12 @@ struct pty {
 	uint64_t	 t_grace;
 	pty_output_cb	*out_cb;
 	pty_exit_cb	*exit_cb;
+	pty_gone_cb	*gone_cb;
 	void		*arg;
 	struct pty	*next;
 };
 
+static struct loop	*L;
 static struct pty	*ptys;
 
 static int	spawn_pty(struct pty *, char **, char *, size_t);
@@ -69,15 +71,29 @@ static void	close_fds(struct pty *);
 static void	finish(struct pty *);
 static int	kill_session(pid_t, int);
 
+/* Remember the loop every session runs on. */
+void
+pty_init(struct loop *loop)
+{
+	L = loop;
+}
+
+/* Free every session (shutdown). */
+void
+pty_shutdown(void)
+{
+	while (ptys != NULL)
+		pty_free(ptys, "execd is shutting down");
+}
+
 /* A registered session without a shell. */
 struct pty *
-pty_new(struct loop *loop, const char *cwd, const char *command,
-    size_t ring_cap)
+pty_new(const char *cwd, const char *command, size_t ring_cap)
 {
 	struct pty *p = xcalloc(1, sizeof(*p));
 	uuid_t u;
 
-	p->loop = loop;
+	p->loop = L;
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, p->id);
 	p->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
@@ -100,14 +116,16 @@ pty_find(const char *id)
 	return NULL;
 }
 
-/* Kill, close and unregister; no callback runs. */
+/* Tell the watcher, kill, close and unregister. */
 void
-pty_free(struct pty *p)
+pty_free(struct pty *p, const char *why)
 {
 	struct pty **pp;
 
 	if (p == NULL)
 		return;
+	if (p->gone_cb != NULL)
+		p->gone_cb(p, why, p->arg);
 	for (pp = &ptys; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == p) {
 			*pp = p->next;
@@ -128,21 +146,22 @@ pty_free(struct pty *p)
 	free(p);
 }
 
-/* Free every session (shutdown). */
+/* Set the one watcher of output, exit and the end. */
 void
-pty_free_all(void)
-{
-	while (ptys != NULL)
-		pty_free(ptys);
-}
-
-/* Set the one watcher of output and exit. */
-void
-pty_watch(struct pty *p, pty_output_cb *out, pty_exit_cb *ex, void *arg)
+pty_watch(struct pty *p, pty_output_cb *out, pty_exit_cb *ex,
+    pty_gone_cb *gone, void *arg)
 {
 	p->out_cb = out;
 	p->exit_cb = ex;
+	p->gone_cb = gone;
 	p->arg = arg;
+}
+
+/* The watcher's arg. */
+void *
+pty_watcher(const struct pty *p)
+{
+	return p->arg;
 }
 
 /* Start the shell once; see pty.h. */

@@ -42,22 +42,34 @@ typedef void pty_output_cb(struct pty *, int stream, const char *p,
 typedef void pty_exit_cb(struct pty *, int code, void *arg);
 
 /*
+ * The session is being freed (pty_free, or shutdown), for the reason why:
+ * the watcher lets go of it.  Called once; no callback follows.
+ */
+typedef void pty_gone_cb(struct pty *, const char *why, void *arg);
+
+/* Start the registry; its sessions run on loop. */
+void		 pty_init(struct loop *);
+/* pty_free() every session, saying execd is shutting down. */
+void		 pty_shutdown(void);
+/*
  * A new session, registered under a fresh id, whose shell will start in
  * cwd (NULL: execd's) and run command (NULL: interactive), keeping the
  * last ring_cap bytes of output.  Never NULL.
  */
-struct pty	*pty_new(struct loop *, const char *cwd, const char *command,
-		    size_t ring_cap);
+struct pty	*pty_new(const char *cwd, const char *command, size_t ring_cap);
 /* The session with this id, or NULL. */
 struct pty	*pty_find(const char *id);
-/* SIGKILL the shell's group, close everything, unregister.  NULL ok. */
-void		 pty_free(struct pty *);
-/* pty_free() every session (shutdown). */
-void		 pty_free_all(void);
+/*
+ * Tell the watcher why (its gone callback), SIGKILL the shell's group,
+ * close everything, unregister.  NULL ok.
+ */
+void		 pty_free(struct pty *, const char *why);
 
 /* The one watcher, replacing any before; callbacks NULL: none. */
 void		 pty_watch(struct pty *p, pty_output_cb *out, pty_exit_cb *ex,
-		    void *arg);
+		    pty_gone_cb *gone, void *arg);
+/* The arg of the watcher, NULL if none. */
+void		*pty_watcher(const struct pty *);
 
 /*
  * Spawn the shell, on a terminal or (pipe) on pipes.  0; -EALREADY if a

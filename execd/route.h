@@ -41,15 +41,12 @@ void	route_interrupt(struct http_req *);
 void	route_session_create(struct http_req *);
 void	route_session_run(struct http_req *);
 void	route_session_delete(struct http_req *);
-int	route_session_kill(const char *id);	/* 0 or -ENOENT */
-void	route_session_shutdown(void);
 
 /* route_pty.c: interactive terminals over WebSocket. */
 void	route_pty_create(struct http_req *);
 void	route_pty_get(struct http_req *);
 void	route_pty_delete(struct http_req *);
 void	route_pty_ws(struct http_req *);
-void	route_pty_shutdown(void);
 
 /* route_fs.c: files and directories, answered in JSON. */
 void	route_files_info(struct http_req *);

@@ -774,7 +774,7 @@ route_interrupt(struct http_req *req)
 	}
 	if ((c = command_find(id)) == NULL) {
 		/* As upstream: a session id deletes the session. */
-		if (route_session_kill(id) == 0)
+		if (session_close(id) == 0)
 			http_reply_empty(req);
 		else
 			http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,

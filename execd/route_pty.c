@@ -72,7 +72,6 @@ struct term {
 	struct client	*clients;	/* every client, upgraded or not */
 	struct client	*writer;	/* the attached writer */
 	struct client	*claim;		/* a writer whose 101 is on its way */
-	struct term	*next;
 };
 
 struct client {
@@ -93,9 +92,8 @@ struct client {
 	struct client		*dnext;		/* in dead */
 };
 
-static struct term	*terms;
 static struct client	*dead;
-static bool		 hooked;
+static uint64_t		 t_sweep;	/* frees the dead, once armed */
 
 static const struct body_field create_fields[] = {
 	{ "cwd", BODY_STRING, 0 },
@@ -108,7 +106,7 @@ static const struct ws_conf client_conf = {
 };
 
 static struct term	*find(const char *);
-static void		 term_free(struct term *, const char *);
+static void		 on_gone(struct pty *, const char *, void *);
 static void		 unlink_client(struct client *);
 static void		 on_upgraded(struct http_upgrade *, int, const char *,
 			    size_t, void *);
@@ -119,7 +117,7 @@ static void		 on_end(struct ws *, void *);
 static void		 on_output(struct pty *, int, const char *, size_t,
 			    void *);
 static void		 on_exit_shell(struct pty *, int, void *);
-static void		 sweep(struct loop *, void *);
+static void		 sweep(struct loop *, uint64_t, void *);
 static void		 attach(struct client *);
 static void		 send_frame(struct client *, const struct frame *);
 static void		 send_error(struct client *, const char *,
@@ -129,14 +127,13 @@ static void		 send_exit(struct client *, int, const char *);
 static void		 write_stdin(struct client *, const char *, size_t);
 static void		 control(struct client *, const char *, size_t);
 
-/* The terminal with this id, or NULL. */
+/* The terminal with this id (pty.c's registry), or NULL. */
 static struct term *
 find(const char *id)
 {
-	for (struct term *t = terms; t != NULL; t = t->next)
-		if (strcmp(pty_id(t->pty), id) == 0)
-			return t;
-	return NULL;
+	struct pty *p = pty_find(id);
+
+	return p != NULL ? pty_watcher(p) : NULL;
 }
 
 /* POST /pty [{"cwd","command"}]: 201 {"session_id"}; no shell yet. */
@@ -176,11 +173,9 @@ route_pty_create(struct http_req *req)
 		}
 	}
 	t = xcalloc(1, sizeof(*t));
-	t->pty = pty_new(app->loop, cwd[0] ? path : NULL, cmd[0] ? cmd : NULL,
+	t->pty = pty_new(cwd[0] ? path : NULL, cmd[0] ? cmd : NULL,
 	    app->conf->pty_replay);
-	pty_watch(t->pty, on_output, on_exit_shell, t);
-	t->next = terms;
-	terms = t;
+	pty_watch(t->pty, on_output, on_exit_shell, on_gone, t);
 	http_reply_json(req, 201, json_pack("{s:s}", "session_id",
 	    pty_id(t->pty)));
 }
@@ -219,27 +214,21 @@ route_pty_delete(struct http_req *req)
 		    "pty session %s not found", id);
 		return;
 	}
-	term_free(t, "session deleted");
+	pty_free(t->pty, "session deleted");
 	http_reply_empty(req);
 }
 
 /*
- * Kill the terminal and free it: clients on a socket get exit -1 and a
- * close with reason; those whose 101 is on its way learn it in
- * on_upgraded (c->t is NULL by then).
+ * The terminal is being freed (deleted, or execd stops): clients on a
+ * socket get exit -1 and a close with reason; those whose 101 is on its
+ * way learn it in on_upgraded (c->t is NULL by then).
  */
 static void
-term_free(struct term *t, const char *why)
+on_gone(struct pty *p, const char *why, void *arg)
 {
-	struct term **pp;
+	struct term *t = arg;
 	struct client *c;
 
-	for (pp = &terms; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == t) {
-			*pp = t->next;
-			break;
-		}
-	}
 	while ((c = t->clients) != NULL) {
 		t->clients = c->next;
 		c->next = NULL;
@@ -248,17 +237,7 @@ term_free(struct term *t, const char *why)
 			send_exit(c, -1, why);
 		c->live = c->waiting = false;
 	}
-	pty_free(t->pty);
 	free(t);
-}
-
-/* Delete every terminal (shutdown). */
-void
-route_pty_shutdown(void)
-{
-	while (terms != NULL)
-		term_free(terms, "execd is shutting down");
-	pty_free_all();
 }
 
 /* A WebSocket handshake's accept value, or -1 with why set. */
@@ -345,10 +324,6 @@ route_pty_ws(struct http_req *req)
 	}
 	c->next = t->clients;
 	t->clients = c;
-	if (!hooked) {
-		loop_on_before_poll(app->loop, sweep, NULL);
-		hooked = true;
-	}
 	http_reply_upgrade(req, hdrs, on_upgraded, on_http_shutdown, c);
 }
 
@@ -375,7 +350,11 @@ unlink_client(struct client *c)
 	c->live = c->waiting = false;
 }
 
-/* Free c before the next poll (never inside its own callbacks). */
+/*
+ * Free c on the next turn of the loop, never inside its own callbacks: a
+ * timer of 0 ms, armed by the first of the dead, waits for the next
+ * iteration.
+ */
 static void
 bury(struct client *c)
 {
@@ -385,14 +364,17 @@ bury(struct client *c)
 	c->dead = true;
 	c->dnext = dead;
 	dead = c;
+	if (t_sweep == 0)
+		t_sweep = loop_timer_add(c->loop, 0, sweep, NULL);
 }
 
-/* Before each poll: free the clients that ended, closing sockets. */
+/* Free the clients that ended, closing sockets. */
 static void
-sweep(struct loop *l, void *arg)
+sweep(struct loop *l, uint64_t id, void *arg)
 {
 	struct client *c;
 
+	t_sweep = 0;
 	while ((c = dead) != NULL) {
 		dead = c->dnext;
 		ws_free(c->ws);
@@ -692,7 +674,7 @@ on_end(struct ws *ws, void *arg)
 	bury(arg);
 }
 
-/* execd stops: close at once (the terminals go in route_pty_shutdown). */
+/* execd stops: close at once (the terminals go in pty_shutdown()). */
 static void
 on_http_shutdown(struct http_upgrade *u, void *arg)
 {

@@ -26,18 +26,11 @@
 #include "session.h"
 #include "xmalloc.h"
 
-struct entry {
-	struct session	*s;
-	struct entry	*next;
-};
-
 struct srun_watch {
 	struct session		*s;
 	struct outstream	 out;
 	bool			 running;
 };
-
-static struct entry	*sessions;
 
 static const struct body_field create_fields[] = {
 	{ "cwd", BODY_STRING, 0 },
@@ -48,15 +41,6 @@ static const struct body_field run_fields[] = {
 	{ "cwd", BODY_STRING, 0 },
 	{ "timeout", BODY_INT, 0 },
 };
-
-static struct session *
-find(const char *id)
-{
-	for (struct entry *e = sessions; e != NULL; e = e->next)
-		if (strcmp(session_id(e->s), id) == 0)
-			return e->s;
-	return NULL;
-}
 
 /* Resolve a cwd; on failure reply 400 and return -1. */
 static int
@@ -73,11 +57,9 @@ resolve(struct http_req *req, const char *cwd, char *out, size_t outlen)
 void
 route_session_create(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	json_t *body = http_req_json(req);
 	char path[PATH_MAX] = "", err[PATH_MAX + 128];
 	const char *cwd;
-	struct entry *e;
 	struct session *s;
 	bool created;
 
@@ -99,16 +81,12 @@ route_session_create(struct http_req *req)
 			return;
 		}
 	}
-	if ((s = session_new(app->loop, app->cmd_dir, cwd[0] ? path : NULL,
-	    app->conf->grace_ms, err, sizeof(err))) == NULL) {
+	if ((s = session_open(cwd[0] ? path : NULL, err, sizeof(err))) ==
+	    NULL) {
 		http_reply_error(req, 500, HTTP_E_RUNTIME, "error creating "
 		    "session. %s", err);
 		return;
 	}
-	e = xcalloc(1, sizeof(*e));
-	e->s = s;
-	e->next = sessions;
-	sessions = e;
 	http_reply_json(req, 200, json_pack("{s:s}", "session_id",
 	    session_id(s)));
 }
@@ -164,7 +142,7 @@ route_session_run(struct http_req *req)
 	json_t *body = http_req_json(req);
 	const char *id = http_req_param(req, "sessionId"), *cwd;
 	char path[PATH_MAX] = "", err[512];
-	struct session *s = find(id);
+	struct session *s = session_find(id);
 	struct srun_watch *w;
 	struct sse_stream *stream;
 	struct stat st;
@@ -215,40 +193,10 @@ route_session_delete(struct http_req *req)
 {
 	const char *id = http_req_param(req, "sessionId");
 
-	if (route_session_kill(id) < 0) {
+	if (session_close(id) < 0) {
 		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
 		    "session %s not found", id);
 		return;
 	}
 	http_reply_empty(req);
-}
-
-/* Delete session id; 0, or -ENOENT. */
-int
-route_session_kill(const char *id)
-{
-	for (struct entry **pp = &sessions; *pp != NULL; pp = &(*pp)->next) {
-		struct entry *e = *pp;
-
-		if (strcmp(session_id(e->s), id) == 0) {
-			*pp = e->next;
-			session_free(e->s);
-			free(e);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-/* Shutdown: every session's shell goes. */
-void
-route_session_shutdown(void)
-{
-	struct entry *e;
-
-	while ((e = sessions) != NULL) {
-		sessions = e->next;
-		session_free(e->s);
-		free(e);
-	}
 }

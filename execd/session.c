@@ -1,7 +1,8 @@
 /*
  * session.c -- one long-lived bash per session (see session.h for the
- * protocol).  This file owns the shell process, its pipes and the run
- * queue; HTTP and events are route_session.c's.
+ * protocol).  This file owns the shell process, its pipes, the run
+ * queue and the registry of the sessions clients opened; HTTP and events
+ * are route_session.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,13 @@ struct session {
 	bool		 active;
 	bool		 timed_out;
 	uint64_t	 t_timeout, t_kill;
+	struct session	*next;		/* in the registry */
 };
+
+static struct loop	*reg_loop;
+static char		*reg_dir;
+static unsigned		 reg_grace_ms;
+static struct session	*registry;
 
 static int	start_shell(struct session *, char *, size_t);
 static void	stop_shell(struct session *);
@@ -59,6 +66,73 @@ static void	on_exit_shell(pid_t, int, void *);
 static void	on_timeout(struct loop *, uint64_t, void *);
 static void	on_kill(struct loop *, uint64_t, void *);
 static int	signal_descendants(pid_t, int);
+
+/* Remember what registered sessions are made with. */
+void
+session_init(struct loop *loop, const char *dir, unsigned grace_ms)
+{
+	reg_loop = loop;
+	reg_dir = xstrdup(dir);
+	reg_grace_ms = grace_ms;
+}
+
+/* Every registered session goes, its runs ended. */
+void
+session_shutdown(void)
+{
+	struct session *s;
+
+	while ((s = registry) != NULL) {
+		registry = s->next;
+		session_free(s);
+	}
+	free(reg_dir);
+	reg_dir = NULL;
+}
+
+/* A new session, registered. */
+struct session *
+session_open(const char *cwd, char *err, size_t errlen)
+{
+	struct session *s;
+
+	if (reg_dir == NULL) {
+		snprintf(err, errlen, "execd is shutting down");
+		return NULL;
+	}
+	if ((s = session_new(reg_loop, reg_dir, cwd, reg_grace_ms, err,
+	    errlen)) == NULL)
+		return NULL;
+	s->next = registry;
+	registry = s;
+	return s;
+}
+
+/* A registered session by id. */
+struct session *
+session_find(const char *id)
+{
+	for (struct session *s = registry; s != NULL; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+/* Unregister and free a session by id. */
+int
+session_close(const char *id)
+{
+	struct session *s, **pp;
+
+	for (pp = &registry; (s = *pp) != NULL; pp = &s->next) {
+		if (strcmp(s->id, id) == 0) {
+			*pp = s->next;
+			session_free(s);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
 
 /* A new session with its shell running; see session.h. */
 struct session *

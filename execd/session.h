@@ -9,7 +9,11 @@
  * output cannot fake the end of a run.  If the shell itself ends (exit,
  * exec, set -e), the run ends with that status and the session starts a
  * fresh shell and says it was reset.  Runs on one session queue in order.
- * Loop thread only.
+ *
+ * The sessions clients open (POST /session) are kept in this module's
+ * registry, by id, from session_open() until session_close() or
+ * session_shutdown(); a code context's shell is made with session_new()
+ * and belongs to its context alone.  Loop thread only.
  */
 #ifndef EXECD_SESSION_H
 #define EXECD_SESSION_H
@@ -30,6 +34,20 @@ typedef void session_output_cb(int stream, const char *p, size_t n,
  */
 typedef void session_done_cb(int status, bool timed_out, const char *reset,
     void *arg);
+
+/*
+ * Start the registry: its sessions run on loop, keep their code files in
+ * dir and give a timed-out run grace_ms between SIGTERM and SIGKILL.
+ */
+void		 session_init(struct loop *, const char *dir, unsigned grace_ms);
+/* session_free() every registered session (shutdown). */
+void		 session_shutdown(void);
+/* A new registered session whose shell starts in cwd; NULL on failure. */
+struct session	*session_open(const char *cwd, char *err, size_t errlen);
+/* The registered session with this id, or NULL. */
+struct session	*session_find(const char *id);
+/* Unregister and session_free() the session id.  0, or -ENOENT. */
+int		 session_close(const char *id);
 
 /* A session whose shell starts in cwd (NULL: execd's); NULL on failure. */
 struct session	*session_new(struct loop *, const char *dir, const char *cwd,

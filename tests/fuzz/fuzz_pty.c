@@ -31,6 +31,8 @@
 #define pty_signal		fz_pty_signal
 #define pty_resize		fz_pty_resize
 #define pty_id			fz_pty_id
+#define pty_find		fz_pty_find
+#define pty_watcher		fz_pty_watcher
 #define pty_state		fz_pty_state
 #define ws_send			fz_ws_send
 #define ws_close		fz_ws_close
@@ -42,7 +44,7 @@
 #define http_req_app		fz_http_req_app
 #define http_reply_error	fz_http_reply_error
 #define http_reply_upgrade	fz_http_reply_upgrade
-#define loop_on_before_poll	fz_loop_on_before_poll
+#define loop_timer_add		fz_loop_timer_add
 #include "../../execd/route_pty.c"
 
 struct pty {
@@ -63,6 +65,7 @@ static struct {
 } f;
 
 static struct pty	 the_pty;
+static struct term	*the_term;	/* what the registry finds */
 static struct execd	 app;
 static struct conf	 conf;
 
@@ -97,6 +100,18 @@ const char *
 fz_pty_id(const struct pty *p)
 {
 	return "t1";
+}
+
+struct pty *
+fz_pty_find(const char *id)
+{
+	return the_term != NULL ? &the_pty : NULL;
+}
+
+void *
+fz_pty_watcher(const struct pty *p)
+{
+	return the_term;
 }
 
 enum pty_state
@@ -218,9 +233,10 @@ fz_http_reply_upgrade(struct http_req *req, const char *const *headers,
 	f.upgraded = arg;
 }
 
-void
-fz_loop_on_before_poll(struct loop *l, loop_hook_cb *cb, void *arg)
+uint64_t
+fz_loop_timer_add(struct loop *l, uint64_t ms, loop_timer_cb *cb, void *arg)
 {
+	return 1;
 }
 
 /* The signal a name stands for, or 0. */
@@ -325,7 +341,7 @@ check_query(void)
 	const char *v;
 	struct client *c;
 
-	terms = &t;
+	the_term = &t;
 	route_pty_ws(NULL);
 	CHECK(f.nerrors == 0);
 	CHECK((c = f.upgraded) != NULL);
@@ -341,7 +357,7 @@ check_query(void)
 	unlink_client(c);
 	CHECK(t.clients == NULL && t.claim == NULL);
 	free(c);
-	terms = NULL;
+	the_term = NULL;
 }
 
 int
