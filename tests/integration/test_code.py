@@ -482,3 +482,106 @@ def test_rss_stays_flat_while_a_slow_client_reads_a_huge_run():
         # stays short.  Unbounded, this was 300 MB.
         grew = max(peak) - base
         assert grew < 64 << 10, "execd grew by %d KiB" % grew
+
+
+# Delays after init at which DELETE /code is sent, in ms: the upstream SDK
+# tests interrupt from inside their init handler, and ipykernel loses a
+# SIGINT that comes before it runs the cell, or goes idle without ever
+# replying to one that comes just as it starts it.
+INIT_DELAYS_MS = (0, 0.5, 1, 1.5, 2, 3, 4, 5)
+RUN_BOUND = 20      # seconds in which every interrupted run must end
+
+
+def interrupt_after_init(d, cid, code, delay_ms):
+    """POST code to context cid and send DELETE /code?id=cid delay_ms after
+    the init event; returns (events, DELETE status, seconds from the
+    DELETE to the end of the stream).  Fails if the run outlives
+    RUN_BOUND."""
+    c = d.conn(timeout=RUN_BOUND)
+    c.request("POST", "/code", body=json.dumps(
+        {"code": code, "context": {"id": cid}}),
+        headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.read()
+    # Connected and written ahead, so the DELETE leaves at once.
+    s = socket.create_connection((d.host, d.port), 5)
+    req = ("DELETE /code?id=%s HTTP/1.1\r\nHost: execd\r\n"
+           "Connection: close\r\n\r\n" % cid).encode()
+    evs = []
+    while not evs or evs[-1]["type"] != "init":
+        line = r.readline()
+        assert line, "the stream ended before init"
+        if line.strip():
+            evs.append(json.loads(line))
+    t_init = time.monotonic()
+    while time.monotonic() - t_init < delay_ms / 1000.0:
+        pass            # sub-millisecond: no sleep is that fine
+    s.sendall(req)
+    t_del = time.monotonic()
+    got = b""
+    while b"\r\n" not in got:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    s.close()
+    status = int(got.split(b" ")[1]) if got.count(b" ") >= 1 else 0
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if line.strip():
+            evs.append(json.loads(line))
+        assert time.monotonic() - t_del < RUN_BOUND, (
+            "the run did not end within %d s: %s" % (RUN_BOUND, kinds(evs)))
+    took = time.monotonic() - t_del
+    c.close()
+    return evs, status, took
+
+
+def sweep_interrupts_after_init(d, cid, code, next_code, next_out, trials,
+                                settle=0.0):
+    """Every delay in INIT_DELAYS_MS, trials times: the run ends within
+    RUN_BOUND with an error and without its end marker, and the context
+    then runs next_code normally.  First, uninterrupted, code must print
+    its end marker (or the sweep would prove nothing)."""
+    st, evs = run_code(d, code, id=cid, timeout=RUN_BOUND)
+    assert texts(evs, "stdout") == "cell-end\n", evs
+    for delay in INIT_DELAYS_MS:
+        for i in range(trials):
+            where = "delay %.1f ms, trial %d" % (delay, i + 1)
+            evs, st, took = interrupt_after_init(d, cid, code, delay)
+            assert st == 200, (where, st)
+            k = kinds(evs)
+            assert "cell-end" not in texts(evs, "stdout"), (where, k)
+            assert "error" in k, (where, k)
+            errs = [e["error"] for e in evs if e["type"] == "error"]
+            assert all(e["ename"] != "KernelError" for e in errs), (
+                where, errs)    # interrupted, not restarted
+            assert k[-1] == "execution_complete", (where, k)
+            time.sleep(settle)
+            st, evs = run_code(d, next_code, id=cid, timeout=RUN_BOUND)
+            assert st == 200 and texts(evs, "stdout") == next_out, (
+                where, evs)
+            assert kinds(evs)[-1] == "execution_complete", (where, evs)
+
+
+def test_interrupt_right_after_init_python():
+    with Execd() as d:
+        c = new_context(d)
+        run_code(d, "import time", id=c["id"])
+        sweep_interrupts_after_init(
+            d, c["id"], "for i in range(15):\n    time.sleep(0.2)\n"
+            "print('cell-end')", "print('next-ok')", "next-ok\n", trials=4)
+
+
+def test_interrupt_right_after_init_javascript():
+    from test_code_js import FAILED_RUN_SETTLE, daemon
+    with daemon() as d:
+        c = new_context(d, "javascript")
+        run_code(d, "let n = 0", id=c["id"])
+        sweep_interrupts_after_init(
+            d, c["id"], "{\n  const t0 = Date.now();\n"
+            "  while (Date.now() - t0 < 3000) {}\n"
+            "  console.log('cell-end');\n}", "console.log('next-ok')",
+            "next-ok\n", trials=3, settle=FAILED_RUN_SETTLE)
