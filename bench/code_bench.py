@@ -38,6 +38,21 @@ socket for Jupyter Server's WebSocket.
       line.  Prints "nopool_med nopool_min pool_med pool_min pool_max" in
       microseconds.
 
+  code_bench.py interrupt EXECD N
+      Start EXECD with a python context and attach the bare ZeroMQ
+      client to its kernel, as for exec.  N times on each side (after one
+      warm-up each), alternating, a sleeping cell ("import time;
+      time.sleep(30)") is interrupted once it has run for INT_AFTER
+      seconds:
+        execd       POST /code, then DELETE /code?id= on a second
+                    connection; the time from sending the DELETE to the
+                    end of the stream (its final event);
+        zmq         execute_request, then SIGINT to the kernel's process
+                    (found by its connection file among execd's
+                    children); the time from the signal to the iopub
+                    status idle of that request.
+      Prints "execd_med execd_min zmq_med zmq_min" in microseconds.
+
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM; every context and kernel
 created here is deleted.
@@ -51,6 +66,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import socket
 import statistics
 import struct
@@ -68,6 +84,8 @@ WARMUPS = 10
 BLOCK = 10          # round trips per side before switching sides
 TIMEOUT = 30        # seconds, for one reply or one readiness wait
 CODE = "1+1"
+SLEEP_CODE = "import time; time.sleep(30)"
+INT_AFTER = 0.3     # seconds a sleeping cell runs before its interrupt
 READY_TIMEOUT = 60  # seconds for a pool kernel to be ready
 
 QUICKACK = getattr(socket, "TCP_QUICKACK", 12)
@@ -203,6 +221,30 @@ class ZmqClient:
         while self.poller.poll(0):
             for sock, _ in self.poller.poll(0):
                 sock.recv_multipart()
+
+    def wait_idle(self, msg_id, timeout=TIMEOUT):
+        """Until the iopub status idle of msg_id; whatever the reply."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                die("zmq: no idle for %s" % msg_id)
+            for sock, _ in self.poller.poll(left * 1000):
+                h, p, content = self.split(sock.recv_multipart())
+                if (sock is self.iopub and p.get("msg_id") == msg_id
+                        and h["msg_type"] == "status"
+                        and b'"idle"' in content):
+                    return
+
+    def interrupted(self, pid):
+        """A sleeping cell, SIGINT after INT_AFTER: signal to idle, us."""
+        content = dict(execute_content(), code=SLEEP_CODE)
+        mid = self.send("execute_request", content)
+        time.sleep(INT_AFTER)
+        t0 = now_us()
+        os.kill(pid, signal.SIGINT)
+        self.wait_idle(mid)
+        return now_us() - t0
 
     def round_trip(self):
         t0 = now_us()
@@ -511,6 +553,78 @@ def cmd_exec(binary, n, tmp):
             ex.close()
 
 
+def kernel_of(ex, connection_file):
+    """The pid of execd's child that runs the kernel of connection_file."""
+    for pid in benchlib.children(ex.proc.pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if connection_file.encode() in argv:
+            return pid
+    die("no child of execd runs the kernel of %s" % connection_file)
+
+
+def execd_interrupted(ex, ctx_id):
+    """POST a sleeping cell, DELETE /code after INT_AFTER: DELETE to the
+    end of the stream, us."""
+    body = json.dumps({"code": SLEEP_CODE, "context": {"id": ctx_id}})
+    c = ex.conn
+    c.request("POST", "/code", body=body,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        die("execd: POST /code: %d %r" % (r.status, r.read()[:400]))
+    d = http.client.HTTPConnection("127.0.0.1", ex.port, timeout=TIMEOUT)
+    d.connect()
+    time.sleep(INT_AFTER)
+    t0 = now_us()
+    d.request("DELETE", "/code?id=" + ctx_id)
+    dr = d.getresponse()
+    dr.read()
+    data = r.read()
+    t1 = now_us()
+    d.close()
+    if dr.status != 200 or b'"KeyboardInterrupt"' not in data or \
+            b'"execution_complete"' not in data:
+        die("execd: interrupted run: DELETE %d, %r" % (dr.status,
+                                                       data[-400:]))
+    return t1 - t0
+
+
+def cmd_interrupt(binary, n, tmp):
+    ex = zc = None
+    ctx_id = None
+    try:
+        ex = start_execd(binary, tmp, "execd", "--log-level", "warn")
+        ctx_id = ex.json("POST", "/code/context", {"language": "python"})["id"]
+        info = ex.json("GET", "/code/contexts/%s/connection" % ctx_id)
+        pid = kernel_of(ex, info["connection_file"])
+        zc = ZmqClient(info)
+        zc.ready()
+        ours, base = [], []
+        for i in range(n + 1):     # the first of each is a warm-up
+            t = execd_interrupted(ex, ctx_id)
+            zc.drain()
+            b = zc.interrupted(pid)
+            if i > 0:
+                ours.append(t)
+                base.append(b)
+        med = statistics.median
+        print("%d %d %d %d" % (med(ours), min(ours), med(base), min(base)))
+    finally:
+        if zc is not None:
+            zc.close()
+        if ex is not None:
+            if ctx_id is not None and ex.proc.poll() is None:
+                try:
+                    ex.request("DELETE", "/code/contexts/" + ctx_id)
+                except OSError:
+                    pass
+            ex.close()
+
+
 def log_count(ex, pattern):
     return len(re.findall(pattern, read(ex.log_path)))
 
@@ -610,6 +724,7 @@ def cmd_command(binary, n, tmp):
 if __name__ == "__main__":
     sys.exit(benchlib.main(sys.argv, {"exec": cmd_exec,
                                       "context": cmd_context,
-                                      "command": cmd_command},
-                           "usage: code_bench.py exec|context|command "
-                           "EXECD N\n"))
+                                      "command": cmd_command,
+                                      "interrupt": cmd_interrupt},
+                           "usage: code_bench.py exec|context|command|"
+                           "interrupt EXECD N\n"))

@@ -15,6 +15,7 @@
 # once, default 1000), BENCH_STREAM_MIB (MiB of output streamed through
 # POST /command, default 256), NGINX (nginx binary),
 # WRK (wrk binary), BENCH_FILE_MIB (size of the file rows, default 512),
+# BENCH_INTS (interrupted runs per side, default 20),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -70,6 +71,8 @@ START_MAX_MS=10      # PRODUCT.md: start to first /ping under 10 ms
 EXEC_MAX_RATIO=1.15  # PRODUCT.md: 1+1 within 1.15x of a bare round trip
 KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
 CODE_MAX_RATIO=1.15  # PRODUCT.md: POST /code within 1.15x of bare ZeroMQ
+INT_MAX_RATIO=1.2    # issue 15: an interrupt within 1.2x of a bare SIGINT
+INTS=${BENCH_INTS:-20}
 JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
 DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
@@ -486,6 +489,21 @@ RATIO=$(calc "sprintf(\"%.2f\", $CE_MED / $CJ_MED)")
 row "POST /code vs j-s one ws" "$(us_ms "$CE_MED" 2) ms" \
 	"$(us_ms "$CJ_MED" 2) ms one websocket" "$RATIO" "(information)" "-"
 
+# --- 8b: DELETE /code of a sleeping cell vs SIGINT from a bare client ------
+
+run_bg 300 "$T/code-int.out" "$T/code-int.log" \
+	"$KPY" "$HERE/code_bench.py" interrupt "$EXECD" "$INTS" ||
+	fail "interrupted runs: $(tail -c 600 "$T/code-int.log")"
+C_INT=$(cat "$T/code-int.out")
+# shellcheck disable=SC2086
+set -- $C_INT
+[ $# -eq 4 ] || fail "code_bench.py interrupt printed '$C_INT'"
+CI_MED=$1 CI_MIN=$2 CIZ_MED=$3 CIZ_MIN=$4
+RATIO=$(calc "sprintf(\"%.2f\", $CI_MED / $CIZ_MED)")
+row "DELETE /code to final event" "$(us_ms "$CI_MED" 2) ms" \
+	"$(us_ms "$CIZ_MED" 2) ms SIGINT to idle" "$RATIO" \
+	"ratio <= $INT_MAX_RATIO" "$(verdict_le "$RATIO" "$INT_MAX_RATIO")"
+
 # --- 9: POST /code/context, warm pool vs no pool ----------------------------
 
 run_bg 300 "$T/code-context.out" "$T/code-context.log" \
@@ -645,6 +663,10 @@ note "jupyter-server: 'one websocket' keeps one /api/kernels/{id}/channels" \
 	"the upstream daemon does.  The client acks at once (TCP_QUICKACK):" \
 	"jupyter-server writes without TCP_NODELAY, and a delayed ack would" \
 	"add ~40 ms to most of its runs"
+note "interrupt: a python time.sleep(30) cell interrupted after 0.3 s," \
+	"median of $INTS per side, alternating; fastest: execd" \
+	"$(us_ms "$CI_MIN" 2) ms (DELETE /code to the stream's end), bare zmq" \
+	"$(us_ms "$CIZ_MIN" 2) ms (SIGINT to the kernel to its iopub idle)"
 note "POST /code/context over $CTXS runs: with the pool min" \
 	"$(us_ms "$CP_MIN" 2) ms, max $(us_ms "$CP_MAX" 2) ms; without, min" \
 	"$(us_ms "$CN_MIN" 0) ms"
