@@ -595,3 +595,70 @@ def test_interrupt_right_after_init_javascript():
             "  while (Date.now() - t0 < 3000) {}\n"
             "  console.log('cell-end');\n}", "console.log('next-ok')",
             "next-ok\n", trials=3, settle=FAILED_RUN_SETTLE)
+
+
+def fake_kernel_daemon(tmp, interrupt_mode="signal"):
+    """An execd whose "fake" language is tests/fakekernel/ (a scriptable
+    kernel for the faults a real one will not produce on request)."""
+    import lib
+    d = os.path.join(tmp, "kernels", "fake")
+    os.makedirs(d)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump({"argv": ["/usr/bin/python3", os.path.join(
+            lib.ROOT, "tests", "fakekernel", "fakekernel.py"), "-f",
+            "{connection_file}"], "display_name": "Fake",
+            "language": "fake", "interrupt_mode": interrupt_mode}, f)
+    return Execd(env={"JUPYTER_PATH": tmp})
+
+
+def test_interrupted_kernel_that_never_replies_ends_the_run():
+    import tempfile
+    for mode in ("signal", "message"):
+        with tempfile.TemporaryDirectory() as tmp, \
+                fake_kernel_daemon(tmp, mode) as d:
+            c = new_context(d, "fake")
+            t0 = time.monotonic()
+            evs = interrupted_run(d, c["id"], "nointerrupt 0.5\nnoreply",
+                                  after=0.1)
+            assert time.monotonic() - t0 < 10, mode
+            k = kinds(evs)
+            assert k[-3:] == ["status", "error", "execution_complete"], k
+            err = [e for e in evs if e["type"] == "error"][0]["error"]
+            assert err["ename"] == "KeyboardInterrupt", err
+            assert err["evalue"] == "the kernel was interrupted", err
+            st, evs = run_code(d, "print next", id=c["id"])
+            assert texts(evs, "stdout") == "next\n", evs
+
+
+def test_reply_without_idle_ends_the_run_with_a_note():
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, fake_kernel_daemon(tmp) as d:
+        c = new_context(d, "fake")
+        st, evs = run_code(d, "print a\nnoidle", id=c["id"], timeout=20)
+        assert texts(evs, "stdout") == "a\n", evs
+        assert "output may be incomplete" in texts(evs, "stderr"), evs
+        assert kinds(evs)[-1] == "execution_complete", evs
+        assert "error" not in kinds(evs), evs
+
+
+def test_kernel_deaf_to_interrupts_is_restarted():
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, fake_kernel_daemon(tmp) as d:
+        c = new_context(d, "fake")
+        run_code(d, "print warm", id=c["id"])
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            d, "nointerrupt 60\nprint cell-end", id=c["id"], timeout=30)))
+        t.start()
+        time.sleep(0.3)
+        st, h, body = d.request("DELETE", "/code?id=" + c["id"])
+        assert st == 200, body
+        t.join(20)
+        assert not t.is_alive(), "the run did not end"
+        evs = out["r"][1]
+        assert "cell-end" not in texts(evs, "stdout"), evs
+        err = [e for e in evs if e["type"] == "error"][-1]["error"]
+        assert "interrupts" in err["evalue"], err
+        assert "restarted" in err["evalue"], err
+        st, evs = run_code(d, "print next", id=c["id"], timeout=60)
+        assert texts(evs, "stdout") == "next\n", evs
