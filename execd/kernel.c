@@ -14,6 +14,19 @@
  * parent_header.msg_id, and messages from other clients of the same
  * kernel (a Jupyter console attached to it) are ignored.
  *
+ * Every execution ends, whatever the kernel loses.  An interrupt is kept
+ * with the execution it is for: sent at once, sent again when the kernel
+ * shows that execution busy (ipykernel ignores SIGINT until it runs the
+ * cell, so an early one is lost), and again every INT_RESEND_MS while no
+ * sign of it comes (an error, the idle, the reply); after INT_TRIES the
+ * kernel is restarted, as jupyter_client does.  Idle without a reply
+ * (ipykernel, interrupted just as it starts a cell, never replies) ends
+ * the execution after a grace with a KeyboardInterrupt reply of our own;
+ * a reply without idle (a PUB socket drops what a slow subscriber does
+ * not take, silently) ends it once iopub has been quiet for a while, with
+ * a note on stderr that output may be missing.  A late reply or idle
+ * finds no execution and is ignored.
+ *
  * This file decides nothing about contexts, languages or HTTP.
  */
 #include <errno.h>
@@ -44,18 +57,35 @@
 #define TAIL_MAX	4096	/* stderr kept for error reports */
 #define NUDGE_MS	100	/* kernel_info retry, reply in, no iopub yet */
 #define ASK_AGAIN_MS	1000	/* kernel_info retry, no reply yet */
+#define INT_RESEND_MS	250	/* interrupt again while no sign of it */
+#define INT_TRIES	8	/* interrupts sent before a restart */
+#define IDLE_GRACE_MS	500	/* idle, no reply, interrupted */
+#define IDLE_WAIT_MS	5000	/* idle, no reply, not interrupted */
+#define QUIET_MS	1000	/* reply, no idle: iopub quiet this long */
+#define QUIET_ROUNDS	10	/* ... waited for at most this many times */
 
 enum kstate { K_STARTING, K_READY, K_STOPPING, K_GONE };
 
 /* Why execd itself killed the process, for the report. */
-enum kcause { C_NONE, C_SILENT, C_READY_TIMEOUT, C_HEARTBEAT };
+enum kcause {
+	C_NONE, C_SILENT, C_READY_TIMEOUT, C_HEARTBEAT, C_INTERRUPT
+};
 
 struct pending {
+	struct kernel		*k;
 	char			 id[33];
 	const struct kernel_exec_cb *cb;
 	void			*arg;
 	struct kp_msg		*reply;
 	bool			 idle;
+	bool			 busy;		/* the kernel runs it */
+	bool			 int_want;	/* interrupted by the caller */
+	bool			 int_seen;	/* the kernel showed it */
+	unsigned		 int_sent;
+	uint64_t		 t_grace;	/* half in, other half due */
+	unsigned		 quiet_rounds;
+	unsigned long		 n_iopub;	/* messages of it, so far */
+	unsigned long		 n_iopub_then;	/* ... at the last look */
 	struct pending		*next;
 };
 
@@ -92,6 +122,9 @@ struct kernel {
 	uint64_t			 oom_kills;	/* at launch */
 	bool				 draining;
 	struct pending			*pending;
+	uint64_t			 t_int;	/* the interrupt's resend */
+	char				 int_id[33];	/* ... for this one */
+	unsigned			 int_sent;	/* before a restart */
 };
 
 static int	 launch(struct kernel *, char *, size_t);
@@ -102,6 +135,10 @@ static void	 on_ready_timeout(struct loop *, uint64_t, void *);
 static void	 on_nudge(struct loop *, uint64_t, void *);
 static void	 on_hb(struct loop *, uint64_t, void *);
 static void	 on_stop_step(struct loop *, uint64_t, void *);
+static void	 on_int_resend(struct loop *, uint64_t, void *);
+static void	 on_grace(struct loop *, uint64_t, void *);
+static void	 free_pending(struct kernel *, struct pending *);
+static int	 send_interrupt(struct kernel *, struct pending *);
 static void	 handle(struct kernel *, enum kp_chan_id, struct kp_msg *);
 static void	 fail_pending(struct kernel *, const char *);
 static void	 teardown(struct kernel *);
@@ -514,8 +551,93 @@ maybe_done(struct kernel *k, struct pending *p)
 	k->restarts = 0;	/* it works: allow restarts again */
 	if (p->cb != NULL)
 		p->cb->done(k, p->reply, NULL, p->arg);
+	free_pending(k, p);
+}
+
+/* An execution's memory and timers; it is off the list already. */
+static void
+free_pending(struct kernel *k, struct pending *p)
+{
+	loop_timer_cancel(k->loop, p->t_grace);
+	if (k->t_int != 0 && strcmp(k->int_id, p->id) == 0) {
+		loop_timer_cancel(k->loop, k->t_int);
+		k->t_int = 0;
+	}
 	kp_msg_free(p->reply);
 	free(p);
+}
+
+/* Wait ms for the missing half of p (see on_grace). */
+static void
+arm_grace(struct kernel *k, struct pending *p, unsigned ms)
+{
+	loop_timer_cancel(k->loop, p->t_grace);
+	p->n_iopub_then = p->n_iopub;
+	p->t_grace = loop_timer_add(k->loop, ms, on_grace, p);
+}
+
+/*
+ * Half of an execution has been in for a while.  Read what waits on both
+ * sockets first (the other half may be there); then end it: without its
+ * reply, with a reply of our own (KeyboardInterrupt when interrupted);
+ * without its idle, once iopub has been quiet, with a note on stderr.
+ */
+static void
+on_grace(struct loop *l, uint64_t tid, void *arg)
+{
+	struct pending *p = arg;
+	struct kernel *k = p->k;
+	struct kp_msg *m;
+	char id[33];
+	json_t *c;
+
+	p->t_grace = 0;
+	memcpy(id, p->id, sizeof(id));
+	for (size_t i = 0; i < 2 && k->ch != NULL; i++)
+		on_sock(l, -1, kp_chan_socket(k->ch, i == 0 ? KP_SHELL :
+		    KP_IOPUB), LOOP_READ, k);
+	if (k->ch == NULL || (p = find_pending(k, id)) == NULL)
+		return;		/* ended meanwhile */
+	if (p->reply == NULL) {
+		log_warnx("kernel=%s execution %s: idle but no execute_reply: "
+		    "ending it", k->id, id);
+		if (p->int_want)
+			c = json_pack("{s:s, s:s, s:s, s:[s]}", "status",
+			    "error", "ename", "KeyboardInterrupt", "evalue",
+			    "the kernel was interrupted", "traceback",
+			    "KeyboardInterrupt: the kernel was interrupted "
+			    "and did not reply");
+		else
+			c = json_pack("{s:s, s:s, s:s, s:[]}", "status",
+			    "error", "ename", "KernelError", "evalue",
+			    "the kernel went idle without replying",
+			    "traceback");
+		p->reply = kp_msg_new("execute_reply", k->session, "execd", c,
+		    NULL);
+		if (p->reply == NULL)
+			fatalx("execute_reply of our own");
+		maybe_done(k, p);
+		return;
+	}
+	if (p->n_iopub != p->n_iopub_then &&
+	    ++p->quiet_rounds < QUIET_ROUNDS) {
+		arm_grace(k, p, QUIET_MS);	/* output still comes */
+		return;
+	}
+	log_warnx("kernel=%s execution %s: execute_reply but no idle: "
+	    "ending it", k->id, id);
+	m = kp_msg_new("stream", k->session, "execd", json_pack("{s:s, s:s}",
+	    "name", "stderr", "text", "\n[execd: the kernel replied but "
+	    "never reported idle; its output may be incomplete]\n"), NULL);
+	if (m == NULL)
+		fatalx("stream message of our own");
+	if (p->cb != NULL)
+		p->cb->output(k, m, p->arg);
+	kp_msg_free(m);
+	if (k->ch == NULL || (p = find_pending(k, id)) == NULL)
+		return;
+	p->idle = true;
+	maybe_done(k, p);
 }
 
 static void
@@ -542,6 +664,7 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 	const char *type = kp_msg_type(m), *parent = kp_msg_parent_id(m);
 	struct pending *p;
 	const char *st;
+	char id[33];
 
 	if (c == KP_IOPUB && k->state == K_STARTING) {
 		k->iopub_seen = true;
@@ -576,20 +699,38 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 			*p->reply = *m;
 			memset(m, 0, sizeof(*m));
 		}
+		snprintf(id, sizeof(id), "%s", p->id);
 		maybe_done(k, p);
+		if (k->ch != NULL && (p = find_pending(k, id)) != NULL &&
+		    !p->idle && p->t_grace == 0)
+			arm_grace(k, p, QUIET_MS);
 		return;
 	}
 	if (c != KP_IOPUB)
 		return;
+	p->n_iopub++;
 	if (strcmp(type, "status") == 0) {
 		st = json_string_value(json_object_get(m->content,
 		    "execution_state"));
-		if (st != NULL && strcmp(st, "idle") == 0) {
-			p->idle = true;
+		if (st != NULL && strcmp(st, "busy") == 0 && !p->busy) {
+			p->busy = true;
+			/* An interrupt that came too early: again, now. */
+			if (p->int_want && !p->int_seen)
+				send_interrupt(k, p);
+		} else if (st != NULL && strcmp(st, "idle") == 0 &&
+		    !p->idle) {
+			p->idle = p->int_seen = true;
+			snprintf(id, sizeof(id), "%s", p->id);
 			maybe_done(k, p);
+			if (k->ch != NULL && (p = find_pending(k, id)) !=
+			    NULL && p->reply == NULL)
+				arm_grace(k, p, p->int_want ? IDLE_GRACE_MS :
+				    IDLE_WAIT_MS);
 		}
 		return;
 	}
+	if (strcmp(type, "error") == 0)
+		p->int_seen = true;
 	if (p->cb != NULL)
 		p->cb->output(k, m, p->arg);
 }
@@ -675,6 +816,7 @@ kernel_execute(struct kernel *k, const char *code,
 		return rc;
 	}
 	p = xcalloc(1, sizeof(*p));
+	p->k = k;
 	snprintf(p->id, sizeof(p->id), "%s", kp_msg_id(m));
 	p->cb = cb;
 	p->arg = arg;
@@ -696,21 +838,80 @@ kernel_execute_forget(struct kernel *k, const char *id)
 		p->cb = NULL;
 }
 
-/* Interrupt what runs: SIGINT to the group, or interrupt_request. */
-int
-kernel_interrupt(struct kernel *k)
+/*
+ * One interrupt by interrupt_mode: SIGINT to the group, or
+ * interrupt_request on control.  For p (NULL: none of ours), counted, and
+ * sent again after INT_RESEND_MS unless a sign of it comes first.
+ */
+static int
+send_interrupt(struct kernel *k, struct pending *p)
 {
 	struct kp_msg *m;
 	int rc;
 
+	if (k->spec->interrupt_mode == KP_INTERRUPT_SIGNAL) {
+		rc = kill(-k->pid, SIGINT) < 0 ? -errno : 0;
+	} else {
+		m = kp_msg_interrupt_request(k->session);
+		rc = kp_chan_send(k->ch, KP_CONTROL, m);
+		kp_msg_free(m);
+	}
+	if (p == NULL)
+		return rc;
+	p->int_sent++;
+	loop_timer_cancel(k->loop, k->t_int);
+	snprintf(k->int_id, sizeof(k->int_id), "%s", p->id);
+	k->t_int = loop_timer_add(k->loop, INT_RESEND_MS, on_int_resend, k);
+	return rc;
+}
+
+/*
+ * No sign of the interrupt yet: send it again, or after INT_TRIES kill
+ * the kernel to start it anew (what it ran is lost either way).
+ */
+static void
+on_int_resend(struct loop *l, uint64_t tid, void *arg)
+{
+	struct kernel *k = arg;
+	struct pending *p;
+
+	k->t_int = 0;
+	if (k->state != K_READY || k->pid == 0 ||
+	    (p = find_pending(k, k->int_id)) == NULL || p->int_seen ||
+	    p->reply != NULL)
+		return;
+	if (p->int_sent < INT_TRIES) {
+		send_interrupt(k, p);
+		return;
+	}
+	log_warnx("kernel=%s no sign of %u interrupts: restarting it", k->id,
+	    p->int_sent);
+	k->int_sent = p->int_sent;
+	k->cause = C_INTERRUPT;
+	k->restart_after_exit = true;
+	k->state = K_STOPPING;
+	kill(-k->pid, SIGKILL);
+}
+
+/* Interrupt what runs; see kernel.h. */
+int
+kernel_interrupt(struct kernel *k)
+{
+	struct pending *p;
+
 	if (k->pid == 0 || k->state == K_GONE)
 		return -ESRCH;
-	if (k->spec->interrupt_mode == KP_INTERRUPT_SIGNAL)
-		return kill(-k->pid, SIGINT) < 0 ? -errno : 0;
-	m = kp_msg_interrupt_request(k->session);
-	rc = kp_chan_send(k->ch, KP_CONTROL, m);
-	kp_msg_free(m);
-	return rc;
+	if (k->state != K_READY || k->ch == NULL)
+		return send_interrupt(k, NULL);
+	/* The oldest execution still running is the kernel's current one. */
+	for (p = k->pending; p != NULL; p = p->next)
+		if (p->reply == NULL && !p->idle)
+			break;
+	if (p != NULL) {
+		p->int_want = true;
+		p->int_seen = false;
+	}
+	return send_interrupt(k, p);
 }
 
 /* End every pending execution with why. */
@@ -723,8 +924,7 @@ fail_pending(struct kernel *k, const char *why)
 		k->pending = p->next;
 		if (p->cb != NULL)
 			p->cb->done(k, NULL, why, p->arg);
-		kp_msg_free(p->reply);
-		free(p);
+		free_pending(k, p);
 	}
 }
 
@@ -744,7 +944,8 @@ teardown(struct kernel *k)
 	loop_timer_cancel(k->loop, k->t_nudge);
 	loop_timer_cancel(k->loop, k->t_hb);
 	loop_timer_cancel(k->loop, k->t_stop);
-	k->t_ready = k->t_nudge = k->t_hb = k->t_stop = 0;
+	loop_timer_cancel(k->loop, k->t_int);
+	k->t_ready = k->t_nudge = k->t_hb = k->t_stop = k->t_int = 0;
 	if (k->errfd >= 0) {
 		loop_del(k->loop, k->errfd, NULL);
 		close(k->errfd);
@@ -826,6 +1027,10 @@ reaped(pid_t pid, int st, void *arg)
 	else if (k->cause == C_HEARTBEAT)
 		snprintf(why, sizeof(why), "kernel %s stopped answering its "
 		    "heartbeat and was killed%s", k->spec->name, tail);
+	else if (k->cause == C_INTERRUPT)
+		snprintf(why, sizeof(why), "kernel %s showed no sign of %u "
+		    "interrupts and was %s", k->spec->name, k->int_sent,
+		    k->restart_after_exit ? "restarted" : "shut down");
 	else if (k->state == K_STOPPING)
 		snprintf(why, sizeof(why), "kernel %s %s", k->spec->name,
 		    k->restart_after_exit ? "restarted" : "shut down");

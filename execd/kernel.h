@@ -3,10 +3,13 @@
  * loop: launch from a kernelspec, readiness, executions, interrupt,
  * restart, shutdown, death.
  *
- * An execution is finished only when both its execute_reply (shell) and
- * its status "idle" (iopub) have arrived; iopub output with the
- * execution's msg_id as parent reaches the caller in order until then.
- * A kernel that dies ends every pending execution with the cause.
+ * An execution is finished when both its execute_reply (shell) and its
+ * status "idle" (iopub) have arrived; iopub output with the execution's
+ * msg_id as parent reaches the caller in order until then.  Every
+ * execution ends: idle without a reply ends it after a grace (as
+ * interrupted when it was), a reply without idle once iopub is quiet
+ * (with a note on stderr), and a kernel that dies ends every pending
+ * execution with the cause.
  * Loop thread only; callbacks are called from the loop.
  */
 #ifndef EXECD_KERNEL_H
@@ -90,7 +93,15 @@ int	kernel_execute(struct kernel *, const char *code,
 /* Stop delivering callbacks for execution id (its caller went away). */
 void	kernel_execute_forget(struct kernel *, const char *id);
 
-int	kernel_interrupt(struct kernel *);	/* by interrupt_mode */
+/*
+ * Interrupt by interrupt_mode (SIGINT, or interrupt_request on control).
+ * For an execution of ours it is kept until the kernel shows it (an
+ * error, the idle, the reply): sent again when the kernel starts it and
+ * while no sign comes; after a bounded number the kernel is restarted
+ * and the execution ends with why saying so.  0 or -errno (-ESRCH: no
+ * process).
+ */
+int	kernel_interrupt(struct kernel *);
 int	kernel_restart(struct kernel *);	/* fresh process, same object */
 /*
  * Orderly stop: shutdown_request, SIGTERM, SIGKILL, each after the grace

@@ -28,6 +28,10 @@ per line (blank lines and lines starting with '#' are skipped):
     idlefirst             status idle, then a stdout stream
                           "between-idle-and-reply\\n", then (at the end of
                           the cell) the execute_reply
+    noreply               status idle now, and no execute_reply, ever
+    latereply SECONDS     status idle now, the execute_reply SECONDS later
+                          (at the end of the cell), deaf to interrupts
+    nointerrupt SECONDS   a sleep that interrupts do not end
     input PROMPT          input_request on stdin, echo the value on stdout;
                           StdinNotImplementedError if allow_stdin is false
 
@@ -104,6 +108,7 @@ class Request:
         self.content = msg["content"]
         self.idle_done = False      # idle already published (idlefirst)
         self.no_idle = False        # never publish idle (noidle)
+        self.no_reply = False       # never send the reply (noreply)
 
 
 class Kernel:
@@ -414,6 +419,9 @@ class Kernel:
                        "execution_count": self.execution_count,
                        "ename": err.ename, "evalue": err.evalue,
                        "traceback": err.traceback}
+        if req.no_reply:
+            log("no execute_reply for this cell (noreply)")
+            return
         self.reply(req, "execute_reply", content,
                    metadata={"started": started, "status": content["status"],
                              "dependencies_met": True,
@@ -571,6 +579,34 @@ class Kernel:
         self.status("idle", req.header)
         req.idle_done = True
         self.stream(req, "stdout", "between-idle-and-reply\n")
+
+    def cmd_noreply(self, req, arg):
+        self.status("idle", req.header)
+        req.idle_done = True
+        req.no_reply = True
+
+    def cmd_latereply(self, req, arg):
+        self.status("idle", req.header)
+        req.idle_done = True
+        self.deaf_wait(arg)
+
+    def cmd_nointerrupt(self, req, arg):
+        self.deaf_wait(arg)
+
+    def deaf_wait(self, arg):
+        """Wait, serving control, forgetting every interrupt that comes."""
+        try:
+            secs = float(arg.strip())
+        except ValueError:
+            raise CellError("ValueError", "bad number %r" % arg) from None
+        deadline = time.monotonic() + secs
+        while True:
+            self.interrupted = False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.drain_control(int(min(left * 1000, POLL_MS)) + 1)
+        self.interrupted = False
 
     def cmd_input(self, req, arg):
         if not req.content.get("allow_stdin", False):

@@ -36,6 +36,7 @@ static struct seen {
 	int		 done;
 	char		 done_why[2048];
 	char		 reply_status[32];
+	char		 reply_ename[128];
 	char		 ename[128];
 	char		 out[1 << 16];	/* stream text and results, in order */
 	int		 nout;
@@ -110,6 +111,10 @@ done(struct kernel *k, const struct kp_msg *reply, const char *why,
 		snprintf(S.reply_status, sizeof(S.reply_status), "%s",
 		    json_string_value(json_object_get(reply->content,
 		    "status")) ?: "?");
+	if (reply != NULL)
+		snprintf(S.reply_ename, sizeof(S.reply_ename), "%s",
+		    json_string_value(json_object_get(reply->content,
+		    "ename")) ?: "");
 	if (why != NULL)
 		snprintf(S.done_why, sizeof(S.done_why), "%s", why);
 }
@@ -202,8 +207,25 @@ run(const char *code)
 	S.done = 0;
 	S.out[0] = '\0';
 	S.reply_status[0] = S.ename[0] = S.done_why[0] = '\0';
+	S.reply_ename[0] = '\0';
 	T_EQ_INT(kernel_execute(S.k, code, &exec_cb, NULL, id), 0);
 	T_OK(wait_for(&S.done, 1, 30000));
+}
+
+/* Start code and interrupt it after ms (0: before the loop runs again). */
+static void
+run_interrupted(const char *code, unsigned ms)
+{
+	char id[33];
+
+	S.done = 0;
+	S.out[0] = '\0';
+	S.reply_status[0] = S.ename[0] = S.done_why[0] = '\0';
+	S.reply_ename[0] = '\0';
+	T_EQ_INT(kernel_execute(S.k, code, &exec_cb, NULL, id), 0);
+	if (ms > 0)
+		spin(ms);
+	T_EQ_INT(kernel_interrupt(S.k), 0);
 }
 
 static void
@@ -272,6 +294,32 @@ test_python_interrupt_sleep(void)
 	 */
 	run("after = 1");
 	T_EQ_STR(S.reply_status, "ok");
+	stop();
+}
+
+/*
+ * Interrupts right after the request, before the kernel has even read it:
+ * ipykernel ignores SIGINT until it runs the cell, so an early one is lost
+ * unless it is sent again.  The cell must never reach its end, the run
+ * must end, and the kernel must run the next cell.
+ */
+static void
+test_python_interrupt_right_after_execute(void)
+{
+	static const unsigned delays[] = { 0, 0, 1, 1, 2, 3 };
+
+	if (start(spec_named(specs, "python3")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 60000));
+	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+		run_interrupted("import time\nfor i in range(50):\n"
+		    "    time.sleep(0.2)\nprint('cell-end')", delays[i]);
+		T_OK(wait_for(&S.done, 1, 20000));
+		T_OK(strstr(S.out, "cell-end") == NULL);
+		T_EQ_STR(S.reply_status, "error");
+		run("print('next')");
+		T_EQ_STR(S.reply_status, "ok");
+	}
 	stop();
 }
 
@@ -469,6 +517,126 @@ test_fake_interrupt_by_message(void)
 	T_EQ_INT(kernel_interrupt(S.k), 0);	/* interrupt_request */
 	T_OK(wait_for(&S.done, 1, 5000));
 	T_EQ_STR(S.ename, "KeyboardInterrupt");
+	stop();
+}
+
+/* An interrupt before the kernel shows the run busy is kept, then sent. */
+static void
+interrupt_before_busy(const char *spec)
+{
+	if (start(fake(spec)) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	for (int i = 0; i < 3; i++) {
+		run_interrupted("sleep 30\nprint cell-end", 0);
+		T_OK(wait_for(&S.done, 1, 5000));
+		T_EQ_STR(S.ename, "KeyboardInterrupt");
+		T_OK(strstr(S.out, "cell-end") == NULL);
+		run("print next");
+		T_EQ_STR(S.out, "next\n");
+	}
+	stop();
+}
+
+static void
+test_fake_interrupt_before_busy(void)
+{
+	interrupt_before_busy("fake");
+}
+
+static void
+test_fake_interrupt_by_message_before_busy(void)
+{
+	interrupt_before_busy("fake-msgint");
+}
+
+/* Interrupted, idle, never a reply: the run ends as interrupted. */
+static void
+test_fake_idle_without_reply_after_interrupt(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run_interrupted("nointerrupt 0.5\nnoreply", 100);
+	T_OK(wait_for(&S.done, 1, 4000));
+	T_EQ_STR(S.reply_status, "error");
+	T_EQ_STR(S.reply_ename, "KeyboardInterrupt");
+	T_EQ_INT(S.restarting, 0);
+	run("print next");
+	T_EQ_STR(S.reply_status, "ok");
+	T_EQ_STR(S.out, "next\n");
+	stop();
+}
+
+/* A reply after the run was ended as interrupted is ignored. */
+static void
+test_fake_late_reply_is_ignored(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run_interrupted("nointerrupt 0.3\nlatereply 1.5", 100);
+	T_OK(wait_for(&S.done, 1, 4000));
+	T_EQ_STR(S.reply_ename, "KeyboardInterrupt");
+	run("print next");	/* waits for the late reply's cell */
+	T_EQ_STR(S.reply_status, "ok");
+	T_EQ_STR(S.out, "next\n");
+	spin(300);
+	T_EQ_INT(S.done, 1);
+	stop();
+}
+
+/* No interrupt, idle, never a reply: the run still ends, as an error. */
+static void
+test_fake_idle_without_reply_ends(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run("noreply");
+	T_EQ_STR(S.reply_status, "error");
+	T_OK(S.reply_ename[0] != '\0');
+	stop();
+}
+
+/*
+ * The reply came, the idle never does (a PUB socket dropped it): the run
+ * ends with a note that output may be missing.
+ */
+static void
+test_fake_reply_without_idle_ends(void)
+{
+	char id[33];
+
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	S.done = 0;
+	T_EQ_INT(kernel_execute(S.k, "print a\nnoidle", &exec_cb, NULL, id),
+	    0);
+	T_OK(wait_for(&S.done, 1, 10000));
+	T_EQ_STR(S.reply_status, "ok");
+	T_OK(strncmp(S.out, "a\n", 2) == 0);
+	T_OK(strstr(S.out, "incomplete") != NULL);
+	run("print next");
+	T_EQ_STR(S.out, "next\n");
+	stop();
+}
+
+/* A kernel deaf to interrupts is restarted, and the run says so. */
+static void
+test_fake_interrupt_ignored_restarts(void)
+{
+	if (start(fake("fake")) == NULL)
+		return;
+	T_OK(wait_for(&S.ready, 1, 20000));
+	run_interrupted("nointerrupt 60", 300);
+	T_OK(wait_for(&S.done, 1, 15000));
+	T_OK(strstr(S.done_why, "interrupt") != NULL);
+	T_OK(strstr(S.done_why, "restarted") != NULL);
+	T_OK(wait_for(&S.ready, 2, 20000));
+	run("print next");
+	T_EQ_STR(S.out, "next\n");
 	stop();
 }
 
@@ -680,6 +848,8 @@ static const struct t_case cases[] = {
 	{ "python state, stream, result, error, display",
 	    test_python_state_stream_result_error },
 	{ "python interrupt of a sleep", test_python_interrupt_sleep },
+	{ "python interrupt right after execute",
+	    test_python_interrupt_right_after_execute },
 	{ "python input is an error, not a hang",
 	    test_python_input_is_an_error_not_a_hang },
 	{ "python killed mid-run restarts fresh",
@@ -695,6 +865,16 @@ static const struct t_case cases[] = {
 	    test_fake_deaf_first_start_is_started_again },
 	{ "fake dies mid-execution", test_fake_dies_mid_execution },
 	{ "fake interrupt by message", test_fake_interrupt_by_message },
+	{ "fake interrupt before busy", test_fake_interrupt_before_busy },
+	{ "fake interrupt by message before busy",
+	    test_fake_interrupt_by_message_before_busy },
+	{ "fake idle without reply after interrupt",
+	    test_fake_idle_without_reply_after_interrupt },
+	{ "fake late reply ignored", test_fake_late_reply_is_ignored },
+	{ "fake idle without reply ends", test_fake_idle_without_reply_ends },
+	{ "fake reply without idle ends", test_fake_reply_without_idle_ends },
+	{ "fake interrupt ignored restarts",
+	    test_fake_interrupt_ignored_restarts },
 	{ "fake bad messages dropped", test_fake_bad_messages_are_dropped },
 	{ "fake invalid UTF-8 output kept",
 	    test_fake_invalid_utf8_output_is_kept },
