@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include "cmdlog.h"
-#include "feed.h"
 #include "log.h"
 #include "loop.h"
 #include "xmalloc.h"
@@ -477,7 +476,7 @@ cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
 
 	for (;;) {
 		if (l == NULL)
-			return FEED_END;
+			return CMDLOG_END;
 		if (r->file == 0 && l->in_mem) {
 			/* File 0 is still in memory: read it there. */
 			if (r->bufcap < chunk) {
@@ -502,7 +501,7 @@ cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
 			r->fd = open(path, O_RDONLY | O_CLOEXEC);
 			free(path);
 			if (r->fd < 0)
-				return FEED_END;
+				return CMDLOG_END;
 		}
 		if (r->bufcap < chunk) {
 			free(r->buf);
@@ -513,7 +512,7 @@ cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			return FEED_END;
+			return CMDLOG_END;
 have:
 		used = take(r, out, (size_t)got);
 		if (used == 0 && (size_t)got == r->bufcap) {
@@ -529,7 +528,7 @@ have:
 		}
 		if (used > 0) {
 			r->off += (off_t)used;
-			return FEED_MORE;
+			return CMDLOG_MORE;
 		}
 		/* At the end of this file. */
 		if (r->file < l->cur) {
@@ -541,7 +540,7 @@ have:
 			trim(l);	/* it may have been the last to need it */
 			continue;
 		}
-		return l->ended ? FEED_END : FEED_WAIT;
+		return l->ended ? CMDLOG_END : CMDLOG_WAIT;
 	}
 }
 

@@ -61,9 +61,13 @@ struct cmdlog_reader *cmdlog_reader_new(struct cmdlog *, uint64_t after,
 	    cmdlog_notify_cb *notify, void *arg);
 /*
  * Append the next whole events to out (about chunk bytes, more when one
- * event is larger).  Returns FEED_MORE, FEED_WAIT (nothing until notified)
- * or FEED_END (all read, the log ended or was freed), as in feed.h.
+ * event is larger).  Returns CMDLOG_MORE, CMDLOG_WAIT (nothing until
+ * notified) or CMDLOG_END (all read, the log ended or was freed).  The
+ * values are a feed's (feed.h), so a feed's pull hands them on as they are.
  */
+#define CMDLOG_MORE	0	/* more can be pulled at once */
+#define CMDLOG_WAIT	1
+#define CMDLOG_END	2
 int	cmdlog_reader_pull(struct cmdlog_reader *, struct sse_buf *out,
 	    size_t chunk);
 /* The sequence number of the last event pulled (after, before any). */

@@ -16,7 +16,6 @@
 #include "../kernelproto/kp_msg.h"
 #include "cmdlog.h"
 #include "command.h"
-#include "feed.h"
 #include "job.h"
 #include "loop.h"
 #include "outstream.h"
@@ -39,7 +38,6 @@ command_init(struct loop *loop, const char *out_dir)
 {
 	L = loop;
 	outdir = xstrdup(out_dir);
-	feed_init(loop);
 	t_sweep = loop_timer_add(L, SWEEP_MS, sweep, NULL);
 }
 

@@ -5,17 +5,16 @@
  * The feed asks its source for more only while the stream's queue is
  * short, so whatever a slow client has not read yet stays in the source
  * (a file), not in execd's memory, and a fast client is never kept
- * waiting: the loop pulls again as soon as the queue drains.  The source
- * hands over whole events; a ping goes out after the first events and
- * every few seconds between events, as on every other stream.  On
- * shutdown the stream ends with outstream_bye.  Loop thread only.
+ * waiting: the stream layer pulls again as soon as the queue drains.  The
+ * source hands over whole events.  Pings, the final event on shutdown and
+ * the end of the body are the stream layer's (evstream.h), as on every
+ * other stream.  Loop thread only.
  */
 #ifndef EXECD_FEED_H
 #define EXECD_FEED_H
 
 #include "../sse/sse_fmt.h"
 
-struct loop;
 struct http_req;
 struct feed;
 
@@ -32,8 +31,6 @@ typedef int	feed_pull_cb(struct sse_buf *out, void *arg);
 /* The stream is gone: let go of the source.  Called once. */
 typedef void	feed_gone_cb(void *arg);
 
-/* Watch the loop for feeds that can go on (call once, before any feed). */
-void		 feed_init(struct loop *);
 /*
  * Answer req with a stream fed from pull; the first events go out before
  * this returns.  NULL if no stream could be made: req got 500, and gone

@@ -38,6 +38,7 @@
 #include "command.h"
 #include "context.h"
 #include "conf.h"
+#include "evstream.h"
 #include "execd.h"
 #include "http.h"
 #include "log.h"
@@ -126,6 +127,7 @@ main(int argc, char **argv)
 	conf_forget_token(&conf);	/* http keeps a digest only */
 	if ((rc = work_init(app.loop, WORKERS)) < 0)
 		fatalx("cannot start the worker threads: %s", strerror(-rc));
+	evstream_start(app.loop);	/* streams, before anything opens one */
 	/* ZeroMQ starts its threads with the first socket: now. */
 	if ((zctx = zmq_ctx_new()) == NULL)
 		fatal("zmq_ctx_new");

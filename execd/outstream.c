@@ -4,22 +4,16 @@
  * Framing and event shapes only; what runs and when it ends is the
  * caller's, and how a command's history is kept and replayed is cmdlog's.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmdlog.h"
+#include "evstream.h"
 #include "loop.h"
 #include "outstream.h"
 
-#define PING_MS		3000
 #define BATCH_MAX	(256 << 10)	/* log mode: append past this */
 
-const char outstream_bye[] = "{\"type\":\"error\",\"error\":{\"ename\":"
-    "\"Shutdown\",\"evalue\":\"execd is shutting down\",\"traceback\":[]}}"
-    "\n\n";
-
-static void	ping(struct loop *, uint64_t, void *);
 static void	emit(struct outstream *, struct sse_event *);
 static void	flush(struct outstream *);
 static void	begin(struct outstream *, struct loop *, const char *);
@@ -32,35 +26,32 @@ begin(struct outstream *o, struct loop *loop, const char *id)
 	o->t0 = loop_now_ms();
 	o->seq = 0;
 	o->now = 0;
-	o->ping = 0;
 	lines_init(&o->line[1]);
 	lines_init(&o->line[2]);
 	sse_buf_init(&o->batch);
 	outstream_push(o, &(struct sse_event){ .type = "init", .text = id });
 }
 
-/* Start: init, a ping now and every few seconds. */
+/* Start: init (the stream layer pings). */
 void
-outstream_start(struct outstream *o, struct loop *loop, struct sse_stream *s,
+outstream_start(struct outstream *o, struct loop *loop, struct evstream *s,
     const char *id)
 {
 	o->s = s;
 	o->log = NULL;
 	o->numbered = false;
 	begin(o, loop, id);
-	ping(loop, 0, o);
 }
 
 /* Start with numbered events. */
 void
 outstream_start_numbered(struct outstream *o, struct loop *loop,
-    struct sse_stream *s, const char *id)
+    struct evstream *s, const char *id)
 {
 	o->s = s;
 	o->log = NULL;
 	o->numbered = true;
 	begin(o, loop, id);
-	ping(loop, 0, o);
 }
 
 /* Start writing a command's history. */
@@ -83,32 +74,23 @@ outstream_push(struct outstream *o, struct sse_event *ev)
 }
 
 /*
- * One event: to the stream (a client that stopped reading gets a last
- * one and the end), or to the batch for the log.
+ * One event: to the stream (a client that stopped reading gets the
+ * layer's overflow event and the end), or to the batch for the log.
  */
 static void
 emit(struct outstream *o, struct sse_event *ev)
 {
-	static const char over[] = "{\"type\":\"error\",\"error\":{\"ename\":"
-	    "\"StreamOverflow\",\"evalue\":\"the client is not reading: "
-	    "stream ended\",\"traceback\":[]}}\n\n";
-	struct sse_buf b;
-
-	if (o->log == NULL && (o->s == NULL || sse_stream_ended(o->s)))
+	if (o->log == NULL && (o->s == NULL || evstream_ended(o->s)))
 		return;
 	ev->timestamp = o->now != 0 ? o->now : loop_wall_ms();
-	ev->seq = o->numbered && strcmp(ev->type, "ping") != 0 ? ++o->seq : 0;
+	ev->seq = o->numbered ? ++o->seq : 0;
 	if (o->log != NULL) {
 		sse_fmt_event(&o->batch, ev);
 		if (o->batch.len >= BATCH_MAX)
 			flush(o);
 		return;
 	}
-	sse_buf_init(&b);
-	sse_fmt_event(&b, ev);
-	if (sse_stream_push(o->s, b.p, b.len) == -ENOBUFS)
-		sse_stream_finish(o->s, over, sizeof(over) - 1);
-	sse_buf_reset(&b);
+	(void)evstream_event(o->s, ev);
 }
 
 /* Log mode: append what the batch holds. */
@@ -122,19 +104,6 @@ flush(struct outstream *o)
 	sse_buf_consume(&o->batch, o->batch.len);
 	if (o->batch.cap > BATCH_MAX * 2)
 		sse_buf_reset(&o->batch);	/* give a burst back */
-}
-
-static void
-ping(struct loop *l, uint64_t id, void *arg)
-{
-	struct outstream *o = arg;
-
-	o->ping = 0;
-	if (o->s == NULL || sse_stream_ended(o->s))
-		return;
-	outstream_push(o, &(struct sse_event){ .type = "ping",
-	    .text = "pong" });
-	o->ping = loop_timer_add(l, PING_MS, ping, o);
 }
 
 struct line_to {
@@ -209,17 +178,14 @@ outstream_end(struct outstream *o, int code, const char *const *tb,
 	flush(o);
 	if (o->log != NULL)
 		cmdlog_end(o->log);
-	else if (o->s != NULL && !sse_stream_ended(o->s))
-		sse_stream_finish(o->s, NULL, 0);
+	else if (o->s != NULL && !evstream_ended(o->s))
+		evstream_end(o->s, NULL, 0);
 }
 
 /* The stream is gone, or the run is over. */
 void
 outstream_gone(struct outstream *o)
 {
-	if (o->ping != 0)
-		loop_timer_cancel(o->loop, o->ping);
-	o->ping = 0;
 	o->s = NULL;
 	o->log = NULL;
 	lines_reset(&o->line[1]);

@@ -3,9 +3,10 @@
  * pings, output one event per line, and the final event.
  *
  * Shared by route_cmd.c, route_session.c and route_code.c so all speak
- * exactly the same framing.  Events go either straight to a stream (with
- * pings every few seconds) or, for commands, into the command's history
- * (cmdlog.h), which readers replay into their own streams.  Numbered
+ * exactly the same framing.  Events go either straight to a stream (the
+ * stream layer, evstream.h, adds the pings, the overflow and the final
+ * event) or, for commands, into the command's history (cmdlog.h), which
+ * readers replay into their own streams.  Numbered
  * events carry "seq", rising from 1 (init) per run; pings never do.
  * Loop thread only.
  */
@@ -16,37 +17,36 @@
 #include <stdint.h>
 
 #include "../sse/sse_fmt.h"
-#include "../sse/sse_stream.h"
 #include "lines.h"
 
 struct loop;
 struct cmdlog;
+struct evstream;
 
 struct outstream {
 	struct loop		*loop;
-	struct sse_stream	*s;		/* NULL: gone, or log mode */
+	struct evstream		*s;		/* NULL: gone, or log mode */
 	struct cmdlog		*log;		/* log mode: the history */
 	struct lines		 line[3];	/* [1] stdout, [2] stderr */
 	struct sse_buf		 batch;		/* log mode: not yet appended */
-	uint64_t		 ping;
 	uint64_t		 t0;
 	uint64_t		 seq;		/* the last number given */
 	int64_t			 now;		/* time of this read, or 0 */
 	bool			 numbered;
 };
 
-/* The final event of a stream ended by execd's shutdown. */
-extern const char	outstream_bye[];
-
-/* Take s; push init (text: id) and start the pings.  No numbers. */
+/*
+ * Take s (opened with EVSTREAM_F_PING_FIRST, so a ping follows init) and
+ * push init (text: id).  No numbers.
+ */
 void	outstream_start(struct outstream *, struct loop *,
-	    struct sse_stream *s, const char *id);
-/* The same, every event but pings numbered (seq). */
+	    struct evstream *s, const char *id);
+/* The same, every event numbered (seq). */
 void	outstream_start_numbered(struct outstream *, struct loop *,
-	    struct sse_stream *s, const char *id);
+	    struct evstream *s, const char *id);
 /*
  * Log mode: numbered events go into log (borrowed; it must outlive the
- * outstream), init first.  No pings: each reader of the log has its own.
+ * outstream), init first.  No pings: each reader's stream has its own.
  */
 void	outstream_start_log(struct outstream *, struct loop *,
 	    struct cmdlog *log, const char *id);
@@ -64,7 +64,7 @@ void	outstream_end(struct outstream *, int code, const char *const *tb,
 	    size_t ntb);
 /*
  * The stream is gone (from its gone callback), or in log mode the run is
- * over: stop pinging, free what is held.  The outstream may be reused.
+ * over: free what is held.  The outstream may be reused.
  */
 void	outstream_gone(struct outstream *);
 

@@ -35,6 +35,7 @@
 #include "command.h"
 #include "envfile.h"
 #include "context.h"
+#include "evstream.h"
 #include "execd.h"
 #include "feed.h"
 #include "http.h"
@@ -105,7 +106,6 @@ static const struct body_field cmd_fields[] = {
 static void	 start(struct http_req *, struct cmd_req *);
 static void	 on_output(struct job *, int, const char *, size_t, void *);
 static void	 on_done(struct job *, int, bool, void *);
-static void	 ack_shutdown(struct sse_stream *, void *);
 static int	 read_history(struct http_req *, struct command *, uint64_t);
 static int	 reader_pull(struct sse_buf *, void *);
 static void	 reader_notify(struct cmdlog_reader *, void *);
@@ -280,7 +280,9 @@ start(struct http_req *req, struct cmd_req *r)
 	    .grace_ms = app->conf->grace_ms, .out_fd = -1,
 	    .stdin_pipe = r->stdin_pipe };
 	struct command *c = command_new(r->command, r->background);
-	struct sse_stream *s;
+	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_NO_PING };
+	struct evstream *s;
 	char err[512], **env = make_env(r->envs), *prefix;
 	int rc;
 
@@ -325,15 +327,14 @@ start(struct http_req *req, struct cmd_req *r)
 		struct sse_event ev = { .type = "init", .text = c->id,
 		    .timestamp = ms_of(&c->started), .seq = 1 };
 
-		if ((s = http_reply_stream(req, ack_shutdown, NULL,
-		    NULL)) == NULL)
+		if ((s = evstream_open(req, &so)) == NULL)
 			return;
 		sse_buf_init(&b);
 		sse_fmt_event(&b, &ev);
 		ev = (struct sse_event){ .type = "execution_complete",
 		    .timestamp = loop_wall_ms() };
 		sse_fmt_event(&b, &ev);
-		sse_stream_finish(s, b.p, b.len);
+		evstream_end(s, b.p, b.len);
 		sse_buf_reset(&b);
 		return;
 	}
@@ -377,13 +378,6 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 	c->out = NULL;
 }
 
-/* Shutdown while a background answer is still going out. */
-static void
-ack_shutdown(struct sse_stream *s, void *arg)
-{
-	sse_stream_finish(s, outstream_bye, strlen(outstream_bye));
-}
-
 /*
  * Answer req with a stream of c's history, events numbered above after.
  * 0, or -1 if no stream could be made (req got 500).
@@ -409,6 +403,8 @@ reader_pull(struct sse_buf *out, void *arg)
 {
 	struct reader *rd = arg;
 
+	_Static_assert(CMDLOG_MORE == FEED_MORE && CMDLOG_WAIT == FEED_WAIT &&
+	    CMDLOG_END == FEED_END, "a history's pull is a feed's");
 	return cmdlog_reader_pull(rd->r, out, FEED_CHUNK);
 }
 

@@ -3,9 +3,10 @@
  * GET/DELETE /code/contexts[/{id}], GET /code/contexts/{id}/connection,
  * POST /code (a stream) and DELETE /code (interrupt).
  *
- * A run turns the kernel's iopub messages into the events clients parse
- * (reference: upstream-behavior.md sections 5 and 6): init with the
- * context id, a ping at once and every few seconds, stdout/stderr with
+ * A run turns the kernel's iopub messages into the events clients parse,
+ * as upstream's execd does (docs/compatibility.md lists the differences):
+ * init with the context id, a ping at once and every few seconds (the
+ * stream layer's, evstream.h), stdout/stderr with
  * the kernel's text verbatim, execution_count then result, status "error"
  * then error, and execution_complete when the kernel has both replied and
  * gone idle.  Errors known before the stream starts are plain JSON
@@ -34,6 +35,7 @@
 #include "../sse/sse_fmt.h"
 #include "body.h"
 #include "context.h"
+#include "evstream.h"
 #include "execd.h"
 #include "feed.h"
 #include "http.h"
@@ -505,9 +507,6 @@ run_start(struct run *r)
 static void
 overflow(struct run *r)
 {
-	static const char over[] = "{\"type\":\"error\",\"error\":{\"ename\":"
-	    "\"StreamOverflow\",\"evalue\":\"the client is not reading: "
-	    "stream ended\",\"traceback\":[]}}\n\n";
 	struct piece *t;
 
 	while ((t = r->t_first) != NULL) {
@@ -518,7 +517,7 @@ overflow(struct run *r)
 	r->t_bytes = r->t_mem = r->ev_bytes = 0;
 	sse_buf_reset(&r->q);
 	r->q_off = 0;
-	sse_buf_add(&r->q, over, sizeof(over) - 1);
+	evstream_fmt_overflow(&r->q, EVSTREAM_TYPED);
 	r->ended = r->finishing = true;
 }
 

@@ -34,8 +34,8 @@
 #include "../fs/fs_tree.h"
 #include "../fs/fs_walk.h"
 #include "../fs/fs_watch.h"
-#include "../sse/sse_fmt.h"
 #include "body.h"
+#include "evstream.h"
 #include "http.h"
 #include "log.h"
 #include "loop.h"
@@ -49,7 +49,6 @@
 #define GREP_MAX	100000
 #define GREP_BUDGET_MS	30000	/* wall time one grep request may take */
 #define ERRLEN		(PATH_MAX + 256)
-#define WATCH_PING_MS	3000	/* finds a client that left a quiet watch */
 
 static const struct body_field perm_fields[] = {
 	{ "mode", BODY_INT, 0 },
@@ -99,13 +98,12 @@ struct fs_job {
 	char		 err[ERRLEN];
 };
 
-struct watch {
+struct watcher {
 	struct loop		*loop;
-	struct sse_stream	*s;
+	struct evstream		*s;
 	struct fs_watch		*w;
 	int			 fd;
 	bool			 polled;	/* fd is on the loop */
-	uint64_t		 ping;		/* timer */
 };
 
 static int	 walk_list(const char *, const char *, const struct stat *,
@@ -130,10 +128,8 @@ static int	 lookup_owners(struct fs_job *);
 static void	 watch_open(struct http_req *, struct fs_watch *);
 static void	 watch_ready(struct loop *, int, void *, int, void *);
 static int	 watch_event(const struct fs_watch_event *, void *);
-static void	 watch_push(struct watch *, json_t *);
-static void	 watch_ping(struct loop *, uint64_t, void *);
-static void	 watch_shutdown(struct sse_stream *, void *);
-static void	 watch_gone(struct sse_stream *, void *);
+static void	 watch_push(struct watcher *, json_t *);
+static void	 watch_gone(void *);
 
 /*
  * Resolve a client's path into out; on failure reply (400, or 500 when
@@ -1124,56 +1120,42 @@ route_files_watch(struct http_req *req)
 static void
 watch_open(struct http_req *req, struct fs_watch *fw)
 {
-	struct watch *w;
+	struct watcher *w;
+	struct evstream_opts o = { .shape = EVSTREAM_WATCH,
+	    .gone = watch_gone };
 
 	w = xcalloc(1, sizeof(*w));
 	w->loop = http_req_loop(req);
 	w->w = fw;
 	w->fd = fs_watch_fd(fw);
-	w->s = http_reply_stream(req, watch_shutdown, watch_gone, w);
-	if (w->s == NULL) {
+	o.arg = w;
+	/*
+	 * The stream layer's pings also wake a quiet (suspended) stream,
+	 * so the inotify descriptor goes soon after its client does.
+	 */
+	if ((w->s = evstream_open(req, &o)) == NULL) {
 		fs_watch_free(fw);
 		free(w);
 		return;
 	}
-	if (sse_stream_ended(w->s))	/* opened during shutdown */
+	if (evstream_ended(w->s))	/* opened during shutdown */
 		return;
 	loop_add_fd(w->loop, w->fd, LOOP_READ, watch_ready, w);
 	w->polled = true;
-	w->ping = loop_timer_add(w->loop, WATCH_PING_MS, watch_ping, w);
-}
-
-/*
- * A quiet stream is suspended, and MHD does not see a client leave a
- * suspended connection; a ping now and then wakes it, so the inotify
- * descriptor goes soon after the client does.
- */
-static void
-watch_ping(struct loop *l, uint64_t id, void *arg)
-{
-	struct watch *w = arg;
-
-	w->ping = 0;
-	if (sse_stream_ended(w->s))
-		return;
-	watch_push(w, json_pack("{s:s, s:s}", "type", "ping", "text",
-	    "pong"));
-	if (!sse_stream_ended(w->s))
-		w->ping = loop_timer_add(l, WATCH_PING_MS, watch_ping, w);
 }
 
 static void
 watch_ready(struct loop *l, int fd, void *zs, int rev, void *arg)
 {
-	struct watch *w = arg;
+	struct watcher *w = arg;
 	int rc;
 
 	if ((rc = fs_watch_read(w->w, watch_event, w)) < 0 &&
-	    !sse_stream_ended(w->s)) {
+	    !evstream_ended(w->s)) {
 		watch_push(w, json_pack("{s:s, s:s}", "type", "error",
 		    "error", strerror(-rc)));
 	}
-	if (sse_stream_ended(w->s) && w->polled) {
+	if (evstream_ended(w->s) && w->polled) {
 		loop_del(l, w->fd, NULL);
 		w->polled = false;
 	}
@@ -1182,10 +1164,10 @@ watch_ready(struct loop *l, int fd, void *zs, int rev, void *arg)
 static int
 watch_event(const struct fs_watch_event *ev, void *arg)
 {
-	struct watch *w = arg;
+	struct watcher *w = arg;
 	json_t *v;
 
-	if (sse_stream_ended(w->s))
+	if (evstream_ended(w->s))
 		return -EPIPE;
 	v = json_pack("{s:s, s:b}", "type", fs_watch_kind_name(ev->kind),
 	    "dir", ev->dir);
@@ -1193,47 +1175,27 @@ watch_event(const struct fs_watch_event *ev, void *arg)
 	if (ev->cookie != 0)
 		json_object_set_new(v, "cookie", json_integer(ev->cookie));
 	watch_push(w, v);
-	if (ev->kind == FS_W_GONE && !sse_stream_ended(w->s))
-		sse_stream_finish(w->s, NULL, 0);
+	if (ev->kind == FS_W_GONE && !evstream_ended(w->s))
+		evstream_end(w->s, NULL, 0);
 	return 0;
 }
 
-/* Queue one event (v is consumed); a client not reading ends the stream. */
+/* Queue one event, stamped (v is consumed); see evstream_push. */
 static void
-watch_push(struct watch *w, json_t *v)
+watch_push(struct watcher *w, json_t *v)
 {
-	struct sse_buf b;
-
 	json_object_set_new(v, "timestamp", json_integer((json_int_t)
 	    loop_wall_ms()));
-	sse_buf_init(&b);
-	sse_fmt_json(&b, v);
-	json_decref(v);
-	sse_buf_add(&b, "\n\n", 2);
-	if (sse_stream_push(w->s, b.p, b.len) == -ENOBUFS) {
-		sse_buf_reset(&b);
-		sse_buf_adds(&b, "{\"type\":\"error\",\"error\":\"client is "
-		    "not reading: stream ended\"}\n\n");
-		sse_stream_finish(w->s, b.p, b.len);
-	}
-	sse_buf_reset(&b);
+	(void)evstream_json(w->s, v);
 }
 
 static void
-watch_shutdown(struct sse_stream *s, void *arg)
+watch_gone(void *arg)
 {
-	sse_stream_finish(s, NULL, 0);
-}
-
-static void
-watch_gone(struct sse_stream *s, void *arg)
-{
-	struct watch *w = arg;
+	struct watcher *w = arg;
 
 	if (w->polled)
 		loop_del(w->loop, w->fd, NULL);
-	if (w->ping != 0)
-		loop_timer_cancel(w->loop, w->ping);
 	fs_watch_free(w->w);
 	free(w);
 }

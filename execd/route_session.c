@@ -18,6 +18,7 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "evstream.h"
 #include "execd.h"
 #include "http.h"
 #include "outstream.h"
@@ -117,7 +118,7 @@ on_done(int status, bool timed_out, const char *reset, void *arg)
 }
 
 static void
-watch_gone(struct sse_stream *st, void *arg)
+watch_gone(void *arg)
 {
 	struct srun_watch *w = arg;
 
@@ -126,12 +127,6 @@ watch_gone(struct sse_stream *st, void *arg)
 	if (w->running)
 		session_run_forget(w->s, w);
 	free(w);
-}
-
-static void
-watch_shutdown(struct sse_stream *st, void *arg)
-{
-	sse_stream_finish(st, outstream_bye, strlen(outstream_bye));
 }
 
 /* POST /session/{sessionId}/run {"command","cwd","timeout"} */
@@ -144,7 +139,9 @@ route_session_run(struct http_req *req)
 	char path[PATH_MAX] = "", err[512];
 	struct session *s = session_find(id);
 	struct srun_watch *w;
-	struct sse_stream *stream;
+	struct evstream *stream;
+	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_PING_FIRST, .gone = watch_gone };
 	struct stat st;
 	long long timeout;
 
@@ -176,8 +173,8 @@ route_session_run(struct http_req *req)
 	}
 	w = xcalloc(1, sizeof(*w));
 	w->s = s;
-	if ((stream = http_reply_stream(req, watch_shutdown, watch_gone,
-	    w)) == NULL) {
+	o.arg = w;
+	if ((stream = evstream_open(req, &o)) == NULL) {
 		free(w);
 		return;
 	}

@@ -4,15 +4,15 @@
  * /metrics answers from one cheap sample: the CPU percentage is measured
  * between this sample and the previous one the daemon took (a request
  * never sleeps to measure).  Each watch stream keeps its own previous
- * sample and pushes one event a second until the client leaves.
+ * sample and pushes one event a second until the client leaves; pings,
+ * the overflow and the final event are the stream layer's (evstream.h).
  */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include <jansson.h>
 
-#include "../sse/sse_fmt.h"
+#include "evstream.h"
 #include "execd.h"
 #include "http.h"
 #include "log.h"
@@ -25,18 +25,16 @@
 /* Samples closer than this give a noisy rate: reuse the last one. */
 #define MIN_CPU_WINDOW_USEC	100000
 
-struct watch {
-	struct execd		*app;
-	struct sse_stream	*s;
+struct sampler {
+	struct loop		*loop;
+	struct evstream		*s;
 	uint64_t		 timer;
 	struct metrics_sample	 prev;
 };
 
 static json_t	*sample_json(const struct metrics_sample *, double);
-static void	 watch_tick(struct loop *, uint64_t, void *);
-static void	 watch_gone(struct sse_stream *, void *);
-static void	 watch_shutdown(struct sse_stream *, void *);
-static void	 watch_push(struct watch *, json_t *);
+static void	 sampler_tick(struct loop *, uint64_t, void *);
+static void	 sampler_gone(void *);
 
 /* 200 with no body: the daemon is up. */
 void
@@ -90,79 +88,50 @@ void
 route_metrics_watch(struct http_req *req)
 {
 	struct execd *app = http_req_app(req);
-	struct watch *w = xcalloc(1, sizeof(*w));
+	struct sampler *w = xcalloc(1, sizeof(*w));
+	struct evstream_opts o = { .shape = EVSTREAM_PLAIN,
+	    .gone = sampler_gone, .arg = w };
 
-	w->app = app;
+	w->loop = app->loop;
 	w->prev = app->msample;
-	w->s = http_reply_stream(req, watch_shutdown, watch_gone, w);
-	if (w->s == NULL) {
+	if ((w->s = evstream_open(req, &o)) == NULL) {
 		free(w);
 		return;
 	}
-	if (sse_stream_ended(w->s))	/* opened during shutdown */
+	if (evstream_ended(w->s))	/* opened during shutdown */
 		return;
-	watch_tick(app->loop, 0, w);
+	sampler_tick(app->loop, 0, w);
 }
 
+/* One sample (or the error reading it), then the next in a second. */
 static void
-watch_push(struct watch *w, json_t *v)
+sampler_tick(struct loop *l, uint64_t id, void *arg)
 {
-	struct sse_buf b;
-
-	sse_buf_init(&b);
-	sse_fmt_json(&b, v);
-	json_decref(v);
-	sse_buf_add(&b, "\n\n", 2);
-	if (sse_stream_push(w->s, b.p, b.len) == -ENOBUFS) {
-		/* The client stopped reading: end the stream, say why. */
-		sse_buf_reset(&b);
-		sse_fmt_json(&b, v = json_pack("{s:s}", "error",
-		    "client is not reading: stream ended"));
-		json_decref(v);
-		sse_buf_add(&b, "\n\n", 2);
-		sse_stream_finish(w->s, b.p, b.len);
-	}
-	sse_buf_reset(&b);
-}
-
-static void
-watch_tick(struct loop *l, uint64_t id, void *arg)
-{
-	struct watch *w = arg;
+	struct sampler *w = arg;
 	struct metrics_sample cur;
 	char err[256];
 
 	w->timer = 0;
+	if (evstream_ended(w->s))
+		return;
 	if (metrics_read(&metrics_src_system, &cur, err, sizeof(err)) < 0) {
-		watch_push(w, json_pack("{s:s}", "error", err));
+		(void)evstream_json(w->s, json_pack("{s:s}", "error", err));
 	} else {
-		watch_push(w, sample_json(&cur, metrics_cpu_pct(&w->prev,
-		    &cur)));
+		(void)evstream_json(w->s, sample_json(&cur,
+		    metrics_cpu_pct(&w->prev, &cur)));
 		w->prev = cur;
 	}
-	if (!sse_stream_ended(w->s))
-		w->timer = loop_timer_add(l, WATCH_INTERVAL_MS, watch_tick, w);
-}
-
-/* Shutdown: a final event, then the end of the body. */
-static void
-watch_shutdown(struct sse_stream *s, void *arg)
-{
-	struct watch *w = arg;
-	static const char bye[] = "{\"error\":\"execd is shutting down\"}\n\n";
-
-	if (w->timer != 0)
-		loop_timer_cancel(w->app->loop, w->timer);
-	w->timer = 0;
-	sse_stream_finish(s, bye, sizeof(bye) - 1);
+	if (!evstream_ended(w->s))
+		w->timer = loop_timer_add(l, WATCH_INTERVAL_MS, sampler_tick,
+		    w);
 }
 
 static void
-watch_gone(struct sse_stream *s, void *arg)
+sampler_gone(void *arg)
 {
-	struct watch *w = arg;
+	struct sampler *w = arg;
 
 	if (w->timer != 0)
-		loop_timer_cancel(w->app->loop, w->timer);
+		loop_timer_cancel(w->loop, w->timer);
 	free(w);
 }

@@ -25,6 +25,9 @@ struct sse_stream {
 	bool			 ended;
 	sse_stream_gone_cb	*gone;
 	void			*arg;
+	size_t			 low;		/* the drain mark */
+	sse_stream_drain_cb	*drain;
+	void			*drain_arg;
 };
 
 static ssize_t	 reader(void *, uint64_t, char *, size_t);
@@ -110,6 +113,23 @@ sse_stream_queued(const struct sse_stream *s)
 	return s->q.len;
 }
 
+/* What a push may still add under the cap. */
+size_t
+sse_stream_room(const struct sse_stream *s)
+{
+	return s->q.len < s->cap ? s->cap - s->q.len : 0;
+}
+
+/* Hear when the queue drains below low. */
+void
+sse_stream_on_drain(struct sse_stream *s, size_t low,
+    sse_stream_drain_cb *drain, void *arg)
+{
+	s->low = low;
+	s->drain = drain;
+	s->drain_arg = arg;
+}
+
 /*
  * MHD wants body bytes.  Hand over what is queued; with nothing queued,
  * end the body if the stream is finished, or else suspend until a push.
@@ -124,6 +144,9 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 		n = s->q.len < max ? s->q.len : max;
 		memcpy(buf, s->q.p, n);
 		sse_buf_consume(&s->q, n);
+		if (s->drain != NULL && s->q.len < s->low &&
+		    s->q.len + n >= s->low)
+			s->drain(s, s->drain_arg);
 		if (s->q.len == 0 && s->q.cap > 65536)
 			sse_buf_reset(&s->q);	/* give a burst back */
 		return (ssize_t)n;

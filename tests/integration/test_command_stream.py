@@ -314,6 +314,28 @@ def test_history_keeps_head_and_tail_and_says_what_it_lost():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_reattach_far_into_a_long_history_answers_at_once():
+    # Skipping most of a long history takes more than one turn of the
+    # loop (a turn pulls only so much); the events after the skip must go
+    # out then, not wait for the stream's next ping 3 s later.
+    with Execd() as d:
+        st, h, data = d.request("POST", "/command",
+                                body={"command": "seq 1 100000"},
+                                timeout=60)
+        assert st == 200
+        evs = [json.loads(x) for x in data.split(b"\n\n")[:-1]]
+        cid, nev = evs[0]["text"], evs[-1]["seq"]
+        took = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            st, got = reattach(d, cid, nev - 3)
+            took.append(time.monotonic() - t0)
+            assert st == 200
+            assert [e["seq"] for e in numbered(got)] == [
+                nev - 2, nev - 1, nev], got
+        assert min(took) < 2, took
+
+
 def test_stream_errors():
     with Execd() as d:
         st, h, body = d.request("GET", "/command/%s/stream" % ("0" * 32))

@@ -731,6 +731,52 @@ def test_watch_streams_events_until_the_client_leaves():
     shutil.rmtree(t)
 
 
+def test_shutdown_ends_watch_with_a_final_event_and_terminator():
+    # Like every other stream, a file watch open at shutdown ends with an
+    # error event saying why, then the end of the chunked body.
+    t = tmpdir()
+    d = Execd().start()
+    s = socket.create_connection((d.host, d.port), 5)
+    s.sendall(b"GET /files/watch?path=%s HTTP/1.1\r\nHost: x\r\n\r\n" %
+              q(t).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    assert buf.startswith(b"HTTP/1.1 200"), buf
+    d.send(15)
+    s.settimeout(10)
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    assert buf.endswith(b"0\r\n\r\n"), buf
+    evs = parse_events(buf)
+    assert evs and evs[-1] == {"type": "error",
+                               "error": "execd is shutting down"}, evs
+    assert d.stop() == 0
+    shutil.rmtree(t)
+
+
+def test_watch_pings_a_quiet_stream_as_other_streams_do():
+    t = tmpdir()
+    with Execd() as d:
+        s = socket.create_connection((d.host, d.port), 10)
+        s.sendall(b"GET /files/watch?path=%s HTTP/1.1\r\nHost: x\r\n"
+                  b"\r\n" % q(t).encode())
+        buf = b""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and b'"pong"' not in buf:
+            buf += s.recv(4096)
+        s.close()
+        pings = [e for e in parse_events(buf) if e["type"] == "ping"]
+        assert pings and sorted(pings[0]) == ["text", "timestamp", "type"]
+        assert pings[0]["text"] == "pong", pings
+        # The same bytes as every stream's ping: type first.
+        assert b'{"type":"ping","text":"pong","timestamp":' in buf, buf
+    shutil.rmtree(t)
+
+
 def test_watch_setup_does_not_stall_other_requests():
     # A recursive watch scans the whole tree first (8000 directories
     # here); that runs on a worker thread, so the loop keeps answering.

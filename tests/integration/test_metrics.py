@@ -147,3 +147,19 @@ def test_shutdown_ends_watch_with_a_final_event_and_terminator():
     assert buf.endswith(b"0\r\n\r\n"), buf
     assert b'{"error":"execd is shutting down"}\n\n' in buf, buf
     assert d.stop() == 0
+
+
+def test_watch_pings_every_few_seconds_like_every_stream():
+    with Execd() as d:
+        s, head, (payload, done) = read_stream(d, "/metrics/watch", 6,
+                                               timeout=15)
+        s.close()
+        events = [json.loads(e) for e in payload.split(b"\n\n") if e]
+        pings = [e for e in events if e.get("type") == "ping"]
+        assert pings, events
+        assert all(sorted(p) == ["text", "timestamp", "type"] and
+                   p["text"] == "pong" for p in pings), pings
+        samples = [e for e in events if "type" not in e]
+        assert len(samples) >= 3, events
+        for m in samples:
+            check_sample(m)
