@@ -1,12 +1,12 @@
 /*
- * outstream.h -- the event stream of a command or a session run: init,
- * pings, output one event per line, and the final event.
+ * outstream.h -- the events of a command or a session run: init, output
+ * one event per line, and the final event.
  *
- * Shared by route_cmd.c, route_session.c and route_code.c so all speak
+ * Shared by commands, their replays and session runs, so all speak
  * exactly the same framing.  Events go either straight to a stream (the
  * stream layer, evstream.h, adds the pings, the overflow and the final
- * event) or, for commands, into the command's history (cmdlog.h), which
- * readers replay into their own streams.  Numbered
+ * event at shutdown) or, for commands, into the command's history
+ * (cmdlog.h), which readers replay into their own streams.  Numbered
  * events carry "seq", rising from 1 (init) per run; pings never do.
  * Loop thread only.
  */

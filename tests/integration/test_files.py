@@ -745,11 +745,7 @@ def test_shutdown_ends_watch_with_a_final_event_and_terminator():
     assert buf.startswith(b"HTTP/1.1 200"), buf
     d.send(15)
     s.settimeout(10)
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
+    buf += b"".join(iter(lambda: s.recv(65536), b""))   # to the close
     assert buf.endswith(b"0\r\n\r\n"), buf
     evs = parse_events(buf)
     assert evs and evs[-1] == {"type": "error",
