@@ -293,6 +293,9 @@ static void		 parse_start(struct http_req *);
 static void		 parse_run(void *);
 static void		 parse_done(void *);
 static void		 parse_cancel(struct http_req *, void *);
+static void		 hw_cancel(struct http_req *, void *);
+static void		 hw_run(void *);
+static void		 hw_done(void *);
 
 /* Bind, start MHD without threads and put its epoll fd on the loop. */
 int
@@ -1900,6 +1903,64 @@ http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
 	if (srv->deferred != NULL)
 		srv->deferred->dprev = req;
 	srv->deferred = req;
+}
+
+/* A request waiting for a worker (http_req_work). */
+struct http_work {
+	struct http_req		*req;		/* NULL once the request is gone */
+	atomic_int		*cancel;
+	http_work_fn		*fn;
+	http_work_reply_cb	*reply;
+	void			*arg;
+};
+
+/* The request went away: tell the owner's fn, and reply with no request. */
+static void
+hw_cancel(struct http_req *req, void *arg)
+{
+	struct http_work *w = arg;
+
+	w->req = NULL;
+	if (w->cancel != NULL)
+		atomic_store(w->cancel, 1);
+}
+
+/* Worker thread: the owner's part only. */
+static void
+hw_run(void *arg)
+{
+	struct http_work *w = arg;
+
+	w->fn(w->arg);
+}
+
+/* Loop thread: the owner replies, if the request is still there. */
+static void
+hw_done(void *arg)
+{
+	struct http_work *w = arg;
+
+	w->reply(w->req, w->arg);
+	free(w);
+}
+
+/* Defer req for a worker's job; see http.h. */
+void
+http_req_work(struct http_req *req, unsigned flags, atomic_int *cancel,
+    http_work_fn *fn, http_work_reply_cb *reply, void *arg)
+{
+	struct http_work *w = xcalloc(1, sizeof(*w));
+
+	w->req = req;
+	w->cancel = cancel;
+	w->fn = fn;
+	w->reply = reply;
+	w->arg = arg;
+	http_req_defer(req, hw_cancel, w);
+	if (flags & HTTP_WORK_HEAVY)
+		work_submit_heavy(hw_run, hw_done, w);
+	else
+		work_submit(hw_run, hw_done, w);
 }
 
 /*

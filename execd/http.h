@@ -11,6 +11,7 @@
 #ifndef EXECD_HTTP_H
 #define EXECD_HTTP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,6 +155,22 @@ typedef void http_defer_cancel_cb(struct http_req *, void *arg);
  */
 void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
 	    void *arg);
+
+/*
+ * A request answered from the worker pool, the shape of every route whose
+ * work blocks: defer req, run fn(arg) on a worker (work.h; heavy with
+ * HTTP_WORK_HEAVY), then reply(req, arg) on the loop thread, which answers
+ * req and frees arg.  If the client leaves or execd shuts down first, the
+ * request is answered 503 without the owner, *cancel (when not NULL) is
+ * set so that fn may stop early, and reply runs with req NULL, only to
+ * free arg.  This sits in the HTTP layer because HTTP already stands on
+ * the workers (large bodies are parsed there); work.h knows no requests.
+ */
+#define HTTP_WORK_HEAVY	0x01	/* the client chooses the cost (a grep) */
+typedef void http_work_fn(void *arg);
+typedef void http_work_reply_cb(struct http_req *, void *arg);
+void	http_req_work(struct http_req *, unsigned flags, atomic_int *cancel,
+	    http_work_fn *fn, http_work_reply_cb *reply, void *arg);
 
 /* 200 with an empty body and Content-Length: 0. */
 void	http_reply_empty(struct http_req *);

@@ -21,7 +21,8 @@
 
 #define MAX_HOOKS 8
 
-struct watch {
+/* One fd or ZeroMQ socket the loop polls, and whom it calls. */
+struct pollsrc {
 	int		 fd;
 	void		*zsock;
 	int		 events;
@@ -43,7 +44,7 @@ struct hook {
 };
 
 struct loop {
-	struct watch	*w;
+	struct pollsrc	*w;
 	size_t		 nw, capw;
 	bool		 compact;
 	zmq_pollitem_t	*items;
@@ -111,7 +112,7 @@ static int
 add_watch(struct loop *l, int fd, void *zsock, int events, loop_fd_cb *cb,
     void *arg)
 {
-	struct watch *w;
+	struct pollsrc *w;
 
 	for (size_t i = 0; i < l->nw; i++) {
 		w = &l->w[i];
@@ -126,7 +127,7 @@ add_watch(struct loop *l, int fd, void *zsock, int events, loop_fd_cb *cb,
 		l->capw = l->capw ? l->capw * 2 : 16;
 		l->w = xrealloc(l->w, l->capw * sizeof(*l->w));
 	}
-	l->w[l->nw++] = (struct watch){ fd, zsock, events, cb, arg, false };
+	l->w[l->nw++] = (struct pollsrc){ fd, zsock, events, cb, arg, false };
 	return 0;
 }
 
@@ -305,7 +306,7 @@ poll_timeout(struct loop *l)
 int
 loop_run(struct loop *l)
 {
-	struct watch *w;
+	struct pollsrc *w;
 	size_t n;
 	int r, rev;
 

@@ -72,14 +72,26 @@ struct collect {
 	int		 bad;		/* search: the pattern is malformed */
 };
 
-/* The requests whose work may take long run it on a worker (work.h). */
-enum fs_op { OP_RMTREE, OP_REPLACE, OP_LIST, OP_SEARCH, OP_GREP, OP_WATCH,
-	OP_INFO, OP_UNLINK, OP_MKDIR, OP_PERMS, OP_MOVE };
+/*
+ * A request whose work may take long, run on a worker (http_req_work):
+ * each route fills one and names its own fn, run on the worker, and its
+ * reply, run on the loop while the request is there.  Items routes
+ * (info, unlink, mkdir, perms, move) share items_run and items_reply and
+ * name only what one item does and how its failure is answered.
+ */
+struct fsop;
+typedef void	fsop_reply_cb(struct http_req *, struct fsop *);
+typedef int	fsop_item_fn(struct fsop *, const json_t *, const char *key,
+		    const char *path);
+typedef void	fsop_fail_cb(struct http_req *, struct fsop *,
+		    const char *key, const char *path);
 
-struct fs_job {
-	struct http_req	*req;		/* NULL once the request is gone */
+struct fsop {
 	atomic_int	 cancel;	/* set on the loop: stop early */
-	enum fs_op	 op;
+	fsop_reply_cb	*reply;
+	fsop_item_fn	*item;		/* items: one item, on the worker */
+	fsop_fail_cb	*fail;		/* items: its error answer */
+	bool		 owners;	/* items: look owners up first */
 	char		 path[PATH_MAX];	/* list, search, grep, watch */
 	char		*pattern;	/* search, grep */
 	int		 depth;		/* list */
@@ -90,7 +102,7 @@ struct fs_job {
 	bool		 verbose;	/* replace */
 	bool		 recursive;	/* watch */
 	struct fs_watch	*watch;		/* watch: made on the worker */
-	json_t		*items;		/* rmtree, replace: what to do */
+	json_t		*items;		/* what to do, one array per item */
 	json_t		*out;		/* the answer, built on the worker */
 	size_t		 failed;	/* index of the item that failed */
 	bool		 bad;		/* it failed as a bad request (400) */
@@ -112,19 +124,35 @@ static int	 walk_search(const char *, const char *, const struct stat *,
 		    int, void *);
 static int	 grep_one(const char *, unsigned long, const char *, size_t,
 		    void *);
-static struct fs_job *job_new(enum fs_op);
-static void	 job_free(struct fs_job *);
-static void	 job_start(struct http_req *, struct fs_job *);
-static void	 job_cancel(struct http_req *, void *);
-static void	 job_run(void *);
-static void	 job_done(void *);
-static void	 job_reply(struct http_req *, struct fs_job *);
-static void	 job_reply_error(struct http_req *, struct fs_job *);
-static void	 query_items(struct http_req *, enum fs_op);
+static struct fsop *fsop_new(void);
+static struct fsop *fsop_items(fsop_item_fn *, fsop_fail_cb *);
+static void	 fsop_free(struct fsop *);
+static void	 fsop_start(struct http_req *, struct fsop *, http_work_fn *,
+		    fsop_reply_cb *, unsigned);
+static void	 fsop_done(struct http_req *, void *);
+static const char *fsop_why(const struct fsop *);
+static const char *fsop_str(const struct fsop *, size_t);
+static void	 items_run(void *);
+static void	 items_reply(struct http_req *, struct fsop *);
+static int	 lookup_owners(struct fsop *);
+static fsop_item_fn info_one, unlink_one, mkdir_one, perms_one, move_one;
+static fsop_fail_cb info_fail, unlink_fail, mkdir_fail, perms_fail,
+		    move_fail;
+static void	 rmtree_run(void *);
+static void	 rmtree_reply(struct http_req *, struct fsop *);
+static void	 replace_run(void *);
+static void	 replace_reply(struct http_req *, struct fsop *);
+static void	 list_run(void *);
+static void	 list_reply(struct http_req *, struct fsop *);
+static void	 search_run(void *);
+static void	 search_reply(struct http_req *, struct fsop *);
+static void	 grep_run(void *);
+static void	 grep_reply(struct http_req *, struct fsop *);
+static void	 watch_run(void *);
+static void	 watch_reply(struct http_req *, struct fsop *);
+static void	 query_items(struct http_req *, struct fsop *);
 static int	 too_many(struct http_req *, size_t);
-static struct fs_job *perm_job(struct http_req *, enum fs_op);
-static void	 run_items(struct fs_job *);
-static int	 lookup_owners(struct fs_job *);
+static struct fsop *perm_op(struct http_req *, struct fsop *, bool);
 static void	 watch_open(struct http_req *, struct fs_watch *);
 static void	 watch_ready(struct loop *, int, void *, int, void *);
 static int	 watch_event(const struct fs_watch_event *, void *);
@@ -275,152 +303,93 @@ route_fs_info_json(const char *path, const struct fs_info *fi)
 	return v;
 }
 
-static struct fs_job *
-job_new(enum fs_op op)
+static struct fsop *
+fsop_new(void)
 {
-	struct fs_job *j = xcalloc(1, sizeof(*j));
+	return xcalloc(1, sizeof(struct fsop));
+}
 
-	j->op = op;
-	return j;
+/* An items operation: what one item does and how its failure answers. */
+static struct fsop *
+fsop_items(fsop_item_fn *item, fsop_fail_cb *fail)
+{
+	struct fsop *op = fsop_new();
+
+	op->item = item;
+	op->fail = fail;
+	op->items = json_array();
+	return op;
 }
 
 static void
-job_free(struct fs_job *j)
+fsop_free(struct fsop *op)
 {
-	free(j->pattern);
-	fs_watch_free(j->watch);
-	json_decref(j->items);
-	json_decref(j->out);
-	free(j);
-}
-
-/* From a handler: the reply comes when a worker has done the job. */
-static void
-job_start(struct http_req *req, struct fs_job *j)
-{
-	j->req = req;
-	http_req_defer(req, job_cancel, j);
-	/* A grep's cost is the client's choice: never let it take them all. */
-	if (j->op == OP_GREP)
-		work_submit_heavy(job_run, job_done, j);
-	else
-		work_submit(job_run, job_done, j);
+	free(op->pattern);
+	fs_watch_free(op->watch);
+	json_decref(op->items);
+	json_decref(op->out);
+	free(op);
 }
 
 /*
- * execd is shutting down, or the client left: the request is answered
- * 503 without us, and a grep still running or queued stops at its next
- * line.
+ * From a handler: fn runs on a worker, then reply answers.  A grep's
+ * cost is the client's choice (HTTP_WORK_HEAVY: never all workers); a
+ * request that goes meanwhile sets op->cancel, which a grep reads.
  */
 static void
-job_cancel(struct http_req *req, void *arg)
+fsop_start(struct http_req *req, struct fsop *op, http_work_fn *fn,
+    fsop_reply_cb *reply, unsigned flags)
 {
-	struct fs_job *j = arg;
-
-	j->req = NULL;
-	atomic_store(&j->cancel, 1);
+	op->reply = reply;
+	http_req_work(req, flags, &op->cancel, fn, fsop_done, op);
 }
 
-/* On a worker: the filesystem part, results into j. */
+/* Back on the loop thread: answer, if the request is still there. */
 static void
-job_run(void *arg)
+fsop_done(struct http_req *req, void *arg)
 {
-	struct fs_job *j = arg;
-	struct collect c = { 0 };
-	struct stat st;
-	const char *key, *path;
-	unsigned long long count;
-	json_t *it;
-	size_t i;
+	struct fsop *op = arg;
 
-	switch (j->op) {
-	case OP_RMTREE:
-		json_array_foreach(j->items, i, it) {
-			path = json_string_value(json_array_get(it, 1));
-			if ((j->rc = fs_tree_remove(path, j->err,
-			    sizeof(j->err))) < 0) {
-				j->failed = i;
-				return;
-			}
-		}
-		return;
-	case OP_REPLACE:
-		j->out = json_object();
-		json_array_foreach(j->items, i, it) {
-			key = json_string_value(json_array_get(it, 0));
-			path = json_string_value(json_array_get(it, 1));
-			j->rc = fs_replace(path,
-			    json_string_value(json_array_get(it, 2)),
-			    json_string_length(json_array_get(it, 2)),
-			    json_string_value(json_array_get(it, 3)),
-			    json_string_length(json_array_get(it, 3)), &count,
-			    j->err, sizeof(j->err));
-			if (j->rc < 0) {
-				j->failed = i;
-				return;
-			}
-			json_object_set_new(j->out, key, json_pack("{s:I}",
-			    "replacedCount", (json_int_t)count));
-		}
-		return;
-	case OP_LIST:
-		c.list = j->out = json_array();
-		if (j->depth > 0)
-			j->rc = fs_walk(j->path, j->depth, walk_list, &c,
-			    j->err, sizeof(j->err));
-		return;
-	case OP_SEARCH:
-		c.list = j->out = json_array();
-		c.pattern = j->pattern;
-		if (!j->file)
-			j->rc = fs_walk(j->path, FS_WALK_ALL, walk_search, &c,
-			    j->err, sizeof(j->err));
-		else if (lstat(j->path, &st) == 0)	/* tested itself */
-			walk_search(j->path, "", &st, 0, &c);
-		return;
-	case OP_GREP:
-		j->out = json_array();
-		j->rc = fs_grep(j->path, j->pattern, j->flags, j->max,
-		    &(struct fs_grep_limits){ &j->cancel, GREP_BUDGET_MS },
-		    grep_one, j->out, &j->truncated, j->err, sizeof(j->err));
-		return;
-	case OP_INFO:
-	case OP_UNLINK:
-	case OP_MKDIR:
-	case OP_PERMS:
-	case OP_MOVE:
-		run_items(j);
-		return;
-	case OP_WATCH:
-		/* A recursive watch scans the tree: seconds on a big one. */
-		j->watch = fs_watch_new(j->path, &(struct fs_watch_opts){
-		    .recursive = j->recursive }, j->err, sizeof(j->err));
-		if (j->watch == NULL)
-			j->rc = -errno;
-		return;
-	}
+	if (req != NULL)
+		op->reply(req, op);
+	fsop_free(op);
+}
+
+/* Why the operation failed: the worker's message, else the errno's. */
+static const char *
+fsop_why(const struct fsop *op)
+{
+	return op->err[0] != '\0' ? op->err : strerror(-op->rc);
+}
+
+/* Field k of the item that failed (0: the client's key, 1: its path). */
+static const char *
+fsop_str(const struct fsop *op, size_t k)
+{
+	return json_string_value(json_array_get(json_array_get(op->items,
+	    op->failed), k));
 }
 
 /*
  * On a worker: look up every owner and group named (NSS may block), the
  * whole body before any change; each item's [3] and [4] become ids.  0,
- * or -EINVAL with j->bad, j->failed and a message.
+ * or -EINVAL with op->bad, op->failed and a message.
  */
 static int
-lookup_owners(struct fs_job *j)
+lookup_owners(struct fsop *op)
 {
 	uid_t uid;
 	gid_t gid;
 	json_t *it;
 	size_t i;
 
-	json_array_foreach(j->items, i, it) {
+	json_array_foreach(op->items, i, it) {
 		if (fs_owner_lookup(json_string_value(json_array_get(it, 3)),
 		    json_string_value(json_array_get(it, 4)), &uid, &gid,
-		    j->err, sizeof(j->err)) < 0) {
-			j->bad = true;
-			j->failed = i;
-			return j->rc = -EINVAL;
+		    op->err, sizeof(op->err)) < 0) {
+			op->bad = true;
+			op->failed = i;
+			return op->rc = -EINVAL;
 		}
 		json_array_set_new(it, 3, json_integer((json_int_t)uid));
 		json_array_set_new(it, 4, json_integer((json_int_t)gid));
@@ -429,211 +398,330 @@ lookup_owners(struct fs_job *j)
 }
 
 /*
- * On a worker: one call per item, in order, until one fails (j->failed).
- * Items: info and unlink [key, path]; mkdir and perms [key, path, mode,
- * owner, group]; move [src key, dest key, src, dest].
+ * On a worker: op->item on each item, in order, until one fails
+ * (op->failed).  Items: info and unlink [key, path]; mkdir and perms
+ * [key, path, mode, owner, group]; move [src key, dest key, src, dest].
  */
 static void
-run_items(struct fs_job *j)
+items_run(void *arg)
 {
-	struct fs_info fi;
-	const char *key, *path;
-	bool created;
+	struct fsop *op = arg;
 	json_t *it;
 	size_t i;
 
-	if ((j->op == OP_MKDIR || j->op == OP_PERMS) && lookup_owners(j) < 0)
+	if (op->owners && lookup_owners(op) < 0)
 		return;
-	if (j->op == OP_INFO)
-		j->out = json_object();
-	json_array_foreach(j->items, i, it) {
-		key = json_string_value(json_array_get(it, 0));
-		path = json_string_value(json_array_get(it, 1));
-		j->err[0] = '\0';
-		switch (j->op) {
-		case OP_INFO:
-			if ((j->rc = fs_info_lstat(path, &fi)) == 0)
-				set_text_key(j->out, key,
-				    route_fs_info_json(path, &fi));
-			break;
-		case OP_UNLINK:
-			j->rc = fs_file_remove(path);
-			break;
-		case OP_MKDIR:
-			j->rc = fs_mkdirs(path, (mode_t)json_integer_value(
-			    json_array_get(it, 2)), (uid_t)json_integer_value(
-			    json_array_get(it, 3)), (gid_t)json_integer_value(
-			    json_array_get(it, 4)), &created, j->err,
-			    sizeof(j->err));
-			break;
-		case OP_PERMS:
-			j->rc = fs_perms_set(path, (mode_t)json_integer_value(
-			    json_array_get(it, 2)), (uid_t)json_integer_value(
-			    json_array_get(it, 3)), (gid_t)json_integer_value(
-			    json_array_get(it, 4)), j->err, sizeof(j->err));
-			break;
-		default:
-			j->rc = fs_move(json_string_value(json_array_get(it,
-			    2)), json_string_value(json_array_get(it, 3)),
-			    j->err, sizeof(j->err));
-			break;
-		}
-		if (j->rc < 0) {
-			j->failed = i;
+	json_array_foreach(op->items, i, it) {
+		op->err[0] = '\0';
+		if ((op->rc = op->item(op, it, json_string_value(
+		    json_array_get(it, 0)), json_string_value(
+		    json_array_get(it, 1)))) < 0) {
+			op->failed = i;
 			return;
 		}
 	}
 }
 
-/* Back on the loop thread: answer, if the request is still there. */
+/* The answer of an items operation: its output, or empty. */
 static void
-job_done(void *arg)
+items_reply(struct http_req *req, struct fsop *op)
 {
-	struct fs_job *j = arg;
-
-	if (j->req != NULL)
-		job_reply(j->req, j);
-	job_free(j);
-}
-
-/* The answer to a job's request, from its results. */
-static void
-job_reply(struct http_req *req, struct fs_job *j)
-{
-	const char *orig, *path, *err = j->err[0] ? j->err : strerror(-j->rc);
-	json_t *it = j->items != NULL ? json_array_get(j->items, j->failed) :
-	    NULL;
-
-	orig = json_string_value(json_array_get(it, 0));
-	path = json_string_value(json_array_get(it, 1));
-	if (j->rc < 0) {
-		switch (j->op) {
-		case OP_RMTREE:
-			http_reply_errno(req, j->rc == -EBUSY ? -EPERM : j->rc,
-			    "error removing directory %s. %s", orig, err);
-			break;
-		case OP_REPLACE:
-			if (j->rc == -ENOENT)
-				http_reply_errno(req, j->rc, "file not found. "
-				    "stat %s: no such file or directory",
-				    path);
-			else if (j->rc == -EISDIR)
-				http_reply_error(req, 400, HTTP_E_BODY,
-				    "path is a directory: %s", path);
-			else
-				http_reply_errno(req, j->rc, "error replacing "
-				    "in %s. %s", orig, err);
-			break;
-		case OP_LIST:
-			http_reply_errno(req, j->rc, "error listing directory "
-			    "%s. %s", j->path, err);
-			break;
-		case OP_SEARCH:
-			http_reply_errno(req, j->rc, "error searching files. "
-			    "error accessing path %s", err);
-			break;
-		case OP_GREP:
-			if (j->rc == -EINVAL)
-				http_reply_error(req, 400, HTTP_E_BODY,
-				    "invalid pattern %s: %s", j->pattern, err);
-			else
-				http_reply_errno(req, j->rc, "error searching "
-				    "%s: %s", j->path, err);
-			break;
-		case OP_WATCH:
-			http_reply_errno(req, j->rc, "cannot watch %s: %s",
-			    j->path, err);
-			break;
-		default:
-			job_reply_error(req, j);
-			break;
-		}
-		return;
-	}
-	switch (j->op) {
-	case OP_RMTREE:
-	case OP_UNLINK:
-	case OP_MKDIR:
-	case OP_PERMS:
-	case OP_MOVE:
-		http_reply_empty(req);
-		break;
-	case OP_INFO:
-		http_reply_json(req, 200, j->out);
-		j->out = NULL;
-		break;
-	case OP_REPLACE:
-		if (j->verbose) {
-			http_reply_json(req, 200, j->out);
-			j->out = NULL;
-		} else {
-			http_reply_empty(req);
-		}
-		break;
-	case OP_LIST:
-	case OP_SEARCH:
-		http_reply_json(req, 200, j->out);
-		j->out = NULL;
-		break;
-	case OP_GREP:
-		http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches",
-		    j->out, "truncated", j->truncated));
-		j->out = NULL;
-		break;
-	case OP_WATCH:
-		watch_open(req, j->watch);
-		j->watch = NULL;
-		break;
-	}
-}
-
-/* The error answer of an item job (info, unlink, mkdir, perms, move). */
-static void
-job_reply_error(struct http_req *req, struct fs_job *j)
-{
-	json_t *it = json_array_get(j->items, j->failed);
-	const char *key = json_string_value(json_array_get(it, 0)),
-	    *path = json_string_value(json_array_get(it, 1)),
-	    *err = j->err[0] ? j->err : strerror(-j->rc);
-
-	if (j->bad) {
+	if (op->rc < 0 && op->bad) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    j->err);
+		    op->err);
+	} else if (op->rc < 0) {
+		op->fail(req, op, fsop_str(op, 0), fsop_str(op, 1));
+	} else if (op->out != NULL) {
+		http_reply_json(req, 200, op->out);
+		op->out = NULL;
+	} else {
+		http_reply_empty(req);
+	}
+}
+
+static int
+info_one(struct fsop *op, const json_t *it, const char *key,
+    const char *path)
+{
+	struct fs_info fi;
+	int rc;
+
+	if ((rc = fs_info_lstat(path, &fi)) == 0)
+		set_text_key(op->out, key, route_fs_info_json(path, &fi));
+	return rc;
+}
+
+static void
+info_fail(struct http_req *req, struct fsop *op, const char *key,
+    const char *path)
+{
+	http_reply_errno(req, op->rc, "file not found. file not found: %s: "
+	    "lstat %s: %s", key, path, strerror(-op->rc));
+}
+
+static int
+unlink_one(struct fsop *op, const json_t *it, const char *key,
+    const char *path)
+{
+	return fs_file_remove(path);
+}
+
+static void
+unlink_fail(struct http_req *req, struct fsop *op, const char *key,
+    const char *path)
+{
+	if (op->rc == -EISDIR)
+		http_reply_error(req, 400, HTTP_E_BODY, "error removing file "
+		    "%s. path is a directory: %s (use DELETE /directories)",
+		    key, path);
+	else
+		http_reply_errno(req, op->rc, "error removing file %s. %s",
+		    key, strerror(-op->rc));
+}
+
+static int
+mkdir_one(struct fsop *op, const json_t *it, const char *key,
+    const char *path)
+{
+	bool created;
+
+	return fs_mkdirs(path, (mode_t)json_integer_value(json_array_get(it,
+	    2)), (uid_t)json_integer_value(json_array_get(it, 3)),
+	    (gid_t)json_integer_value(json_array_get(it, 4)), &created,
+	    op->err, sizeof(op->err));
+}
+
+static void
+mkdir_fail(struct http_req *req, struct fsop *op, const char *key,
+    const char *path)
+{
+	http_reply_errno(req, op->rc, "error accessing file: %s",
+	    fsop_why(op));
+}
+
+static int
+perms_one(struct fsop *op, const json_t *it, const char *key,
+    const char *path)
+{
+	return fs_perms_set(path, (mode_t)json_integer_value(
+	    json_array_get(it, 2)), (uid_t)json_integer_value(
+	    json_array_get(it, 3)), (gid_t)json_integer_value(
+	    json_array_get(it, 4)), op->err, sizeof(op->err));
+}
+
+static void
+perms_fail(struct http_req *req, struct fsop *op, const char *key,
+    const char *path)
+{
+	http_reply_errno(req, op->rc, "error changing permissions for %s. %s",
+	    key, fsop_why(op));
+}
+
+static int
+move_one(struct fsop *op, const json_t *it, const char *key,
+    const char *path)
+{
+	return fs_move(json_string_value(json_array_get(it, 2)),
+	    json_string_value(json_array_get(it, 3)), op->err,
+	    sizeof(op->err));
+}
+
+static void
+move_fail(struct http_req *req, struct fsop *op, const char *key,
+    const char *path)
+{
+	if (op->rc == -ENOENT)
+		http_reply_errno(req, op->rc, "file not found. source path "
+		    "not found: %s", key);
+	else if (op->rc == -EEXIST)
+		http_reply_errno(req, op->rc, "destination path already "
+		    "exists: %s", path);
+	else
+		http_reply_errno(req, op->rc, "error accessing file: failed "
+		    "to rename file: %s", fsop_why(op));
+}
+
+/* On a worker: rm -rf each item's path, until one fails. */
+static void
+rmtree_run(void *arg)
+{
+	struct fsop *op = arg;
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(op->items, i, it) {
+		if ((op->rc = fs_tree_remove(json_string_value(
+		    json_array_get(it, 1)), op->err, sizeof(op->err))) < 0) {
+			op->failed = i;
+			return;
+		}
+	}
+}
+
+static void
+rmtree_reply(struct http_req *req, struct fsop *op)
+{
+	if (op->rc < 0)
+		http_reply_errno(req, op->rc == -EBUSY ? -EPERM : op->rc,
+		    "error removing directory %s. %s", fsop_str(op, 0),
+		    fsop_why(op));
+	else
+		http_reply_empty(req);
+}
+
+/* On a worker: rewrite each [key, path, old, new] item's file. */
+static void
+replace_run(void *arg)
+{
+	struct fsop *op = arg;
+	unsigned long long count;
+	json_t *it;
+	size_t i;
+
+	op->out = json_object();
+	json_array_foreach(op->items, i, it) {
+		op->rc = fs_replace(json_string_value(json_array_get(it, 1)),
+		    json_string_value(json_array_get(it, 2)),
+		    json_string_length(json_array_get(it, 2)),
+		    json_string_value(json_array_get(it, 3)),
+		    json_string_length(json_array_get(it, 3)), &count,
+		    op->err, sizeof(op->err));
+		if (op->rc < 0) {
+			op->failed = i;
+			return;
+		}
+		json_object_set_new(op->out, json_string_value(
+		    json_array_get(it, 0)), json_pack("{s:I}",
+		    "replacedCount", (json_int_t)count));
+	}
+}
+
+static void
+replace_reply(struct http_req *req, struct fsop *op)
+{
+	const char *path = fsop_str(op, 1);
+
+	if (op->rc == -ENOENT) {
+		http_reply_errno(req, op->rc, "file not found. stat %s: no "
+		    "such file or directory", path);
+	} else if (op->rc == -EISDIR) {
+		http_reply_error(req, 400, HTTP_E_BODY, "path is a directory: "
+		    "%s", path);
+	} else if (op->rc < 0) {
+		http_reply_errno(req, op->rc, "error replacing in %s. %s",
+		    fsop_str(op, 0), fsop_why(op));
+	} else if (op->verbose) {
+		http_reply_json(req, 200, op->out);
+		op->out = NULL;
+	} else {
+		http_reply_empty(req);
+	}
+}
+
+/* On a worker: the tree under op->path, to op->depth. */
+static void
+list_run(void *arg)
+{
+	struct fsop *op = arg;
+	struct collect c = { 0 };
+
+	c.list = op->out = json_array();
+	if (op->depth > 0)
+		op->rc = fs_walk(op->path, op->depth, walk_list, &c, op->err,
+		    sizeof(op->err));
+}
+
+static void
+list_reply(struct http_req *req, struct fsop *op)
+{
+	if (op->rc < 0) {
+		http_reply_errno(req, op->rc, "error listing directory %s. %s",
+		    op->path, fsop_why(op));
 		return;
 	}
-	switch (j->op) {
-	case OP_INFO:
-		http_reply_errno(req, j->rc, "file not found. file not found: "
-		    "%s: lstat %s: %s", key, path, strerror(-j->rc));
-		break;
-	case OP_UNLINK:
-		if (j->rc == -EISDIR)
-			http_reply_error(req, 400, HTTP_E_BODY, "error removing "
-			    "file %s. path is a directory: %s (use DELETE "
-			    "/directories)", key, path);
-		else
-			http_reply_errno(req, j->rc, "error removing file %s. "
-			    "%s", key, strerror(-j->rc));
-		break;
-	case OP_MKDIR:
-		http_reply_errno(req, j->rc, "error accessing file: %s", err);
-		break;
-	case OP_PERMS:
-		http_reply_errno(req, j->rc, "error changing permissions for "
-		    "%s. %s", key, err);
-		break;
-	default:
-		if (j->rc == -ENOENT)
-			http_reply_errno(req, j->rc, "file not found. source "
-			    "path not found: %s", key);
-		else if (j->rc == -EEXIST)
-			http_reply_errno(req, j->rc, "destination path already "
-			    "exists: %s", path);
-		else
-			http_reply_errno(req, j->rc, "error accessing file: "
-			    "failed to rename file: %s", err);
-		break;
+	http_reply_json(req, 200, op->out);
+	op->out = NULL;
+}
+
+/* On a worker: every name under op->path matching op->pattern. */
+static void
+search_run(void *arg)
+{
+	struct fsop *op = arg;
+	struct collect c = { 0 };
+	struct stat st;
+
+	c.list = op->out = json_array();
+	c.pattern = op->pattern;
+	if (!op->file)
+		op->rc = fs_walk(op->path, FS_WALK_ALL, walk_search, &c,
+		    op->err, sizeof(op->err));
+	else if (lstat(op->path, &st) == 0)	/* tested itself */
+		walk_search(op->path, "", &st, 0, &c);
+}
+
+static void
+search_reply(struct http_req *req, struct fsop *op)
+{
+	if (op->rc < 0) {
+		http_reply_errno(req, op->rc, "error searching files. error "
+		    "accessing path %s", fsop_why(op));
+		return;
 	}
+	http_reply_json(req, 200, op->out);
+	op->out = NULL;
+}
+
+/* On a worker: the grep, within its budget, stopped by op->cancel. */
+static void
+grep_run(void *arg)
+{
+	struct fsop *op = arg;
+
+	op->out = json_array();
+	op->rc = fs_grep(op->path, op->pattern, op->flags, op->max,
+	    &(struct fs_grep_limits){ &op->cancel, GREP_BUDGET_MS },
+	    grep_one, op->out, &op->truncated, op->err, sizeof(op->err));
+}
+
+static void
+grep_reply(struct http_req *req, struct fsop *op)
+{
+	if (op->rc == -EINVAL) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid pattern %s: "
+		    "%s", op->pattern, fsop_why(op));
+	} else if (op->rc < 0) {
+		http_reply_errno(req, op->rc, "error searching %s: %s",
+		    op->path, fsop_why(op));
+	} else {
+		http_reply_json(req, 200, json_pack("{s:o, s:b}", "matches",
+		    op->out, "truncated", op->truncated));
+		op->out = NULL;
+	}
+}
+
+/* On a worker: a recursive watch scans the tree, seconds on a big one. */
+static void
+watch_run(void *arg)
+{
+	struct fsop *op = arg;
+
+	op->watch = fs_watch_new(op->path, &(struct fs_watch_opts){
+	    .recursive = op->recursive }, op->err, sizeof(op->err));
+	if (op->watch == NULL)
+		op->rc = -errno;
+}
+
+static void
+watch_reply(struct http_req *req, struct fsop *op)
+{
+	if (op->rc < 0) {
+		http_reply_errno(req, op->rc, "cannot watch %s: %s", op->path,
+		    fsop_why(op));
+		return;
+	}
+	watch_open(req, op->watch);
+	op->watch = NULL;
 }
 
 /* Every value of the repeated path key; on too many, reply and return -1. */
@@ -654,14 +742,17 @@ query_paths(struct http_req *req, const char **vals)
 void
 route_files_info(struct http_req *req)
 {
-	query_items(req, OP_INFO);
+	struct fsop *op = fsop_items(info_one, info_fail);
+
+	op->out = json_object();
+	query_items(req, op);
 }
 
 /* DELETE /files?path=...: unlink each file; missing ones are fine. */
 void
 route_files_delete(struct http_req *req)
 {
-	query_items(req, OP_UNLINK);
+	query_items(req, fsop_items(unlink_one, unlink_fail));
 }
 
 /*
@@ -669,26 +760,25 @@ route_files_delete(struct http_req *req)
  * worker.  A bad path is answered at once and nothing is done.
  */
 static void
-query_items(struct http_req *req, enum fs_op op)
+query_items(struct http_req *req, struct fsop *op)
 {
 	const char *vals[MAX_PATHS];
 	char path[PATH_MAX];
-	struct fs_job *j;
 	ssize_t n;
 
-	if ((n = query_paths(req, vals)) < 0)
+	if ((n = query_paths(req, vals)) < 0) {
+		fsop_free(op);
 		return;
-	j = job_new(op);
-	j->items = json_array();
+	}
 	for (ssize_t i = 0; i < n; i++) {
 		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[o, o]",
+		json_array_append_new(op->items, json_pack("[o, o]",
 		    raw_str(vals[i]), raw_str(path)));
 	}
-	job_start(req, j);
+	fsop_start(req, op, items_run, items_reply, 0);
 }
 
 /*
@@ -700,24 +790,24 @@ route_dirs_delete(struct http_req *req)
 {
 	const char *vals[MAX_PATHS];
 	char path[PATH_MAX];
-	struct fs_job *j;
+	struct fsop *op;
 	ssize_t n;
 
 	if ((n = query_paths(req, vals)) < 0)
 		return;
-	j = job_new(OP_RMTREE);
-	j->items = json_array();
+	op = fsop_new();
+	op->items = json_array();
 	for (ssize_t i = 0; i < n; i++) {
 		if (vals[i][0] == '\0')		/* upstream: a no-op */
 			continue;
 		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[o, o]",
+		json_array_append_new(op->items, json_pack("[o, o]",
 		    raw_str(vals[i]), raw_str(path)));
 	}
-	job_start(req, j);
+	fsop_start(req, op, rmtree_run, rmtree_reply, 0);
 }
 
 /*
@@ -772,35 +862,35 @@ too_many(struct http_req *req, size_t n)
 
 /*
  * A {"<path>": {"mode","owner","group"}} body (mkdir, or permissions, which
- * skips null entries) checked whole, paths too, into a job for a worker;
- * on a mistake reply 400 and return NULL.
+ * skips null entries) checked whole, paths too, into an operation for a
+ * worker; on a mistake reply 400 and return NULL.
  */
-static struct fs_job *
-perm_job(struct http_req *req, enum fs_op op)
+static struct fsop *
+perm_op(struct http_req *req, struct fsop *op, bool skip_null)
 {
 	json_t *body = http_req_json(req), *v;
 	const char *key;
 	char path[PATH_MAX];
-	struct fs_job *j;
 	mode_t mode;
 
-	if (need_object(req, body, "{\"mode\",\"owner\",\"group\"}") < 0)
+	if (need_object(req, body, "{\"mode\",\"owner\",\"group\"}") < 0) {
+		fsop_free(op);
 		return NULL;
-	j = job_new(op);
-	j->items = json_array();
+	}
+	op->owners = true;
 	json_object_foreach(body, key, v) {
 		if (perm_entry(req, key, v, &mode) < 0 ||
 		    route_fs_resolve(req, key, path, sizeof(path)) < 0) {
-			job_free(j);
+			fsop_free(op);
 			return NULL;
 		}
-		if (op == OP_PERMS && json_is_null(v))
+		if (skip_null && json_is_null(v))
 			continue;
-		json_array_append_new(j->items, json_pack("[s, o, I, s?, s?]",
+		json_array_append_new(op->items, json_pack("[s, o, I, s?, s?]",
 		    key, raw_str(path), (json_int_t)mode, body_str(v, "owner", NULL),
 		    body_str(v, "group", NULL)));
 	}
-	return j;
+	return op;
 }
 
 /*
@@ -812,10 +902,11 @@ perm_job(struct http_req *req, enum fs_op op)
 void
 route_dirs_make(struct http_req *req)
 {
-	struct fs_job *j;
+	struct fsop *op;
 
-	if ((j = perm_job(req, OP_MKDIR)) != NULL)
-		job_start(req, j);
+	if ((op = perm_op(req, fsop_items(mkdir_one, mkdir_fail), false)) !=
+	    NULL)
+		fsop_start(req, op, items_run, items_reply, 0);
 }
 
 /*
@@ -825,10 +916,11 @@ route_dirs_make(struct http_req *req)
 void
 route_files_perms(struct http_req *req)
 {
-	struct fs_job *j;
+	struct fsop *op;
 
-	if ((j = perm_job(req, OP_PERMS)) != NULL)
-		job_start(req, j);
+	if ((op = perm_op(req, fsop_items(perms_one, perms_fail), true)) !=
+	    NULL)
+		fsop_start(req, op, items_run, items_reply, 0);
 }
 
 /* POST /files/mv [{"src":"/a","dest":"/b"}, ...], in order, on a worker. */
@@ -837,7 +929,7 @@ route_files_move(struct http_req *req)
 {
 	json_t *body = http_req_json(req), *v;
 	char src[PATH_MAX], dst[PATH_MAX], err[ERRLEN], where[32];
-	struct fs_job *j;
+	struct fsop *op;
 	size_t i;
 
 	if (!json_is_array(body)) {
@@ -847,26 +939,25 @@ route_files_move(struct http_req *req)
 	}
 	if (too_many(req, json_array_size(body)) < 0)
 		return;
-	j = job_new(OP_MOVE);
-	j->items = json_array();
+	op = fsop_items(move_one, move_fail);
 	json_array_foreach(body, i, v) {
 		snprintf(where, sizeof(where), "[%zu]", i);
 		if (body_check(v, where, mv_fields, 2, err, sizeof(err)) < 0) {
 			http_reply_error(req, 400, HTTP_E_BODY,
 			    "invalid request, %s", err);
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
 		if (resolve_field(req, v, "src", src, sizeof(src)) < 0 ||
 		    resolve_field(req, v, "dest", dst, sizeof(dst)) < 0) {
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
-		json_array_append_new(j->items, json_pack("[s, s, o, o]",
+		json_array_append_new(op->items, json_pack("[s, s, o, o]",
 		    body_str(v, "src", ""), body_str(v, "dest", ""),
 		    raw_str(src), raw_str(dst)));
 	}
-	job_start(req, j);
+	fsop_start(req, op, items_run, items_reply, 0);
 }
 
 /*
@@ -879,13 +970,13 @@ route_files_replace(struct http_req *req)
 	json_t *body = http_req_json(req), *v;
 	const char *key, *verbose = http_req_query(req, "verbose");
 	char path[PATH_MAX], err[ERRLEN];
-	struct fs_job *j;
+	struct fsop *op;
 
 	if (need_object(req, body, "{\"old\",\"new\"}") < 0)
 		return;
-	j = job_new(OP_REPLACE);
-	j->items = json_array();
-	j->verbose = verbose != NULL && strcmp(verbose, "true") == 0;
+	op = fsop_new();
+	op->items = json_array();
+	op->verbose = verbose != NULL && strcmp(verbose, "true") == 0;
 	json_object_foreach(body, key, v) {
 		if (body_check(v, key, replace_fields, 2, err,
 		    sizeof(err)) < 0) {
@@ -893,20 +984,20 @@ route_files_replace(struct http_req *req)
 			    "request, %s%s", err, json_is_object(v) &&
 			    json_is_string(json_object_get(v, "old")) ?
 			    " (old content must not be empty)" : "");
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
 		if (route_fs_resolve(req, key, path, sizeof(path)) < 0) {
-			job_free(j);
+			fsop_free(op);
 			return;
 		}
 		/* Copies: the worker must not share the request's JSON. */
-		json_array_append_new(j->items, json_pack("[s, o, s%, s]", key,
+		json_array_append_new(op->items, json_pack("[s, o, s%, s]", key,
 		    raw_str(path), json_string_value(json_object_get(v, "old")),
 		    json_string_length(json_object_get(v, "old")),
 		    body_str(v, "new", "")));
 	}
-	job_start(req, j);
+	fsop_start(req, op, replace_run, replace_reply, 0);
 }
 
 static int
@@ -938,7 +1029,7 @@ route_dirs_list(struct http_req *req)
 {
 	const char *ds = http_req_query(req, "depth");
 	char path[PATH_MAX];
-	struct fs_job *j;
+	struct fsop *op;
 	struct stat st;
 	long long depth = 1;
 
@@ -964,10 +1055,10 @@ route_dirs_list(struct http_req *req)
 		    "directory: %s", path);
 		return;
 	}
-	j = job_new(OP_LIST);
-	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->depth = (int)depth;
-	job_start(req, j);
+	op = fsop_new();
+	snprintf(op->path, sizeof(op->path), "%s", path);
+	op->depth = (int)depth;
+	fsop_start(req, op, list_run, list_reply, 0);
 }
 
 static int
@@ -1003,7 +1094,7 @@ route_files_search(struct http_req *req)
 {
 	const char *pattern = http_req_query(req, "pattern");
 	char path[PATH_MAX];
-	struct fs_job *j;
+	struct fsop *op;
 	struct stat st;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
@@ -1022,11 +1113,11 @@ route_files_search(struct http_req *req)
 		    path, strerror(errno));
 		return;
 	}
-	j = job_new(OP_SEARCH);
-	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->pattern = xstrdup(pattern);
-	j->file = !S_ISDIR(st.st_mode);
-	job_start(req, j);
+	op = fsop_new();
+	snprintf(op->path, sizeof(op->path), "%s", path);
+	op->pattern = xstrdup(pattern);
+	op->file = !S_ISDIR(st.st_mode);
+	fsop_start(req, op, search_run, search_reply, 0);
 }
 
 static int
@@ -1064,7 +1155,7 @@ route_files_grep(struct http_req *req)
 	char path[PATH_MAX], err[256];
 	long long max = GREP_DEFAULT;
 	struct fs_regex *re;
-	struct fs_job *j;
+	struct fsop *op;
 	unsigned flags;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
@@ -1088,12 +1179,12 @@ route_files_grep(struct http_req *req)
 		return;
 	}
 	fs_regex_free(re);
-	j = job_new(OP_GREP);
-	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->pattern = xstrdup(pat);
-	j->flags = flags;
-	j->max = (size_t)max;
-	job_start(req, j);
+	op = fsop_new();
+	snprintf(op->path, sizeof(op->path), "%s", path);
+	op->pattern = xstrdup(pat);
+	op->flags = flags;
+	op->max = (size_t)max;
+	fsop_start(req, op, grep_run, grep_reply, HTTP_WORK_HEAVY);
 }
 
 /*
@@ -1106,14 +1197,14 @@ route_files_watch(struct http_req *req)
 {
 	const char *rec = http_req_query(req, "recursive");
 	char path[PATH_MAX];
-	struct fs_job *j;
+	struct fsop *op;
 
 	if (route_fs_query_path(req, path, sizeof(path)) < 0)
 		return;
-	j = job_new(OP_WATCH);
-	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->recursive = rec != NULL && strcmp(rec, "true") == 0;
-	job_start(req, j);
+	op = fsop_new();
+	snprintf(op->path, sizeof(op->path), "%s", path);
+	op->recursive = rec != NULL && strcmp(rec, "true") == 0;
+	fsop_start(req, op, watch_run, watch_reply, 0);
 }
 
 /* The watch is in place: stream its events (fw is consumed). */

@@ -10,7 +10,7 @@
  * old files as they were and no debris.  Downloads use MHD's file
  * responses (sendfile) or a content reader.  The final sync-and-rename of
  * an upload and the listing of an archive's tree run on a worker thread
- * (work.h).  Loop thread only, but for those jobs' fns.
+ * (http_req_work).  Loop thread only, but for those jobs' fns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,6 @@
 #include "multipart.h"
 #include "range.h"
 #include "route.h"
-#include "work.h"
 #include "xmalloc.h"
 
 #define E_FILE		"INVALID_FILE"
@@ -74,7 +73,6 @@ struct upload {
 	struct fs_atomic	*files;		/* one per file part */
 	size_t			 nfiles;
 	mode_t			 newmode;	/* for files created */
-	struct http_req		*req;		/* while committing; NULL: gone */
 	/* The first failure, answered by the sink. */
 	int			 rc;
 	unsigned		 status;	/* 0: from rc */
@@ -83,7 +81,7 @@ struct upload {
 };
 
 /* A window of lines of a file, produced as the client reads. */
-struct lines {
+struct window {
 	int		 fd;
 	uint64_t	 first, count;	/* count 0: to the end */
 	uint64_t	 cur;		/* line number being read, from 1 */
@@ -101,9 +99,8 @@ static int	 up_feed(struct http_req *, const char *, size_t, void *);
 static void	 up_end(struct http_req *, void *);
 static void	 up_abort(void *);
 static void	 up_free(struct upload *);
-static void	 up_cancel(struct http_req *, void *);
 static void	 up_commit(void *);
-static void	 up_committed(void *);
+static void	 up_committed(struct http_req *, void *);
 static int	 up_fail(struct upload *, unsigned, const char *,
 		    const char *, ...) __attribute__((format(printf, 4, 5)));
 static int	 up_fail_errno(struct upload *, int, const char *,
@@ -113,11 +110,10 @@ static void	 range_refuse(struct http_req *, const char *, int, uint64_t);
 static bool	 size_unknown(int);
 static ssize_t	 whole_read(void *, char *, size_t);
 static void	 whole_done(void *);
-static ssize_t	 lines_read(void *, char *, size_t);
-static void	 lines_done(void *);
-static void	 archive_cancel(struct http_req *, void *);
+static ssize_t	 window_read(void *, char *, size_t);
+static void	 window_done(void *);
 static void	 archive_list(void *);
-static void	 archive_listed(void *);
+static void	 archive_listed(struct http_req *, void *);
 static ssize_t	 tar_read(void *, char *, size_t);
 static void	 tar_done(void *);
 
@@ -358,18 +354,7 @@ up_end(struct http_req *req, void *arg)
 		return;
 	}
 	/* Syncing and renaming may take a while: on a worker. */
-	up->req = req;
-	http_req_defer(req, up_cancel, up);
-	work_submit(up_commit, up_committed, up);
-}
-
-/* execd is shutting down: the request is answered 503 without us. */
-static void
-up_cancel(struct http_req *req, void *arg)
-{
-	struct upload *up = arg;
-
-	up->req = NULL;
+	http_req_work(req, 0, NULL, up_commit, up_committed, up);
 }
 
 /* On a worker: sync, own and rename every file, in order. */
@@ -395,15 +380,15 @@ up_commit(void *arg)
 
 /* Back on the loop thread: answer, if the request is still there. */
 static void
-up_committed(void *arg)
+up_committed(struct http_req *req, void *arg)
 {
 	struct upload *up = arg;
 
-	if (up->req != NULL) {
+	if (req != NULL) {
 		if (up->rc < 0)
-			up_reply(up->req, up);
+			up_reply(req, up);
 		else
-			http_reply_empty(up->req);
+			http_reply_empty(req);
 	}
 	up_free(up);
 }
@@ -546,7 +531,7 @@ route_files_download(struct http_req *req)
 	long long off, lim;
 	struct http_resp *hr;
 	struct sse_buf b;
-	struct lines *ln;
+	struct window *ln;
 	struct stat st;
 	uint64_t start, len;
 	int fd, rc;
@@ -601,7 +586,7 @@ route_files_download(struct http_req *req)
 		ln->first = off > 0 ? (uint64_t)off : 1;
 		ln->count = (uint64_t)lim;
 		ln->cur = 1;
-		hr = http_resp_reader(lines_read, lines_done, ln);
+		hr = http_resp_reader(window_read, window_done, ln);
 		http_resp_header(hr, "Content-Type",
 		    "text/plain; charset=utf-8");
 		http_reply_resp(req, 200, hr);
@@ -696,9 +681,9 @@ whole_done(void *arg)
  * each without its trailing '\r's: upstream's line window.
  */
 static ssize_t
-lines_read(void *arg, char *out, size_t max)
+window_read(void *arg, char *out, size_t max)
 {
-	struct lines *ln = arg;
+	struct window *ln = arg;
 	size_t n = 0;
 	ssize_t got;
 	bool win;
@@ -761,9 +746,9 @@ lines_read(void *arg, char *out, size_t max)
 }
 
 static void
-lines_done(void *arg)
+window_done(void *arg)
 {
-	struct lines *ln = arg;
+	struct window *ln = arg;
 
 	close(ln->fd);
 	free(ln);
@@ -771,7 +756,6 @@ lines_done(void *arg)
 
 /* An archive being prepared: the tree is listed on a worker. */
 struct archive {
-	struct http_req	*req;		/* NULL once the request is gone */
 	char		 path[PATH_MAX];
 	struct fs_tar	*tar;
 	int		 rc;
@@ -793,17 +777,7 @@ route_files_archive(struct http_req *req)
 		free(a);
 		return;
 	}
-	a->req = req;
-	http_req_defer(req, archive_cancel, a);
-	work_submit(archive_list, archive_listed, a);
-}
-
-static void
-archive_cancel(struct http_req *req, void *arg)
-{
-	struct archive *a = arg;
-
-	a->req = NULL;
+	http_req_work(req, 0, NULL, archive_list, archive_listed, a);
 }
 
 /* On a worker: walk the tree. */
@@ -818,7 +792,7 @@ archive_list(void *arg)
 
 /* Back on the loop thread: start sending, or say why not. */
 static void
-archive_listed(void *arg)
+archive_listed(struct http_req *req, void *arg)
 {
 	struct archive *a = arg;
 	struct http_resp *hr;
@@ -826,10 +800,10 @@ archive_listed(void *arg)
 	const char *base;
 	char name[NAME_MAX + 8];
 
-	if (a->req == NULL) {
+	if (req == NULL) {
 		fs_tar_free(a->tar);
 	} else if (a->tar == NULL) {
-		http_reply_errno(a->req, a->rc, "cannot archive %s: %s",
+		http_reply_errno(req, a->rc, "cannot archive %s: %s",
 		    a->path, a->err[0] ? a->err : strerror(-a->rc));
 	} else {
 		hr = http_resp_reader(tar_read, tar_done, a->tar);
@@ -841,7 +815,7 @@ archive_listed(void *arg)
 		disposition(&b, name);
 		http_resp_header(hr, "Content-Disposition", b.p);
 		sse_buf_reset(&b);
-		http_reply_resp(a->req, 200, hr);
+		http_reply_resp(req, 200, hr);
 	}
 	free(a);
 }

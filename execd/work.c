@@ -26,24 +26,25 @@
 
 #define WORK_MAX_THREADS	8
 
-struct job {
+/* One job queued: fn on a worker, then done on the loop thread. */
+struct item {
 	work_fn		*fn;
 	work_done_cb	*done;
 	void		*arg;
 	bool		 heavy;
-	struct job	*next;
+	struct item	*next;
 };
 
-/* A FIFO of jobs. */
-struct jobq {
-	struct job	*head, *tail;
+/* A FIFO of items. */
+struct itemq {
+	struct item	*head, *tail;
 };
 
 static struct {
 	struct loop	*loop;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
-	struct jobq	 todo, done;
+	struct itemq	 todo, done;
 	pthread_t	 threads[WORK_MAX_THREADS];
 	unsigned	 nthreads;
 	unsigned	 heavy_max, heavy_running;
@@ -52,16 +53,16 @@ static struct {
 } W = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
     .efd = -1 };
 
-static void	 push(struct jobq *, struct job *);
-static struct job *pop(struct jobq *);
-static struct job *take(struct jobq *);
+static void	 push(struct itemq *, struct item *);
+static struct item *pop(struct itemq *);
+static struct item *take(struct itemq *);
 static void	 submit(work_fn *, work_done_cb *, void *, bool);
 static void	*worker(void *);
 static void	 finished(struct loop *, int, void *, int, void *);
 static void	 run_done(void);
 
 static void
-push(struct jobq *q, struct job *j)
+push(struct itemq *q, struct item *j)
 {
 	j->next = NULL;
 	if (q->tail != NULL)
@@ -71,10 +72,10 @@ push(struct jobq *q, struct job *j)
 	q->tail = j;
 }
 
-static struct job *
-pop(struct jobq *q)
+static struct item *
+pop(struct itemq *q)
 {
-	struct job *j = q->head;
+	struct item *j = q->head;
 
 	if (j != NULL && (q->head = j->next) == NULL)
 		q->tail = NULL;
@@ -82,10 +83,10 @@ pop(struct jobq *q)
 }
 
 /* Unlink and return the first job of q a worker may run now, or NULL. */
-static struct job *
-take(struct jobq *q)
+static struct item *
+take(struct itemq *q)
 {
-	struct job *j, *prev = NULL;
+	struct item *j, *prev = NULL;
 
 	for (j = q->head; j != NULL; prev = j, j = j->next) {
 		if (j->heavy && W.heavy_running >= W.heavy_max)
@@ -104,7 +105,7 @@ take(struct jobq *q)
 static void *
 worker(void *unused)
 {
-	struct job *j;
+	struct item *j;
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&W.mu);
@@ -167,7 +168,7 @@ work_init(struct loop *loop, unsigned n)
 static void
 submit(work_fn *fn, work_done_cb *done, void *arg, bool heavy)
 {
-	struct job *j = xcalloc(1, sizeof(*j));
+	struct item *j = xcalloc(1, sizeof(*j));
 
 	j->fn = fn;
 	j->done = done;
@@ -203,7 +204,7 @@ work_heavy_count(unsigned *running, unsigned *waiting)
 	unsigned n = 0;
 
 	pthread_mutex_lock(&W.mu);
-	for (struct job *j = W.todo.head; j != NULL; j = j->next)
+	for (struct item *j = W.todo.head; j != NULL; j = j->next)
 		n += j->heavy;
 	*running = W.heavy_running;
 	*waiting = n;
@@ -214,7 +215,7 @@ work_heavy_count(unsigned *running, unsigned *waiting)
 static void
 run_done(void)
 {
-	struct job *j;
+	struct item *j;
 
 	for (;;) {
 		pthread_mutex_lock(&W.mu);
