@@ -1,11 +1,15 @@
 /*
  * command.c -- bookkeeping for shell commands (ids, status, retention).
  *
- * Running the process is job.c's; streaming and HTTP are route_cmd.c's.
+ * Running the process is job.c's; this file starts it, with its
+ * environment and its output file or history, and answers the streams
+ * that read a history.  HTTP requests are route_cmd.c's.
  * Finished commands are kept COMMAND_RETAIN_S seconds, so status and logs
  * stay available for a while without the registry growing forever.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,9 @@
 #include "../kernelproto/kp_msg.h"
 #include "cmdlog.h"
 #include "command.h"
+#include "envfile.h"
+#include "feed.h"
+#include "http.h"
 #include "job.h"
 #include "loop.h"
 #include "outstream.h"
@@ -26,18 +33,33 @@
 
 static struct loop	*L;
 static char		*outdir;
+static unsigned		 grace;	/* a stopped job's SIGTERM to SIGKILL */
 static struct command	*list;
 static uint64_t		 t_sweep;
 
+/* A stream reading a foreground command's history. */
+struct reader {
+	struct cmdlog_reader	*r;
+	struct feed		*feed;
+};
+
 static void	sweep(struct loop *, uint64_t, void *);
 static void	forget(struct command *);
+static char	**make_env(json_t *);
+static void	free_env(char **);
+static void	on_output(struct job *, int, const char *, size_t, void *);
+static void	on_done(struct job *, int, bool, void *);
+static int	reader_pull(struct sse_buf *, void *);
+static void	reader_notify(struct cmdlog_reader *, void *);
+static void	reader_gone(void *);
 
 /* Remember where output files go; start the retention sweep. */
 void
-command_init(struct loop *loop, const char *out_dir)
+command_init(struct loop *loop, const char *out_dir, unsigned grace_ms)
 {
 	L = loop;
 	outdir = xstrdup(out_dir);
+	grace = grace_ms;
 	t_sweep = loop_timer_add(L, SWEEP_MS, sweep, NULL);
 }
 
@@ -74,6 +96,177 @@ command_new(const char *content, bool background)
 	c->next = list;
 	list = c;
 	return c;
+}
+
+/*
+ * execd's environment, with the variables of the EXECD_ENVS file over
+ * it, and the request's envs over both.
+ */
+static char **
+make_env(json_t *req_envs)
+{
+	extern char **environ;
+	size_t n = 0, i = 0, m;
+	const char *k;
+	json_t *v, *envs = envfile_read(getenv("EXECD_ENVS"));
+	char **env;
+
+	json_object_update(envs, req_envs);
+
+	while (environ[n] != NULL)
+		n++;
+	env = xcalloc(n + json_object_size(envs) + 1, sizeof(*env));
+	for (size_t j = 0; j < n; j++) {
+		m = strcspn(environ[j], "=");
+		json_object_foreach(envs, k, v)
+			if (strlen(k) == m && strncmp(k, environ[j], m) == 0)
+				goto next;
+		env[i++] = xstrdup(environ[j]);
+next:		;
+	}
+	json_object_foreach(envs, k, v)
+		env[i++] = xasprintf("%s=%s", k, json_string_value(v));
+	json_decref(envs);
+	return env;
+}
+
+static void
+free_env(char **env)
+{
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* Register the command, make its output file or history, start its job. */
+int
+command_start(const struct command_opts *co, command_end_cb *ended,
+    void *arg, struct command **out, char *err, size_t errlen)
+{
+	struct job_opts o = { .cmd = co->command, .cwd = co->cwd,
+	    .set_ids = co->set_ids, .uid = co->uid, .gid = co->gid,
+	    .groups = co->groups, .ngroups = co->ngroups,
+	    .timeout_ms = co->timeout_ms, .grace_ms = grace,
+	    .out_fd = -1, .stdin_pipe = co->stdin_pipe };
+	struct command *c = command_new(co->command, co->background);
+	char **env = make_env(co->envs), *prefix;
+	int rc;
+
+	o.envp = env;
+	c->ended = ended;
+	c->ended_arg = arg;
+	if (co->background) {
+		c->log_path = command_log_path(c);
+		o.out_fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_CLOEXEC, 0600);
+		if (o.out_fd < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot create %s: %s",
+			    c->log_path, strerror(-rc));
+			goto fail;
+		}
+	} else {
+		prefix = command_history_prefix(c);
+		rc = cmdlog_new(prefix, CMDLOG_CAP, CMDLOG_LAG, &c->history);
+		if (rc < 0)
+			snprintf(err, errlen, "cannot create %s.0.events: %s",
+			    prefix, strerror(-rc));
+		free(prefix);
+		if (rc < 0)
+			goto fail;
+		c->out = xcalloc(1, sizeof(*c->out));
+		outstream_start_log(c->out, L, c->history, c->id);
+	}
+	rc = job_start(L, &o, on_output, on_done, c, &c->job, err, errlen);
+	if (o.out_fd >= 0)
+		close(o.out_fd);
+	if (rc < 0)
+		goto fail;
+	free_env(env);
+	*out = c;
+	return 0;
+fail:
+	free_env(env);
+	command_drop(c);
+	return rc;
+}
+
+/* Output as it is read: into the history, one event per line. */
+static void
+on_output(struct job *j, int which, const char *p, size_t n, void *arg)
+{
+	struct command *c = arg;
+
+	if (c->out != NULL)	/* else background: the child writes a file */
+		outstream_output(c->out, which, p, n);
+}
+
+/* The job is complete: record it, end its history, tell the starter. */
+static void
+on_done(struct job *j, int st, bool timed_out, void *arg)
+{
+	struct command *c = arg;
+	const char *tb;
+
+	command_finish(c, st, timed_out);
+	job_free(j);
+	c->job = NULL;
+	if (c->out != NULL) {
+		tb = c->error != NULL ? c->error : "";
+		outstream_end(c->out, c->exit_code, &tb, 1);
+		outstream_gone(c->out);
+		free(c->out);
+		c->out = NULL;
+	}
+	if (c->ended != NULL)
+		c->ended(c, c->ended_arg);
+}
+
+/* A stream of c's history, events numbered above after. */
+int
+command_read(struct http_req *req, struct command *c, uint64_t after)
+{
+	struct reader *rd = xcalloc(1, sizeof(*rd));
+
+	rd->r = cmdlog_reader_new(c->history, after, reader_notify, rd);
+	if ((rd->feed = feed_reply(req, reader_pull, reader_gone, rd)) ==
+	    NULL) {
+		cmdlog_reader_free(rd->r);
+		free(rd);
+		return -1;
+	}
+	return 0;
+}
+
+/* The feed wants more: the next events of the history. */
+static int
+reader_pull(struct sse_buf *out, void *arg)
+{
+	struct reader *rd = arg;
+
+	_Static_assert(CMDLOG_MORE == FEED_MORE && CMDLOG_WAIT == FEED_WAIT &&
+	    CMDLOG_END == FEED_END, "a history's pull is a feed's");
+	return cmdlog_reader_pull(rd->r, out, FEED_CHUNK);
+}
+
+/* The history has more: the feed pulls if its client has room. */
+static void
+reader_notify(struct cmdlog_reader *r, void *arg)
+{
+	struct reader *rd = arg;
+
+	if (rd->feed != NULL)	/* NULL while feed_reply() pulls first */
+		feed_kick(rd->feed);
+}
+
+/* The client left: the command runs on. */
+static void
+reader_gone(void *arg)
+{
+	struct reader *rd = arg;
+
+	cmdlog_reader_free(rd->r);
+	free(rd);
 }
 
 /* A registered command by id. */

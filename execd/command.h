@@ -5,13 +5,16 @@
  * ends, until the retention period (COMMAND_RETAIN_S) has passed and no
  * stream reads it any more; then it is forgotten and its files removed.
  * A foreground command's events are kept in its history (cmdlog.h),
- * produced by its outstream whether or not a client listens.  Loop thread
- * only.
+ * produced by its outstream whether or not a client listens, and read by
+ * every stream of it (command_read), each at its own client's pace.  Loop
+ * thread only.
  */
 #ifndef EXECD_COMMAND_H
 #define EXECD_COMMAND_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -19,9 +22,14 @@
 #define COMMAND_RETAIN_S	3600
 
 struct loop;
+struct http_req;
 struct job;
 struct cmdlog;
 struct outstream;
+
+struct command;
+/* The command ended (its status recorded, its history ended); once. */
+typedef void command_end_cb(struct command *, void *arg);
 
 struct command {
 	char		 id[33];
@@ -37,12 +45,47 @@ struct command {
 	struct outstream *out;		/* foreground, while running: the
 					   producer of its events */
 	unsigned	 tails;		/* background: streams reading it */
+	command_end_cb	*ended;		/* see command_start() */
+	void		*ended_arg;
 	struct command	*next;
 };
 
-/* Start the registry; out_dir holds background output files. */
-void		 command_init(struct loop *, const char *out_dir);
+/* What a command runs as; borrowed for the call. */
+struct command_opts {
+	const char	*command;
+	const char	*cwd;		/* NULL: execd's */
+	bool		 background;	/* output to a file, not a history */
+	unsigned	 timeout_ms;	/* 0: none */
+	bool		 set_ids;	/* run as uid, gid and groups */
+	uid_t		 uid;
+	gid_t		 gid;
+	const gid_t	*groups;
+	size_t		 ngroups;
+	json_t		*envs;		/* over execd's and EXECD_ENVS's */
+	bool		 stdin_pipe;	/* stdin a pipe for POST .../stdin */
+};
+
+/*
+ * Start the registry: out_dir holds background output files and
+ * histories; a stopped job gets grace_ms from SIGTERM to SIGKILL.
+ */
+void		 command_init(struct loop *, const char *out_dir,
+		    unsigned grace_ms);
 void		 command_shutdown(void);	/* stop every job, forget all */
+/*
+ * Register a command and start its job (ended, if not NULL, is called
+ * when it ends).  0 with *out set, or -errno with a message in err and
+ * nothing registered.
+ */
+int		 command_start(const struct command_opts *, command_end_cb *ended,
+		    void *arg, struct command **out, char *err, size_t errlen);
+/*
+ * Answer req with a stream of foreground command c's events numbered
+ * above after, read from its history at the client's pace.  0, or -1 if
+ * no stream could be made (req got 500).
+ */
+int		 command_read(struct http_req *, struct command *,
+		    uint64_t after);
 /* A new registered command (running, started now). */
 struct command	*command_new(const char *content, bool background);
 struct command	*command_find(const char *id);

@@ -148,7 +148,7 @@ main(int argc, char **argv)
 	    sizeof(err)) < 0)
 		log_warnx("metrics: %s", err);
 	/* The domain, each module over the ones before it. */
-	command_init(app.loop, cmd_dir);
+	command_init(app.loop, cmd_dir, conf.grace_ms);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	pty_init(app.loop);
 	setup_contexts(&conf);

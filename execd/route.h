@@ -30,7 +30,6 @@ void	route_code_run(struct http_req *);
 
 /* route_cmd.c: shell commands, and the interrupt of commands and code. */
 void	route_command_run(struct http_req *);
-void	route_command_code(struct http_req *, const char *code);
 void	route_command_status(struct http_req *);
 void	route_command_logs(struct http_req *);
 void	route_command_stream(struct http_req *);

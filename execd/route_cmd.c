@@ -11,7 +11,7 @@
  * signal).  Its events, numbered (seq), go into its history (cmdlog.h)
  * whether or not anyone listens, and every stream of it -- the one POST
  * /command answers and any reattached later -- reads that history at its
- * own client's pace (feed.h).  A background command answers init and
+ * own client's pace (command_read).  A background command answers init and
  * execution_complete at once; its output goes to a file that GET
  * /command/{id}/logs reads, and that a reattached stream turns into
  * numbered stdout events, one per line, as it reads it.
@@ -31,9 +31,7 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
-#include "cmdlog.h"
 #include "command.h"
-#include "envfile.h"
 #include "context.h"
 #include "evstream.h"
 #include "execd.h"
@@ -68,12 +66,6 @@ struct cmd_req {
 	bool		 stdin_pipe;
 };
 
-/* A stream reading a foreground command's history. */
-struct reader {
-	struct cmdlog_reader	*r;
-	struct feed		*feed;
-};
-
 /* A stream reading a background command's output file. */
 struct tail {
 	char		 id[33];	/* the command, looked up each time */
@@ -104,18 +96,12 @@ static const struct body_field cmd_fields[] = {
 };
 
 static void	 start(struct http_req *, struct cmd_req *);
-static void	 on_output(struct job *, int, const char *, size_t, void *);
-static void	 on_done(struct job *, int, bool, void *);
-static int	 read_history(struct http_req *, struct command *, uint64_t);
-static int	 reader_pull(struct sse_buf *, void *);
-static void	 reader_notify(struct cmdlog_reader *, void *);
-static void	 reader_gone(void *);
 static int	 read_output(struct http_req *, struct command *, uint64_t);
 static int	 tail_pull(struct sse_buf *, void *);
 static void	 tail_line(const char *, size_t, void *);
 static void	 tail_poll(struct loop *, uint64_t, void *);
 static void	 tail_gone(void *);
-static void	 tails_kick(const char *);
+static void	 tails_kick(struct command *, void *);
 static int64_t	 ms_of(const struct timespec *);
 
 /* Check the body into r; on failure reply 400 and return -1. */
@@ -217,105 +203,28 @@ route_command_run(struct http_req *req)
 		start(req, &r);
 }
 
-/* POST /code without a language: the code runs as a shell command. */
-void
-route_command_code(struct http_req *req, const char *code)
-{
-	struct cmd_req r;
-
-	memset(&r, 0, sizeof(r));
-	r.command = code;
-	start(req, &r);
-}
-
-/*
- * execd's environment, with the variables of the EXECD_ENVS file over
- * it, and the request's envs over both.
- */
-static char **
-make_env(json_t *req_envs)
-{
-	extern char **environ;
-	size_t n = 0, i = 0, m;
-	const char *k;
-	json_t *v, *envs = envfile_read(getenv("EXECD_ENVS"));
-	char **env;
-
-	json_object_update(envs, req_envs);
-
-	while (environ[n] != NULL)
-		n++;
-	env = xcalloc(n + json_object_size(envs) + 1, sizeof(*env));
-	for (size_t j = 0; j < n; j++) {
-		m = strcspn(environ[j], "=");
-		json_object_foreach(envs, k, v)
-			if (strlen(k) == m && strncmp(k, environ[j], m) == 0)
-				goto next;
-		env[i++] = xstrdup(environ[j]);
-next:		;
-	}
-	json_object_foreach(envs, k, v)
-		env[i++] = xasprintf("%s=%s", k, json_string_value(v));
-	json_decref(envs);
-	return env;
-}
-
-static void
-free_env(char **env)
-{
-	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
-}
-
 /* Start the command and answer with its stream. */
 static void
 start(struct http_req *req, struct cmd_req *r)
 {
-	struct execd *app = http_req_app(req);
-	struct job_opts o = { .cmd = r->command, .cwd = r->has_cwd ? r->cwd :
-	    NULL, .set_ids = r->set_ids, .uid = r->uid, .gid = r->gid,
-	    .groups = r->groups, .ngroups = (size_t)r->ngroups,
-	    .timeout_ms = (unsigned)r->timeout_ms,
-	    .grace_ms = app->conf->grace_ms, .out_fd = -1,
+	struct command_opts o = { .command = r->command, .cwd = r->has_cwd ?
+	    r->cwd : NULL, .background = r->background,
+	    .timeout_ms = (unsigned)r->timeout_ms, .set_ids = r->set_ids,
+	    .uid = r->uid, .gid = r->gid, .groups = r->groups,
+	    .ngroups = (size_t)r->ngroups, .envs = r->envs,
 	    .stdin_pipe = r->stdin_pipe };
-	struct command *c = command_new(r->command, r->background);
 	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
 	    .flags = EVSTREAM_F_NO_PING };
 	struct evstream *s;
-	char err[512], **env = make_env(r->envs), *prefix;
+	struct command *c;
+	char err[512];
 	int rc;
 
-	o.envp = env;
-	if (r->background) {
-		c->log_path = command_log_path(c);
-		o.out_fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_CLOEXEC, 0600);
-		if (o.out_fd < 0) {
-			rc = -errno;
-			snprintf(err, sizeof(err), "cannot create %s: %s",
-			    c->log_path, strerror(-rc));
-			goto fail;
-		}
-	} else {
-		prefix = command_history_prefix(c);
-		rc = cmdlog_new(prefix, CMDLOG_CAP, CMDLOG_LAG, &c->history);
-		if (rc < 0)
-			snprintf(err, sizeof(err), "cannot create %s.0.events: "
-			    "%s", prefix, strerror(-rc));
-		free(prefix);
-		if (rc < 0)
-			goto fail;
-		c->out = xcalloc(1, sizeof(*c->out));
-		outstream_start_log(c->out, app->loop, c->history, c->id);
+	if ((rc = command_start(&o, tails_kick, NULL, &c, err,
+	    sizeof(err))) < 0) {
+		http_reply_errno(req, rc, "error running commands %s", err);
+		return;
 	}
-	rc = job_start(app->loop, &o, on_output, on_done, c, &c->job, err,
-	    sizeof(err));
-	if (o.out_fd >= 0)
-		close(o.out_fd);
-	if (rc < 0)
-		goto fail;
-	free_env(env);
 	if (r->background) {
 		/*
 		 * Background: init, complete, end; the job runs on.  init
@@ -339,93 +248,7 @@ start(struct http_req *req, struct cmd_req *r)
 		return;
 	}
 	/* Foreground: the first reader of its history, from the start. */
-	(void)read_history(req, c, 0);
-	return;
-fail:
-	free_env(env);
-	command_drop(c);
-	http_reply_errno(req, rc, "error running commands %s", err);
-}
-
-/* Output as it is read: into the history, one event per line. */
-static void
-on_output(struct job *j, int which, const char *p, size_t n, void *arg)
-{
-	struct command *c = arg;
-
-	if (c->out != NULL)	/* else background: the child writes a file */
-		outstream_output(c->out, which, p, n);
-}
-
-/* The job is complete: record it, and end its history or tell its tails. */
-static void
-on_done(struct job *j, int st, bool timed_out, void *arg)
-{
-	struct command *c = arg;
-	const char *tb;
-
-	command_finish(c, st, timed_out);
-	job_free(j);
-	c->job = NULL;
-	if (c->out == NULL) {
-		tails_kick(c->id);
-		return;
-	}
-	tb = c->error != NULL ? c->error : "";
-	outstream_end(c->out, c->exit_code, &tb, 1);
-	outstream_gone(c->out);
-	free(c->out);
-	c->out = NULL;
-}
-
-/*
- * Answer req with a stream of c's history, events numbered above after.
- * 0, or -1 if no stream could be made (req got 500).
- */
-static int
-read_history(struct http_req *req, struct command *c, uint64_t after)
-{
-	struct reader *rd = xcalloc(1, sizeof(*rd));
-
-	rd->r = cmdlog_reader_new(c->history, after, reader_notify, rd);
-	if ((rd->feed = feed_reply(req, reader_pull, reader_gone, rd)) ==
-	    NULL) {
-		cmdlog_reader_free(rd->r);
-		free(rd);
-		return -1;
-	}
-	return 0;
-}
-
-/* The feed wants more: the next events of the history. */
-static int
-reader_pull(struct sse_buf *out, void *arg)
-{
-	struct reader *rd = arg;
-
-	_Static_assert(CMDLOG_MORE == FEED_MORE && CMDLOG_WAIT == FEED_WAIT &&
-	    CMDLOG_END == FEED_END, "a history's pull is a feed's");
-	return cmdlog_reader_pull(rd->r, out, FEED_CHUNK);
-}
-
-/* The history has more: the feed pulls if its client has room. */
-static void
-reader_notify(struct cmdlog_reader *r, void *arg)
-{
-	struct reader *rd = arg;
-
-	if (rd->feed != NULL)	/* NULL while feed_reply() pulls first */
-		feed_kick(rd->feed);
-}
-
-/* The client left: the command runs on. */
-static void
-reader_gone(void *arg)
-{
-	struct reader *rd = arg;
-
-	cmdlog_reader_free(rd->r);
-	free(rd);
+	(void)command_read(req, c, 0);
 }
 
 /*
@@ -537,12 +360,12 @@ tail_poll(struct loop *l, uint64_t id, void *arg)
 	feed_kick(t->feed);
 }
 
-/* The command with this id ended: its tails read the rest and end. */
+/* Command c ended: its tails read the rest and end. */
 static void
-tails_kick(const char *id)
+tails_kick(struct command *c, void *arg)
 {
 	for (struct tail *t = tails; t != NULL; t = t->next) {
-		if (strcmp(t->id, id) != 0 || t->feed == NULL)
+		if (strcmp(t->id, c->id) != 0 || t->feed == NULL)
 			continue;
 		if (t->t_poll != 0)
 			loop_timer_cancel(t->loop, t->t_poll);
@@ -594,7 +417,7 @@ route_command_stream(struct http_req *req)
 		return;
 	}
 	if (c->history != NULL) {
-		(void)read_history(req, c, after);
+		(void)command_read(req, c, after);
 		return;
 	}
 	if ((rc = read_output(req, c, after)) < 0)

@@ -34,6 +34,7 @@
 #include "../kernelproto/kp_connfile.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "command.h"
 #include "context.h"
 #include "evstream.h"
 #include "execd.h"
@@ -95,6 +96,7 @@ static const struct body_field ctx_fields[] = {
 };
 
 static void	 run_start(struct run *);
+static void	 run_command(struct http_req *, const char *);
 static void	 run_free(struct run *);
 static void	 run_forget(struct run *);
 static void	 run_ready(struct context *, const char *, void *);
@@ -370,6 +372,25 @@ route_context_connection(struct http_req *req)
 }
 
 /*
+ * POST /code without a language: the code runs as a shell command, its
+ * stream that of POST /command.
+ */
+static void
+run_command(struct http_req *req, const char *code)
+{
+	struct command_opts o = { .command = code };
+	struct command *c;
+	char err[512];
+	int rc;
+
+	if ((rc = command_start(&o, NULL, NULL, &c, err, sizeof(err))) < 0) {
+		http_reply_errno(req, rc, "error running commands %s", err);
+		return;
+	}
+	(void)command_read(req, c, 0);
+}
+
+/*
  * POST /code {"code","context":{"id","language"},"timeout"}: run code in
  * a context (or the language's default one) and stream its events.
  */
@@ -407,7 +428,7 @@ route_code_run(struct http_req *req)
 		}
 	} else if (lang[0] == '\0' || strcmp(lang, "command") == 0) {
 		/* As upstream: no language means a shell command. */
-		route_command_code(req, body_str(body, "code", ""));
+		run_command(req, body_str(body, "code", ""));
 		return;
 	} else if (not_a_kernel_language(lang)) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
