@@ -15,11 +15,13 @@
  * kernel (a Jupyter console attached to it) are ignored.
  *
  * Every execution ends, whatever the kernel loses.  An interrupt is kept
- * with the execution it is for: sent at once, sent again when the kernel
- * shows that execution busy (ipykernel ignores SIGINT until it runs the
- * cell, so an early one is lost), and again every INT_RESEND_MS while no
- * sign of it comes (an error, the idle, the reply); after INT_TRIES the
- * kernel is restarted, as jupyter_client does.  Idle without a reply
+ * with the execution it is for: sent when the kernel shows that execution
+ * busy (at once if it already has: ipykernel ignores SIGINT until it runs
+ * the cell, so an early one is lost, and two close together can end it),
+ * and again every INT_RESEND_MS while the execution goes on (after an
+ * error, INT_ERROR_MS: IPython may report an interrupt that hit its own
+ * bookkeeping and run the cell anyway); after INT_TRIES the kernel is
+ * restarted, as jupyter_client does.  Idle without a reply
  * (ipykernel, interrupted just as it starts a cell, never replies) ends
  * the execution after a grace with a KeyboardInterrupt reply of our own;
  * a reply without idle (a PUB socket drops what a slow subscriber does
@@ -57,7 +59,8 @@
 #define TAIL_MAX	4096	/* stderr kept for error reports */
 #define NUDGE_MS	100	/* kernel_info retry, reply in, no iopub yet */
 #define ASK_AGAIN_MS	1000	/* kernel_info retry, no reply yet */
-#define INT_RESEND_MS	250	/* interrupt again while no sign of it */
+#define INT_RESEND_MS	250	/* interrupt again while it runs on */
+#define INT_ERROR_MS	1000	/* ... once it has shown an error */
 #define INT_TRIES	8	/* interrupts sent before a restart */
 #define IDLE_GRACE_MS	500	/* idle, no reply, interrupted */
 #define IDLE_WAIT_MS	5000	/* idle, no reply, not interrupted */
@@ -80,7 +83,7 @@ struct pending {
 	bool			 idle;
 	bool			 busy;		/* the kernel runs it */
 	bool			 int_want;	/* interrupted by the caller */
-	bool			 int_seen;	/* the kernel showed it */
+	bool			 int_seen;	/* it ended, or was said to */
 	unsigned		 int_sent;
 	uint64_t		 t_grace;	/* half in, other half due */
 	unsigned		 quiet_rounds;
@@ -139,6 +142,7 @@ static void	 on_int_resend(struct loop *, uint64_t, void *);
 static void	 on_grace(struct loop *, uint64_t, void *);
 static void	 free_pending(struct kernel *, struct pending *);
 static int	 send_interrupt(struct kernel *, struct pending *);
+static void	 arm_resend(struct kernel *, struct pending *);
 static void	 handle(struct kernel *, enum kp_chan_id, struct kp_msg *);
 static void	 fail_pending(struct kernel *, const char *);
 static void	 teardown(struct kernel *);
@@ -729,8 +733,13 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 		}
 		return;
 	}
-	if (strcmp(type, "error") == 0)
-		p->int_seen = true;
+	/* Likely the interrupt; if the run goes on, it is sent again. */
+	if (strcmp(type, "error") == 0 && p->int_want && k->t_int != 0 &&
+	    strcmp(k->int_id, p->id) == 0) {
+		loop_timer_cancel(k->loop, k->t_int);
+		k->t_int = loop_timer_add(k->loop, INT_ERROR_MS,
+		    on_int_resend, k);
+	}
 	if (p->cb != NULL)
 		p->cb->output(k, m, p->arg);
 }
@@ -851,6 +860,8 @@ send_interrupt(struct kernel *k, struct pending *p)
 
 	if (k->spec->interrupt_mode == KP_INTERRUPT_SIGNAL) {
 		rc = kill(-k->pid, SIGINT) < 0 ? -errno : 0;
+	} else if (k->ch == NULL) {
+		return -ESRCH;	/* no channels: the process is going */
 	} else {
 		m = kp_msg_interrupt_request(k->session);
 		rc = kp_chan_send(k->ch, KP_CONTROL, m);
@@ -859,10 +870,17 @@ send_interrupt(struct kernel *k, struct pending *p)
 	if (p == NULL)
 		return rc;
 	p->int_sent++;
+	arm_resend(k, p);
+	return rc;
+}
+
+/* Interrupt p again after INT_RESEND_MS unless a sign comes first. */
+static void
+arm_resend(struct kernel *k, struct pending *p)
+{
 	loop_timer_cancel(k->loop, k->t_int);
 	snprintf(k->int_id, sizeof(k->int_id), "%s", p->id);
 	k->t_int = loop_timer_add(k->loop, INT_RESEND_MS, on_int_resend, k);
-	return rc;
 }
 
 /*
@@ -907,9 +925,18 @@ kernel_interrupt(struct kernel *k)
 	for (p = k->pending; p != NULL; p = p->next)
 		if (p->reply == NULL && !p->idle)
 			break;
-	if (p != NULL) {
-		p->int_want = true;
-		p->int_seen = false;
+	if (p == NULL)
+		return send_interrupt(k, NULL);
+	p->int_want = true;
+	p->int_seen = false;
+	/*
+	 * Not started: wait for its busy (or the resend).  Sent now as well,
+	 * ipykernel would drop it or, worse, take the second of two SIGINTs
+	 * so close together outside its handler, and exit.
+	 */
+	if (!p->busy) {
+		arm_resend(k, p);
+		return 0;
 	}
 	return send_interrupt(k, p);
 }

@@ -95,10 +95,10 @@ void	kernel_execute_forget(struct kernel *, const char *id);
 
 /*
  * Interrupt by interrupt_mode (SIGINT, or interrupt_request on control).
- * For an execution of ours it is kept until the kernel shows it (an
- * error, the idle, the reply): sent again when the kernel starts it and
- * while no sign comes; after a bounded number the kernel is restarted
- * and the execution ends with why saying so.  0 or -errno (-ESRCH: no
+ * For an execution of ours it is kept until the execution ends (idle or
+ * reply): sent when the kernel starts it (at once if it has) and again
+ * while it goes on; after a bounded number the kernel is restarted and
+ * the execution ends with why saying so.  0 or -errno (-ESRCH: no
  * process).
  */
 int	kernel_interrupt(struct kernel *);

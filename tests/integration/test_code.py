@@ -563,7 +563,7 @@ def sweep_interrupts_after_init(d, cid, code, next_code, next_out, trials,
             evs, st, took = interrupt_after_init(d, cid, code, delay)
             assert st == 200, (where, st)
             k = kinds(evs)
-            assert "cell-end" not in texts(evs, "stdout"), (where, k)
+            assert "cell-end" not in texts(evs, "stdout"), (where, evs)
             assert "error" in k, (where, k)
             errs = [e["error"] for e in evs if e["type"] == "error"]
             assert all(e["ename"] != "KernelError" for e in errs), (
@@ -571,9 +571,13 @@ def sweep_interrupts_after_init(d, cid, code, next_code, next_out, trials,
             assert k[-1] == "execution_complete", (where, k)
             time.sleep(settle)
             st, evs = run_code(d, next_code, id=cid, timeout=RUN_BOUND)
-            assert st == 200 and texts(evs, "stdout") == next_out, (
+            # Interrupted in its bookkeeping, IPython may say on stdout
+            # that it moved its history to a new session: the kernel's
+            # own words, not a failure of the run.
+            assert st == 200 and next_out in texts(evs, "stdout"), (
                 where, evs)
             assert kinds(evs)[-1] == "execution_complete", (where, evs)
+            assert "error" not in kinds(evs), (where, evs)
 
 
 def test_interrupt_right_after_init_python():
