@@ -271,7 +271,7 @@ def test_buffered_bodies_share_a_memory_cap():
                                     headers={"Content-Type":
                                              "application/json"})
             return (st, h, data) if st == 503 else None
-        got = wait_for(busy, timeout=5, step=0.2)
+        got = wait_for(busy, timeout=15, step=0.2)
         assert got, "no 503 with 2.7 MB of bodies held"
         st, h, data = got
         expect_error(st, data, 503, "SERVER_BUSY")
@@ -281,7 +281,7 @@ def test_buffered_bodies_share_a_memory_cap():
         st = wait_for(lambda: d.request(
             "POST", "/directories", body=body,
             headers={"Content-Type": "application/json"})[0] != 503,
-            timeout=5, step=0.2)
+            timeout=15, step=0.2)
         assert st, "still busy after the held bodies went away"
 
 
