@@ -630,8 +630,14 @@ fs_watch_read(struct fs_watch *fw, fs_watch_cb *cb, void *arg)
 			return 0;
 		for (off = 0; off + sizeof(*ev) <= (size_t)n;
 		    off += sizeof(*ev) + ev->len) {
+			/*
+			 * Never trust a record the kernel would not write:
+			 * out of line (inotify pads every name), with a name
+			 * past the bytes read, or unended.
+			 */
+			if (off % _Alignof(struct inotify_event) != 0)
+				break;
 			ev = (const struct inotify_event *)(fw->rbuf + off);
-			/* Never trust a name past the bytes read, or unended. */
 			if (ev->len > (size_t)n - off - sizeof(*ev) ||
 			    (ev->len > 0 && memchr(ev->name, '\0',
 			    ev->len) == NULL))
