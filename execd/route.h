@@ -59,13 +59,7 @@ void	route_files_watch(struct http_req *);
 void	route_dirs_list(struct http_req *);
 void	route_dirs_make(struct http_req *);
 void	route_dirs_delete(struct http_req *);
-/*
- * Shared with route_xfer.c: resolve a client's path (or the path query
- * parameter) into out, replying and returning -1 on failure; a FileInfo.
- */
-int	route_fs_resolve(struct http_req *, const char *in, char *out,
-	    size_t outlen);
-int	route_fs_query_path(struct http_req *, char *out, size_t outlen);
+/* A FileInfo object. */
 struct fs_info;
 json_t	*route_fs_info_json(const char *path, const struct fs_info *);
 

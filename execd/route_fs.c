@@ -39,6 +39,7 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "reqpath.h"
 #include "route.h"
 #include "work.h"
 #include "xmalloc.h"
@@ -160,52 +161,6 @@ static void	 watch_push(struct watcher *, json_t *);
 static void	 watch_gone(void *);
 
 /*
- * Resolve a client's path into out; on failure reply (400, or 500 when
- * no home is known for "~") and return -1.
- */
-int
-route_fs_resolve(struct http_req *req, const char *in, char *out,
-    size_t outlen)
-{
-	char *raw = xstrdup(in);
-	int rc;
-
-	/* The text form of a name that is not UTF-8 (fs_path.h). */
-	fs_path_unescape(raw);
-	rc = fs_path_resolve(raw, strlen(raw), NULL, out, outlen);
-	free(raw);
-	if (rc == 0)
-		return 0;
-	if (rc == -ENAMETOOLONG)
-		http_reply_errno(req, rc, "path is too long: %s", in);
-	else if (rc == -ENOENT)
-		http_reply_error(req, 500, HTTP_E_RUNTIME, "cannot expand ~: "
-		    "no home directory is known");
-	else
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid path '%s': "
-		    "paths must be absolute or start with ~", in);
-	return -1;
-}
-
-/*
- * The path query parameter, resolved into out; on failure reply and
- * return -1.  A value with a NUL byte (sent as %00) is refused too: MHD
- * cuts it at the NUL, so compare with the raw length it reports.
- */
-int
-route_fs_query_path(struct http_req *req, char *out, size_t outlen)
-{
-	const char *p = http_req_query(req, "path");
-
-	if (p == NULL) {
-		http_reply_error(req, 400, HTTP_E_QUERY,
-		    "missing query parameter 'path'");
-		return -1;
-	}
-	return route_fs_resolve(req, p, out, outlen);
-}
-
-/*
  * Resolve the string field name of v (checked to be a string) into out,
  * its NUL bytes included (so refused); on failure reply and return -1.
  */
@@ -217,7 +172,7 @@ resolve_field(struct http_req *req, const json_t *v, const char *name,
 	const char *in = json_string_value(s);
 
 	if (in != NULL && strlen(in) == json_string_length(s))
-		return route_fs_resolve(req, in, out, outlen);
+		return reqpath_resolve(req, in, out, outlen);
 	http_reply_error(req, 400, HTTP_E_BODY, "invalid path in field '%s': "
 	    "it contains a NUL byte", name);
 	return -1;
@@ -771,7 +726,7 @@ query_items(struct http_req *req, struct fsop *op)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
+		if (reqpath_resolve(req, vals[i], path, sizeof(path)) < 0) {
 			fsop_free(op);
 			return;
 		}
@@ -800,7 +755,7 @@ route_dirs_delete(struct http_req *req)
 	for (ssize_t i = 0; i < n; i++) {
 		if (vals[i][0] == '\0')		/* upstream: a no-op */
 			continue;
-		if (route_fs_resolve(req, vals[i], path, sizeof(path)) < 0) {
+		if (reqpath_resolve(req, vals[i], path, sizeof(path)) < 0) {
 			fsop_free(op);
 			return;
 		}
@@ -880,7 +835,7 @@ perm_op(struct http_req *req, struct fsop *op, bool skip_null)
 	op->owners = true;
 	json_object_foreach(body, key, v) {
 		if (perm_entry(req, key, v, &mode) < 0 ||
-		    route_fs_resolve(req, key, path, sizeof(path)) < 0) {
+		    reqpath_resolve(req, key, path, sizeof(path)) < 0) {
 			fsop_free(op);
 			return NULL;
 		}
@@ -987,7 +942,7 @@ route_files_replace(struct http_req *req)
 			fsop_free(op);
 			return;
 		}
-		if (route_fs_resolve(req, key, path, sizeof(path)) < 0) {
+		if (reqpath_resolve(req, key, path, sizeof(path)) < 0) {
 			fsop_free(op);
 			return;
 		}
@@ -1033,7 +988,7 @@ route_dirs_list(struct http_req *req)
 	struct stat st;
 	long long depth = 1;
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+	if (reqpath_query(req, path, sizeof(path)) < 0)
 		return;
 	if (ds != NULL && (depth = query_uint(ds, INT_MAX)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid query "
@@ -1097,7 +1052,7 @@ route_files_search(struct http_req *req)
 	struct fsop *op;
 	struct stat st;
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+	if (reqpath_query(req, path, sizeof(path)) < 0)
 		return;
 	if (pattern == NULL || pattern[0] == '\0')
 		pattern = "**";
@@ -1158,7 +1113,7 @@ route_files_grep(struct http_req *req)
 	struct fsop *op;
 	unsigned flags;
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+	if (reqpath_query(req, path, sizeof(path)) < 0)
 		return;
 	if (pat == NULL || pat[0] == '\0') {
 		http_reply_error(req, 400, HTTP_E_QUERY,
@@ -1199,7 +1154,7 @@ route_files_watch(struct http_req *req)
 	char path[PATH_MAX];
 	struct fsop *op;
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+	if (reqpath_query(req, path, sizeof(path)) < 0)
 		return;
 	op = fsop_new();
 	snprintf(op->path, sizeof(op->path), "%s", path);

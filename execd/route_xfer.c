@@ -37,6 +37,7 @@
 #include "http.h"
 #include "multipart.h"
 #include "range.h"
+#include "reqpath.h"
 #include "route.h"
 #include "xmalloc.h"
 
@@ -536,7 +537,7 @@ route_files_download(struct http_req *req)
 	uint64_t start, len;
 	int fd, rc;
 
-	if (route_fs_query_path(req, path, sizeof(path)) < 0)
+	if (reqpath_query(req, path, sizeof(path)) < 0)
 		return;
 	if ((os != NULL || ls != NULL) && range != NULL) {
 		http_reply_error(req, 400, HTTP_E_BODY, "line-based reading "
@@ -773,7 +774,7 @@ route_files_archive(struct http_req *req)
 {
 	struct archive *a = xcalloc(1, sizeof(*a));
 
-	if (route_fs_query_path(req, a->path, sizeof(a->path)) < 0) {
+	if (reqpath_query(req, a->path, sizeof(a->path)) < 0) {
 		free(a);
 		return;
 	}
