@@ -1,6 +1,7 @@
 /*
  * execd.h -- what every route handler is handed: the configuration, the
- * loop, the HTTP server and the context registry, made by main.c.
+ * loop, the HTTP server, the context registry and the last metrics
+ * sample, made by main.c.
  *
  * One instance lives in main.c.  Route files reach it through
  * http_req_app().  Every other module keeps its state in its own file
