@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "body.h"
 
@@ -81,6 +82,44 @@ body_check(const json_t *v, const char *where, const struct body_field *f,
 			    "empty", where, sep, f[i].name);
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/* Check v against a table ended by BODY_END; see body.h. */
+int
+body_check_table(const json_t *v, const char *where,
+    const struct body_field *f, char *err, size_t errlen)
+{
+	struct body_field one[1];
+	char obj[128], name[256];
+	const char *dot;
+	const json_t *x;
+	size_t n = 0;
+	int rc;
+
+	/* The plain names come first in a table, the dotted ones after. */
+	while (f[n].name != NULL && strchr(f[n].name, '.') == NULL)
+		n++;
+	if ((rc = body_check(v, where, f, n, err, errlen)) < 0)
+		return rc;
+	for (; f[n].name != NULL; n++) {
+		dot = strchr(f[n].name, '.');
+		if (dot == NULL || (size_t)(dot - f[n].name) >= sizeof(obj)) {
+			snprintf(err, errlen, "field table: '%s' is out of "
+			    "place", f[n].name);
+			return -EINVAL;
+		}
+		memcpy(obj, f[n].name, (size_t)(dot - f[n].name));
+		obj[dot - f[n].name] = '\0';
+		if ((x = json_object_get(v, obj)) == NULL || json_is_null(x))
+			continue;
+		snprintf(name, sizeof(name), "%s%s%s", where, where[0] != '\0' ?
+		    "." : "", obj);
+		one[0] = f[n];
+		one[0].name = dot + 1;
+		if ((rc = body_check(x, name, one, 1, err, errlen)) < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -26,6 +26,9 @@ struct body_field {
 	unsigned	 flags;
 };
 
+/* The end of a field table given without a count (body_check_table). */
+#define BODY_END	{ NULL, BODY_STRING, 0 }
+
 /*
  * Check that v is an object and that each listed field present has its
  * type.  where names v in messages ("" for the body itself, else e.g. a
@@ -34,6 +37,15 @@ struct body_field {
 int	body_check(const json_t *v, const char *where,
 	    const struct body_field *, size_t nfields, char *err,
 	    size_t errlen);
+
+/*
+ * body_check() over a table ended by BODY_END.  A name "obj.name" is a
+ * field of the object field obj, checked after every plain name, when
+ * obj is there (so "context.id" reads as body_check(context, "context",
+ * { "id" ... }) would).  0, or -EINVAL with the message in err.
+ */
+int	body_check_table(const json_t *v, const char *where,
+	    const struct body_field *, char *err, size_t errlen);
 
 /* The field as a string, or def when absent or null. */
 const char	*body_str(const json_t *, const char *name, const char *def);

@@ -259,6 +259,7 @@ static void		 reply_raw(struct http_req *, unsigned, const char *,
 			    size_t, const char *);
 static void		 stream_gone(struct sse_stream *, void *);
 static int		 parse_body(struct http_req *);
+static int		 fields_body(struct http_req *);
 static enum reject	 check(struct http_req *);
 static bool		 has_body(struct MHD_Connection *);
 static void		 reject(struct http_req *);
@@ -1114,7 +1115,7 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 			parse_start(req);
 			return MHD_YES;
 		}
-		if (parse_body(req) < 0)
+		if (parse_body(req) < 0 || fields_body(req) < 0)
 			return MHD_YES;
 	}
 	run_handler(req, req->route->fn);
@@ -1282,6 +1283,35 @@ http_req_sink(struct http_req *req, http_body_cb *data, http_body_end_cb *end,
 	req->sink_end = end;
 	req->sink_abort = abort_;
 	req->sink_arg = arg;
+}
+
+/* Check a route's body; see http.h. */
+int
+http_route_check(const struct http_route *r, const json_t *v, char *err,
+    size_t errlen)
+{
+	char why[512];
+
+	if (r->fields == NULL || v == NULL)
+		return 0;
+	if (body_check_table(v, "", r->fields, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s%s", r->flags & HTTP_R_PARSE_LEAD ?
+		    "error parsing request: " : "invalid request, ", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Check the parsed body against the route's fields; else reply 400, -1. */
+static int
+fields_body(struct http_req *req)
+{
+	char err[640];
+
+	if (http_route_check(req->route, req->json, err, sizeof(err)) == 0)
+		return 0;
+	http_reply_error(req, MHD_HTTP_BAD_REQUEST, HTTP_E_BODY, "%s", err);
+	return -1;
 }
 
 /* Parse the collected body as JSON; on failure reply 400 and return -1. */

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "../sse/sse_stream.h"
+#include "body.h"
 
 struct loop;
 struct http_server;
@@ -69,14 +70,32 @@ typedef void http_handler(struct http_req *);
 				   capped like a JSON one (http_req_body) */
 #define HTTP_R_STREAM	0x04	/* the handler runs on the headers and
 				   takes the body as it arrives */
+#define HTTP_R_PARSE_LEAD 0x10	/* a bad field: "error parsing request: " */
 
+/*
+ * A route names the fields its JSON body may hold (body.h, ended by
+ * BODY_END), as a command table names its arguments: http.c checks the
+ * body against them before the handler runs, and otherwise answers 400
+ * INVALID_REQUEST_BODY "invalid request, <why>" (HTTP_R_PARSE_LEAD:
+ * "error parsing request: <why>", upstream's words for terminals), so
+ * handlers read fields without checking their types again.
+ */
 struct http_route {
 	const char	*method;
 	const char	*path;	/* "/a/{name}/b": {name} is one segment */
 	unsigned	 flags;
 	http_handler	*fn;
 	const char	*summary;	/* one line, for --routes */
+	const struct body_field *fields;	/* NULL: none checked */
 };
+
+/*
+ * The check http.c makes of a route's body before its handler: 0 (also
+ * when the route lists no fields or an optional body is empty, v NULL),
+ * or -EINVAL with the whole message in err.  Pure; any thread.
+ */
+int	 http_route_check(const struct http_route *, const json_t *v,
+	    char *err, size_t errlen);
 
 /*
  * Bind and listen, then watch the daemon on the loop.  routes must outlive

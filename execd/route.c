@@ -7,82 +7,144 @@
  */
 #include "route.h"
 
+/*
+ * The fields of each JSON body, checked by http.c before the handler
+ * runs (body.h: "obj.name" is a field of the object obj).  Bodies keyed
+ * by paths (directories, permissions, moves, replacements) are checked
+ * entry by entry in route_fs.c, between the paths they resolve.
+ */
+static const struct body_field context_fields[] = {
+	{ "id", BODY_STRING, 0 },
+	{ "language", BODY_STRING, 0 },
+	{ "cwd", BODY_STRING, 0 },
+	BODY_END
+};
+
+static const struct body_field code_fields[] = {
+	{ "code", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "context", BODY_OBJECT, 0 },
+	{ "timeout", BODY_INT, 0 },
+	{ "context.id", BODY_STRING, 0 },
+	{ "context.language", BODY_STRING, 0 },
+	{ "context.cwd", BODY_STRING, 0 },
+	BODY_END
+};
+
+static const struct body_field command_fields[] = {
+	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "cwd", BODY_STRING, 0 },
+	{ "background", BODY_BOOL, 0 },
+	{ "timeout", BODY_INT, 0 },
+	{ "uid", BODY_INT, 0 },
+	{ "gid", BODY_INT, 0 },
+	{ "envs", BODY_OBJECT, 0 },
+	{ "stdin", BODY_BOOL, 0 },
+	BODY_END
+};
+
+static const struct body_field session_fields[] = {
+	{ "cwd", BODY_STRING, 0 },
+	BODY_END
+};
+
+static const struct body_field session_run_fields[] = {
+	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "cwd", BODY_STRING, 0 },
+	{ "timeout", BODY_INT, 0 },
+	BODY_END
+};
+
+static const struct body_field pty_fields[] = {
+	{ "cwd", BODY_STRING, 0 },
+	{ "command", BODY_STRING, 0 },
+	BODY_END
+};
+
 const struct http_route route_table[] = {
-	{ "GET", "/ping", 0, route_ping, "health check" },
-	{ "GET", "/metrics", 0, route_metrics, "resource use of the sandbox" },
+	{ "GET", "/ping", 0, route_ping, "health check", NULL },
+	{ "GET", "/metrics", 0, route_metrics, "resource use of the sandbox",
+	    NULL },
 	{ "GET", "/metrics/watch", 0, route_metrics_watch,
-	    "resource use, streamed once a second" },
+	    "resource use, streamed once a second", NULL },
 	{ "POST", "/code/context", HTTP_R_BODY, route_context_create,
-	    "create a code context (a kernel) for a language" },
+	    "create a code context (a kernel) for a language",
+	    context_fields },
 	{ "GET", "/code/contexts", 0, route_context_list,
-	    "list code contexts, optionally of one language" },
+	    "list code contexts, optionally of one language", NULL },
 	{ "DELETE", "/code/contexts", 0, route_context_delete_lang,
-	    "delete every code context of a language" },
+	    "delete every code context of a language", NULL },
 	{ "GET", "/code/contexts/{contextId}", 0, route_context_get,
-	    "get a code context" },
+	    "get a code context", NULL },
 	{ "DELETE", "/code/contexts/{contextId}", 0, route_context_delete,
-	    "delete a code context" },
+	    "delete a code context", NULL },
 	{ "GET", "/code/contexts/{contextId}/connection", 0,
 	    route_context_connection,
-	    "a context kernel's connection info, to attach Jupyter clients" },
+	    "a context kernel's connection info, to attach Jupyter clients",
+	    NULL },
 	{ "POST", "/code", HTTP_R_BODY, route_code_run,
-	    "run code in a context, streaming its output" },
+	    "run code in a context, streaming its output", code_fields },
 	{ "DELETE", "/code", 0, route_interrupt,
-	    "interrupt what runs in a context (or stop a command)" },
+	    "interrupt what runs in a context (or stop a command)", NULL },
 	{ "POST", "/command", HTTP_R_BODY, route_command_run,
-	    "run a shell command, foreground (streamed) or background" },
+	    "run a shell command, foreground (streamed) or background",
+	    command_fields },
 	{ "DELETE", "/command", 0, route_interrupt,
-	    "stop a running command (or interrupt a context)" },
+	    "stop a running command (or interrupt a context)", NULL },
 	{ "GET", "/command/status/{id}", 0, route_command_status,
-	    "status of a command" },
+	    "status of a command", NULL },
 	{ "GET", "/command/{id}/logs", 0, route_command_logs,
-	    "output of a background command from a byte offset" },
+	    "output of a background command from a byte offset", NULL },
 	{ "GET", "/command/{id}/stream", 0, route_command_stream,
-	    "reattach to a command's events, replaying those after a seq" },
+	    "reattach to a command's events, replaying those after a seq",
+	    NULL },
 	{ "POST", "/command/{id}/stdin", HTTP_R_RAW, route_command_stdin,
-	    "write to a command's stdin (started with stdin: true)" },
+	    "write to a command's stdin (started with stdin: true)", NULL },
 	{ "POST", "/session", HTTP_R_BODY | HTTP_R_BODY_OPT,
 	    route_session_create,
-	    "create a bash session (a persistent shell)" },
+	    "create a bash session (a persistent shell)", session_fields },
 	{ "POST", "/session/{sessionId}/run", HTTP_R_BODY, route_session_run,
-	    "run a command in a session, streaming its output" },
+	    "run a command in a session, streaming its output",
+	    session_run_fields },
 	{ "DELETE", "/session/{sessionId}", 0, route_session_delete,
-	    "delete a session (its shell's process group is killed)" },
-	{ "POST", "/pty", HTTP_R_BODY | HTTP_R_BODY_OPT, route_pty_create,
-	    "create an interactive terminal session (no shell yet)" },
+	    "delete a session (its shell's process group is killed)", NULL },
+	{ "POST", "/pty", HTTP_R_BODY | HTTP_R_BODY_OPT | HTTP_R_PARSE_LEAD,
+	    route_pty_create,
+	    "create an interactive terminal session (no shell yet)",
+	    pty_fields },
 	{ "GET", "/pty/{sessionId}", 0, route_pty_get,
-	    "status of a terminal: running, output offset" },
+	    "status of a terminal: running, output offset", NULL },
 	{ "DELETE", "/pty/{sessionId}", 0, route_pty_delete,
-	    "delete a terminal (its shell is killed)" },
+	    "delete a terminal (its shell is killed)", NULL },
 	{ "GET", "/pty/{sessionId}/ws", 0, route_pty_ws,
-	    "the terminal over WebSocket: drive it, or watch with viewer=1" },
+	    "the terminal over WebSocket: drive it, or watch with viewer=1",
+	    NULL },
 	{ "POST", "/directories", HTTP_R_BODY, route_dirs_make,
-	    "create directories (mkdir -p) with mode and owner" },
+	    "create directories (mkdir -p) with mode and owner", NULL },
 	{ "DELETE", "/directories", 0, route_dirs_delete,
-	    "remove directories recursively, never following links" },
+	    "remove directories recursively, never following links", NULL },
 	{ "GET", "/directories/list", 0, route_dirs_list,
-	    "list a directory tree to a depth" },
+	    "list a directory tree to a depth", NULL },
 	{ "GET", "/files/info", 0, route_files_info,
-	    "describe files (lstat)" },
-	{ "DELETE", "/files", 0, route_files_delete, "delete files" },
+	    "describe files (lstat)", NULL },
+	{ "DELETE", "/files", 0, route_files_delete, "delete files", NULL },
 	{ "POST", "/files/permissions", HTTP_R_BODY, route_files_perms,
-	    "change modes and owners" },
+	    "change modes and owners", NULL },
 	{ "POST", "/files/mv", HTTP_R_BODY, route_files_move,
-	    "move files, never overwriting" },
+	    "move files, never overwriting", NULL },
 	{ "GET", "/files/search", 0, route_files_search,
-	    "find files whose names match a glob" },
+	    "find files whose names match a glob", NULL },
 	{ "POST", "/files/replace", HTTP_R_BODY, route_files_replace,
-	    "replace text in files, each rewritten whole" },
+	    "replace text in files, each rewritten whole", NULL },
 	{ "POST", "/files/upload", HTTP_R_STREAM, route_files_upload,
-	    "upload files (multipart, streamed, put in place whole)" },
+	    "upload files (multipart, streamed, put in place whole)", NULL },
 	{ "GET", "/files/download", 0, route_files_download,
-	    "download a file, a byte range or a window of lines" },
+	    "download a file, a byte range or a window of lines", NULL },
 	{ "GET", "/files/archive", 0, route_files_archive,
-	    "download a directory as a tar stream" },
+	    "download a directory as a tar stream", NULL },
 	{ "GET", "/files/grep", 0, route_files_grep,
-	    "find lines matching a regular expression" },
+	    "find lines matching a regular expression", NULL },
 	{ "GET", "/files/watch", 0, route_files_watch,
-	    "stream filesystem events under a path" },
+	    "stream filesystem events under a path", NULL },
 };
 
 const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);

@@ -84,17 +84,6 @@ struct tail {
 
 static struct tail	*tails;
 
-static const struct body_field cmd_fields[] = {
-	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
-	{ "cwd", BODY_STRING, 0 },
-	{ "background", BODY_BOOL, 0 },
-	{ "timeout", BODY_INT, 0 },
-	{ "uid", BODY_INT, 0 },
-	{ "gid", BODY_INT, 0 },
-	{ "envs", BODY_OBJECT, 0 },
-	{ "stdin", BODY_BOOL, 0 },
-};
-
 static void	 start(struct http_req *, struct cmd_req *);
 static int	 read_output(struct http_req *, struct command *, uint64_t);
 static int	 tail_pull(struct sse_buf *, void *);
@@ -116,9 +105,6 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 	json_t *v;
 
 	memset(r, 0, sizeof(*r));
-	if (body_check(body, "", cmd_fields, sizeof(cmd_fields) /
-	    sizeof(cmd_fields[0]), err, sizeof(err)) < 0)
-		goto bad;
 	r->command = body_str(body, "command", "");
 	r->background = json_is_true(json_object_get(body, "background"));
 	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));

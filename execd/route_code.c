@@ -83,18 +83,6 @@ struct run {
 	size_t			 dropped;
 };
 
-static const struct body_field run_fields[] = {
-	{ "code", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
-	{ "context", BODY_OBJECT, 0 },
-	{ "timeout", BODY_INT, 0 },
-};
-
-static const struct body_field ctx_fields[] = {
-	{ "id", BODY_STRING, 0 },
-	{ "language", BODY_STRING, 0 },
-	{ "cwd", BODY_STRING, 0 },
-};
-
 static void	 run_start(struct run *);
 static void	 run_command(struct http_req *, const char *);
 static void	 run_free(struct run *);
@@ -202,11 +190,6 @@ route_context_create(struct http_req *req)
 	struct context *c;
 	int rc;
 
-	if (body_check(body, "", ctx_fields, 3, err, sizeof(err)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    err);
-		return;
-	}
 	lang = body_str(body, "language", "");
 	cwd = body_str(body, "cwd", "");
 	if (lang[0] == '\0') {
@@ -405,14 +388,7 @@ route_code_run(struct http_req *req)
 	struct run *r;
 	int rc;
 
-	if (body_check(body, "", run_fields, 3, err, sizeof(err)) < 0 ||
-	    ((ctx = json_object_get(body, "context")) != NULL &&
-	    !json_is_null(ctx) && body_check(ctx, "context", ctx_fields, 3,
-	    err, sizeof(err)) < 0)) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    err);
-		return;
-	}
+	ctx = json_object_get(body, "context");
 	if (body_int(body, "timeout", 0) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
 		    "field 'timeout' must not be negative");

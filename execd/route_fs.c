@@ -55,16 +55,19 @@ static const struct body_field perm_fields[] = {
 	{ "mode", BODY_INT, 0 },
 	{ "owner", BODY_STRING, 0 },
 	{ "group", BODY_STRING, 0 },
+	BODY_END
 };
 
 static const struct body_field mv_fields[] = {
 	{ "src", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
 	{ "dest", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	BODY_END
 };
 
 static const struct body_field replace_fields[] = {
 	{ "old", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
 	{ "new", BODY_STRING, 0 },
+	BODY_END
 };
 
 struct collect {
@@ -133,6 +136,7 @@ static void	 fsop_start(struct http_req *, struct fsop *, http_work_fn *,
 static void	 fsop_done(struct http_req *, void *);
 static const char *fsop_why(const struct fsop *);
 static const char *fsop_str(const struct fsop *, size_t);
+static void	 reply_out(struct http_req *, struct fsop *);
 static void	 items_run(void *);
 static void	 items_reply(struct http_req *, struct fsop *);
 static int	 lookup_owners(struct fsop *);
@@ -317,6 +321,14 @@ fsop_why(const struct fsop *op)
 	return op->err[0] != '\0' ? op->err : strerror(-op->rc);
 }
 
+/* 200 with the answer the worker built (handed over). */
+static void
+reply_out(struct http_req *req, struct fsop *op)
+{
+	http_reply_json(req, 200, op->out);
+	op->out = NULL;
+}
+
 /* Field k of the item that failed (0: the client's key, 1: its path). */
 static const char *
 fsop_str(const struct fsop *op, size_t k)
@@ -387,8 +399,7 @@ items_reply(struct http_req *req, struct fsop *op)
 	} else if (op->rc < 0) {
 		op->fail(req, op, fsop_str(op, 0), fsop_str(op, 1));
 	} else if (op->out != NULL) {
-		http_reply_json(req, 200, op->out);
-		op->out = NULL;
+		reply_out(req, op);
 	} else {
 		http_reply_empty(req);
 	}
@@ -566,8 +577,7 @@ replace_reply(struct http_req *req, struct fsop *op)
 		http_reply_errno(req, op->rc, "error replacing in %s. %s",
 		    fsop_str(op, 0), fsop_why(op));
 	} else if (op->verbose) {
-		http_reply_json(req, 200, op->out);
-		op->out = NULL;
+		reply_out(req, op);
 	} else {
 		http_reply_empty(req);
 	}
@@ -594,8 +604,7 @@ list_reply(struct http_req *req, struct fsop *op)
 		    op->path, fsop_why(op));
 		return;
 	}
-	http_reply_json(req, 200, op->out);
-	op->out = NULL;
+	reply_out(req, op);
 }
 
 /* On a worker: every name under op->path matching op->pattern. */
@@ -623,8 +632,7 @@ search_reply(struct http_req *req, struct fsop *op)
 		    "accessing path %s", fsop_why(op));
 		return;
 	}
-	http_reply_json(req, 200, op->out);
-	op->out = NULL;
+	reply_out(req, op);
 }
 
 /* On a worker: the grep, within its budget, stopped by op->cancel. */
@@ -779,7 +787,7 @@ perm_entry(struct http_req *req, const char *key, const json_t *v,
 	*mode = 0;
 	if (json_is_null(v))
 		return 0;
-	if (body_check(v, key, perm_fields, 3, err, sizeof(err)) < 0) {
+	if (body_check_table(v, key, perm_fields, err, sizeof(err)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
 		    err);
 		return -1;
@@ -897,7 +905,8 @@ route_files_move(struct http_req *req)
 	op = fsop_items(move_one, move_fail);
 	json_array_foreach(body, i, v) {
 		snprintf(where, sizeof(where), "[%zu]", i);
-		if (body_check(v, where, mv_fields, 2, err, sizeof(err)) < 0) {
+		if (body_check_table(v, where, mv_fields, err,
+		    sizeof(err)) < 0) {
 			http_reply_error(req, 400, HTTP_E_BODY,
 			    "invalid request, %s", err);
 			fsop_free(op);
@@ -933,7 +942,7 @@ route_files_replace(struct http_req *req)
 	op->items = json_array();
 	op->verbose = verbose != NULL && strcmp(verbose, "true") == 0;
 	json_object_foreach(body, key, v) {
-		if (body_check(v, key, replace_fields, 2, err,
+		if (body_check_table(v, key, replace_fields, err,
 		    sizeof(err)) < 0) {
 			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
 			    "request, %s%s", err, json_is_object(v) &&

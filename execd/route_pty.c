@@ -95,11 +95,6 @@ struct client {
 static struct client	*dead;
 static uint64_t		 t_sweep;	/* frees the dead, once armed */
 
-static const struct body_field create_fields[] = {
-	{ "cwd", BODY_STRING, 0 },
-	{ "command", BODY_STRING, 0 },
-};
-
 static const struct ws_conf client_conf = {
 	.max_msg = MAX_IN_MSG,
 	.ping_ms = PING_MS, .idle_ms = IDLE_MS, .linger_ms = LINGER_MS,
@@ -147,12 +142,6 @@ route_pty_create(struct http_req *req)
 	struct term *t;
 	bool created;
 
-	if (body != NULL && body_check(body, "", create_fields, 2, err,
-	    sizeof(err)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "error parsing "
-		    "request: %s", err);
-		return;
-	}
 	cwd = body_str(body, "cwd", "");
 	cmd = body_str(body, "command", "");
 	if (cwd[0] != '\0') {

@@ -33,16 +33,6 @@ struct srun_watch {
 	bool			 running;
 };
 
-static const struct body_field create_fields[] = {
-	{ "cwd", BODY_STRING, 0 },
-};
-
-static const struct body_field run_fields[] = {
-	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
-	{ "cwd", BODY_STRING, 0 },
-	{ "timeout", BODY_INT, 0 },
-};
-
 /* Resolve a cwd; on failure reply 400 and return -1. */
 static int
 resolve(struct http_req *req, const char *cwd, char *out, size_t outlen)
@@ -64,12 +54,6 @@ route_session_create(struct http_req *req)
 	struct session *s;
 	bool created;
 
-	if (body != NULL && body_check(body, "", create_fields, 1, err,
-	    sizeof(err)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    err);
-		return;
-	}
 	cwd = body_str(body, "cwd", "");
 	if (cwd[0] != '\0') {
 		if (resolve(req, cwd, path, sizeof(path)) < 0)
@@ -136,7 +120,7 @@ route_session_run(struct http_req *req)
 	struct execd *app = http_req_app(req);
 	json_t *body = http_req_json(req);
 	const char *id = http_req_param(req, "sessionId"), *cwd;
-	char path[PATH_MAX] = "", err[512];
+	char path[PATH_MAX] = "";
 	struct session *s = session_find(id);
 	struct srun_watch *w;
 	struct evstream *stream;
@@ -145,11 +129,6 @@ route_session_run(struct http_req *req)
 	struct stat st;
 	long long timeout;
 
-	if (body_check(body, "", run_fields, 3, err, sizeof(err)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
-		    err);
-		return;
-	}
 	if ((timeout = body_int(body, "timeout", 0)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
 		    "field 'timeout' must not be negative");

@@ -53,6 +53,7 @@ static const struct body_field meta_fields[] = {
 	{ "mode", BODY_INT, 0 },
 	{ "owner", BODY_STRING, 0 },
 	{ "group", BODY_STRING, 0 },
+	BODY_END
 };
 
 /* One metadata part, checked: where its file goes and how. */
@@ -262,7 +263,8 @@ up_end_part(void *arg)
 	if (v == NULL)
 		return up_fail(up, 400, E_META, "invalid metadata format. %s",
 		    je.text);
-	if (body_check(v, "metadata", meta_fields, 4, err, sizeof(err)) < 0) {
+	if (body_check_table(v, "metadata", meta_fields, err,
+	    sizeof(err)) < 0) {
 		json_decref(v);
 		return up_fail(up, 400, E_META, "invalid metadata format. %s",
 		    err);

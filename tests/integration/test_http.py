@@ -309,3 +309,47 @@ def test_ping_answers_while_a_large_json_body_is_parsed():
         # Parsed on the loop, the body stalls it for seconds (more under
         # a sanitizer); on a worker, a ping waits for no parse at all.
         assert worst < 1.0, worst
+
+
+def test_body_field_errors_name_the_field_on_every_route():
+    """A body field of the wrong kind is refused before anything runs,
+    with the words each route has always used: the field's full name
+    (context.id inside context), the top level before nested fields, and
+    the terminal route's own lead."""
+    cases = [
+        ("/code/context", {"language": 3},
+         "invalid request, field 'language' must be a string, "
+         "not an integer"),
+        ("/code", {"code": ""},
+         "invalid request, field 'code' must not be empty"),
+        ("/code", {"code": "x", "context": {"id": 5}},
+         "invalid request, field 'context.id' must be a string, "
+         "not an integer"),
+        ("/code", {"code": "x", "context": {"id": 5}, "timeout": "t"},
+         "invalid request, field 'timeout' must be an integer, "
+         "not a string"),
+        ("/code", {"code": "x", "context": []},
+         "invalid request, field 'context' must be an object, "
+         "not an array"),
+        ("/command", {"command": "ls", "background": "yes"},
+         "invalid request, field 'background' must be a boolean, "
+         "not a string"),
+        ("/command", [1],
+         "invalid request, request body must be a JSON object, "
+         "not an array"),
+        ("/session", {"cwd": ["/"]},
+         "invalid request, field 'cwd' must be a string, not an array"),
+        ("/session/nosuch/run", {"command": None},
+         "invalid request, field 'command' is required"),
+        ("/pty", {"command": True},
+         "error parsing request: field 'command' must be a string, "
+         "not a boolean"),
+    ]
+    with Execd() as d:
+        for path, body, msg in cases:
+            st, _, data = d.request("POST", path, body=json.dumps(body))
+            obj = expect_error(st, data, 400, "INVALID_REQUEST_BODY")
+            assert obj["message"] == msg, (path, body, obj)
+        # Nothing was started by the refused bodies.
+        st, _, data = d.request("GET", "/code/contexts")
+        assert st == 200 and json.loads(data) == [], data

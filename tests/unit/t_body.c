@@ -6,7 +6,8 @@
  * bodies, each type accepted and refused with the exact message a client
  * sees, null counted as absent, required and non-empty fields, the field
  * path prefix, table order deciding which error is reported, short error
- * buffers, and body_str()/body_int() defaults.
+ * buffers, tables ended by BODY_END with nested "obj.name" fields, and
+ * body_str()/body_int() defaults.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@
 static json_t	*parse(const char *);
 static int	 check(const char *, const char *, const struct body_field *,
 		    size_t, char *, size_t);
+static int	 check_table(const char *, const struct body_field *, char *,
+		    size_t);
 
 /* One field of each type, none required. */
 static const struct body_field all_types[] = {
@@ -298,6 +301,70 @@ test_nested_not_searched(void)
 	    sizeof(err)), 0);
 }
 
+/* body_check_table() on parsed text, as http.c checks a route's body. */
+static int
+check_table(const char *text, const struct body_field *f, char *err,
+    size_t errlen)
+{
+	json_t *v = parse(text);
+	int rc;
+
+	if (v == NULL)
+		return 1;
+	err[0] = '\0';
+	rc = body_check_table(v, "", f, err, errlen);
+	json_decref(v);
+	return rc;
+}
+
+/*
+ * A table ended by BODY_END: the plain names first, whatever the order
+ * of the body, then "obj.name" inside obj when obj is there.
+ */
+static void
+test_ended_table(void)
+{
+	static const struct body_field f[] = {
+		{ "code", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+		{ "context", BODY_OBJECT, 0 },
+		{ "timeout", BODY_INT, 0 },
+		{ "context.id", BODY_STRING, 0 },
+		{ "context.cwd", BODY_STRING, BODY_NONEMPTY },
+		BODY_END
+	};
+	static const struct body_field bad[] = {
+		{ "o.x", BODY_INT, 0 },
+		{ "y", BODY_INT, 0 },
+		BODY_END
+	};
+	char err[128];
+
+	T_EQ_INT(check_table("{\"code\":\"x\",\"context\":{\"id\":\"a\"},"
+	    "\"timeout\":1}", f, err, sizeof(err)), 0);
+	T_EQ_INT(check_table("{\"code\":\"x\"}", f, err, sizeof(err)), 0);
+	T_EQ_INT(check_table("{\"code\":\"x\",\"context\":null}", f, err,
+	    sizeof(err)), 0);
+	/* The whole top level before the nested fields. */
+	T_EQ_INT(check_table("{\"code\":\"x\",\"context\":{\"id\":5},"
+	    "\"timeout\":\"t\"}", f, err, sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "field 'timeout' must be an integer, not a string");
+	T_EQ_INT(check_table("{\"code\":\"x\",\"context\":{\"id\":5}}", f,
+	    err, sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "field 'context.id' must be a string, not an integer");
+	T_EQ_INT(check_table("{\"code\":\"x\",\"context\":{\"cwd\":\"\"}}",
+	    f, err, sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "field 'context.cwd' must not be empty");
+	T_EQ_INT(check_table("{\"context\":[]}", f, err, sizeof(err)),
+	    -EINVAL);
+	T_EQ_STR(err, "field 'code' is required");
+	T_EQ_INT(check_table("[1]", f, err, sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "request body must be a JSON object, not an array");
+	/* A plain name after a dotted one is the table's mistake. */
+	T_EQ_INT(check_table("{\"o\":{},\"y\":1}", bad, err, sizeof(err)),
+	    -EINVAL);
+	T_EQ_STR(err, "field table: 'y' is out of place");
+}
+
 /* body_str and body_int: the value, else the default. */
 static void
 test_getters(void)
@@ -335,6 +402,7 @@ test_getters(void)
 
 static const struct t_case cases[] = {
 	{ "not an object", test_not_object },
+	{ "table ended by BODY_END", test_ended_table },
 	{ "types accepted", test_types_accepted },
 	{ "types refused", test_types_refused },
 	{ "where prefix", test_where_prefix },
