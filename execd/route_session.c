@@ -27,7 +27,8 @@
 #include "session.h"
 #include "xmalloc.h"
 
-struct srun_watch {
+/* A session run's listener: its output becomes the stream's events. */
+struct srun_listener {
 	struct session		*s;
 	struct outstream	 out;
 	bool			 running;
@@ -79,7 +80,7 @@ route_session_create(struct http_req *req)
 static void
 on_output(int which, const char *p, size_t n, void *arg)
 {
-	struct srun_watch *w = arg;
+	struct srun_listener *w = arg;
 
 	outstream_output(&w->out, which, p, n);
 }
@@ -88,7 +89,7 @@ on_output(int which, const char *p, size_t n, void *arg)
 static void
 on_done(int status, bool timed_out, const char *reset, void *arg)
 {
-	struct srun_watch *w = arg;
+	struct srun_listener *w = arg;
 	char first[64];
 	const char *tb[2] = { first, reset };
 
@@ -102,9 +103,9 @@ on_done(int status, bool timed_out, const char *reset, void *arg)
 }
 
 static void
-watch_gone(void *arg)
+listener_gone(void *arg)
 {
-	struct srun_watch *w = arg;
+	struct srun_listener *w = arg;
 
 	outstream_gone(&w->out);
 	/* A deleted session has ended its runs already (running false). */
@@ -122,10 +123,10 @@ route_session_run(struct http_req *req)
 	const char *id = http_req_param(req, "sessionId"), *cwd;
 	char path[PATH_MAX] = "";
 	struct session *s = session_find(id);
-	struct srun_watch *w;
+	struct srun_listener *w;
 	struct evstream *stream;
 	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
-	    .flags = EVSTREAM_F_PING_FIRST, .gone = watch_gone };
+	    .flags = EVSTREAM_F_PING_FIRST, .gone = listener_gone };
 	struct stat st;
 	long long timeout;
 
