@@ -58,6 +58,7 @@ class Execd:
                 self.port = int(m.group(3))
                 if self.host in ("0.0.0.0", "::"):
                     self.host = "127.0.0.1"
+                self._wait_answering(deadline)
                 return self
             if self.proc.poll() is not None:
                 raise AssertionError("execd exited with %s at start:\n%s"
@@ -65,6 +66,26 @@ class Execd:
                                         self.read_log()))
             time.sleep(0.01)
         raise AssertionError("execd did not start:\n" + self.read_log())
+
+    def _wait_answering(self, deadline):
+        """execd logs where it listens before the rest of its start-up
+        (workers, directories, kernels): once it answers a request, all
+        of that is done, and what a test measures (its fds) is settled."""
+        while time.monotonic() < deadline:
+            try:
+                s = socket.create_connection((self.host, self.port), 5)
+                s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
+                got = s.recv(64)
+                s.close()
+                if got.startswith(b"HTTP/1.1 "):
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise AssertionError("execd does not answer:\n" + self.read_log())
 
     def __enter__(self):
         return self.start() if self.proc is None else self
