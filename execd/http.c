@@ -294,6 +294,8 @@ static void		 parse_start(struct http_req *);
 static void		 parse_run(void *);
 static void		 parse_done(void *);
 static void		 parse_cancel(struct http_req *, void *);
+static void		 defer_link(struct http_req *, http_defer_cancel_cb *,
+			    void *);
 static void		 hw_cancel(struct http_req *, void *);
 static void		 hw_run(void *);
 static void		 hw_done(void *);
@@ -1176,13 +1178,7 @@ parse_start(struct http_req *req)
 	sse_buf_init(&req->body);
 	req->charged = 0;
 	req->pjob = job;
-	req->deferred = true;
-	req->cancel = parse_cancel;
-	req->cancel_arg = job;
-	req->dnext = srv->deferred;
-	if (srv->deferred != NULL)
-		srv->deferred->dprev = req;
-	srv->deferred = req;
+	defer_link(req, parse_cancel, job);
 	MHD_suspend_connection(req->conn);
 	work_submit(parse_run, parse_done, job);
 }
@@ -1922,10 +1918,17 @@ void
 http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
     void *arg)
 {
-	struct http_server *srv = req->srv;
-
 	if (req->replied || req->deferred || !req->in_handler)
 		fatalx("%s %s: bad deferral", req->method, req->uri);
+	defer_link(req, cancel, arg);
+}
+
+/* Mark req deferred, with its owner's cancel, on the server's list. */
+static void
+defer_link(struct http_req *req, http_defer_cancel_cb *cancel, void *arg)
+{
+	struct http_server *srv = req->srv;
+
 	req->deferred = true;
 	req->cancel = cancel;
 	req->cancel_arg = arg;
