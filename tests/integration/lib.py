@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 EXECD = os.environ.get("EXECD_BIN", "build/execd")
@@ -269,3 +270,27 @@ def interrupted_run(d, cid, code, after=1.0):
         t.join(1.0)
     assert not t.is_alive(), "the run did not end"
     return out["r"][1]
+
+
+def pings_during(d, work):
+    """Run work() in a thread and GET /ping until it is done; when each
+    ping was sent and answered (time.monotonic())."""
+    th = threading.Thread(target=work)
+    th.start()
+    c = d.conn()
+    spans = []
+    while th.is_alive():
+        t0 = time.monotonic()
+        st, _, _ = d.request("GET", "/ping", conn=c)
+        assert st == 200
+        spans.append((t0, time.monotonic()))
+    th.join()
+    return spans
+
+
+def answered_amid(spans, start, end):
+    """Whether a ping was sent and answered within the middle half of
+    [start, end]: work that held the loop thread there would leave none,
+    however fast or slow the machine."""
+    a, b = start + (end - start) / 4, end - (end - start) / 4
+    return any(a <= s and e <= b for s, e in spans)

@@ -14,11 +14,11 @@ import shutil
 import socket
 import stat
 import tempfile
-import threading
 import time
 import urllib.parse
 
-from lib import Execd, expect_error, wait_for
+from lib import (Execd, answered_amid, expect_error, pings_during,
+                 wait_for)
 
 
 def tmpdir():
@@ -811,30 +811,6 @@ def test_watch_setup_does_not_stall_other_requests():
         assert any(answered_amid(spans, t0, t0 + secs) for t0, (secs, _)
                    in zip(windows, setups)), (setups, len(spans))
     shutil.rmtree(t)
-
-
-def pings_during(d, work):
-    """Run work() in a thread and GET /ping until it is done; when each
-    ping was sent and answered (time.monotonic())."""
-    th = threading.Thread(target=work)
-    th.start()
-    c = d.conn()
-    spans = []
-    while th.is_alive():
-        t0 = time.monotonic()
-        st, _, _ = d.request("GET", "/ping", conn=c)
-        assert st == 200
-        spans.append((t0, time.monotonic()))
-    th.join()
-    return spans
-
-
-def answered_amid(spans, start, end):
-    """Whether a ping was sent and answered within the middle half of
-    [start, end]: work that held the loop thread there would leave none,
-    however fast or slow the machine."""
-    a, b = start + (end - start) / 4, end - (end - start) / 4
-    return any(a <= s and e <= b for s, e in spans)
 
 
 def fd_links(d):
