@@ -33,6 +33,11 @@ static int		 fail(char *, size_t, int, const char *, ...)
 static struct kp_blob	*copy_blobs(const struct kp_part *, size_t);
 static json_t		*load_lenient(const void *, size_t, size_t,
 			    json_error_t *);
+static int		 split(const struct kp_part *, size_t, size_t *, char *,
+			    size_t);
+static int		 check_sig(const unsigned char *, size_t,
+			    const struct kp_part *, const struct kp_part *, char *,
+			    size_t);
 static size_t		 skip_ws(const unsigned char *, size_t, size_t);
 static size_t		 str_end(const unsigned char *, size_t, size_t);
 static size_t		 value_end(const unsigned char *, size_t, size_t);
@@ -150,6 +155,49 @@ load_lenient(const void *p, size_t n, size_t flags, json_error_t *e)
 	return j;
 }
 
+/*
+ * The first frame that is exactly the delimiter, into *d, with a
+ * signature and the four parts at least after it.  0 or -KP_WIRE_E*.
+ */
+static int
+split(const struct kp_part *frames, size_t n, size_t *d, char *err,
+    size_t errlen)
+{
+	size_t i, after;
+
+	for (i = 0; i < n; i++)
+		if (frames[i].n == DELIM_LEN &&
+		    memcmp(frames[i].p, KP_DELIM, DELIM_LEN) == 0)
+			break;
+	if (i == n)
+		return fail(err, errlen, KP_WIRE_EDELIM, "no <IDS|MSG> frame");
+	after = n - i - 1;
+	if (after < 1 + NPARTS)
+		return fail(err, errlen, KP_WIRE_ESHORT,
+		    "%zu frames after <IDS|MSG>, need 5", after);
+	*d = i;
+	return 0;
+}
+
+/*
+ * The signature of the four parts.  Without a key nothing is checked,
+ * as jupyter_client does when its Session has no key.  0 or
+ * -KP_WIRE_ESIG.
+ */
+static int
+check_sig(const unsigned char *key, size_t keylen, const struct kp_part *sig,
+    const struct kp_part *parts, char *err, size_t errlen)
+{
+	if (keylen == 0)
+		return 0;
+	if (sig->n != KP_SIG_HEXLEN)
+		return fail(err, errlen, KP_WIRE_ESIG,
+		    "signature is %zu bytes, need %d", sig->n, KP_SIG_HEXLEN);
+	if (!kp_sign_check(key, keylen, parts, NPARTS, sig->p, sig->n))
+		return fail(err, errlen, KP_WIRE_ESIG, "signature mismatch");
+	return 0;
+}
+
 /* Check, verify and parse n frames into a new message (see kp_wire.h). */
 int
 kp_wire_decode(const struct kp_part *frames, size_t n,
@@ -170,36 +218,16 @@ kp_wire_decode(const struct kp_part *frames, size_t n,
 			    "frame %zu is %zu bytes, limit %zu", i,
 			    frames[i].n, max_frame);
 
-	/* 2. The first frame that is exactly the delimiter. */
-	for (d = 0; d < n; d++)
-		if (frames[d].n == DELIM_LEN &&
-		    memcmp(frames[d].p, KP_DELIM, DELIM_LEN) == 0)
-			break;
-	if (d == n)
-		return fail(err, errlen, KP_WIRE_EDELIM, "no <IDS|MSG> frame");
-
-	/* 3. Signature and the four parts, at least. */
+	/* 2-3. The delimiter, and a signature and four parts after it. */
+	if ((rc = split(frames, n, &d, err, errlen)) < 0)
+		return rc;
 	after = n - d - 1;
-	if (after < 1 + NPARTS)
-		return fail(err, errlen, KP_WIRE_ESHORT,
-		    "%zu frames after <IDS|MSG>, need 5", after);
 	sig = &frames[d + 1];
 	parts = &frames[d + 2];
 
-	/*
-	 * 4. The signature.  Without a key nothing is checked, as
-	 * jupyter_client does when its Session has no key.
-	 */
-	if (keylen > 0) {
-		if (sig->n != KP_SIG_HEXLEN)
-			return fail(err, errlen, KP_WIRE_ESIG,
-			    "signature is %zu bytes, need %d", sig->n,
-			    KP_SIG_HEXLEN);
-		if (!kp_sign_check(key, keylen, parts, NPARTS, sig->p,
-		    sig->n))
-			return fail(err, errlen, KP_WIRE_ESIG,
-			    "signature mismatch");
-	}
+	/* 4. The signature. */
+	if ((rc = check_sig(key, keylen, sig, parts, err, errlen)) < 0)
+		return rc;
 
 	/* 5. Only now the JSON, each part an object. */
 	for (size_t i = 0; i < NPARTS; i++) {
@@ -359,16 +387,9 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 
 	*toff = *tend = 0;
 	/* 1. The delimiter: comparing frame sizes reads no large frame. */
-	for (d = 0; d < n; d++)
-		if (frames[d].n == DELIM_LEN &&
-		    memcmp(frames[d].p, KP_DELIM, DELIM_LEN) == 0)
-			break;
-	if (d == n)
-		return fail(err, errlen, KP_WIRE_EDELIM, "no <IDS|MSG> frame");
+	if ((rc = split(frames, n, &d, err, errlen)) < 0)
+		return rc;
 	after = n - d - 1;
-	if (after < 1 + NPARTS)
-		return fail(err, errlen, KP_WIRE_ESHORT,
-		    "%zu frames after <IDS|MSG>, need 5", after);
 	sig = &frames[d + 1];
 	parts = &frames[d + 2];
 	c = &parts[NPARTS - 1];
@@ -381,9 +402,8 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 			    frames[i].n, max_frame);
 
 	/* 3. The signature, over every byte however many. */
-	if (keylen > 0 && (sig->n != KP_SIG_HEXLEN || !kp_sign_check(key,
-	    keylen, parts, NPARTS, sig->p, sig->n)))
-		return fail(err, errlen, KP_WIRE_ESIG, "signature mismatch");
+	if ((rc = check_sig(key, keylen, sig, parts, err, errlen)) < 0)
+		return rc;
 
 	/* 4. The small parts as usual. */
 	for (size_t i = 0; i < NPARTS - 1; i++) {
