@@ -36,7 +36,7 @@
 
 struct cmdlog {
 	char			*prefix;
-	struct sse_buf		 mem;		/* file 0, while in_mem */
+	struct buf		 mem;		/* file 0, while in_mem */
 	bool			 in_mem;
 	size_t			 cap;
 	size_t			 filecap;
@@ -79,8 +79,8 @@ static size_t	 mem_total;	/* bytes of every log's file 0 in memory */
 static void	 rotate(struct cmdlog *);
 static void	 notify_all(struct cmdlog *);
 static uint64_t	 seq_at_end(const char *, size_t);
-static void	 gap(struct cmdlog_reader *, struct sse_buf *, uint64_t);
-static size_t	 take(struct cmdlog_reader *, struct sse_buf *, size_t);
+static void	 gap(struct cmdlog_reader *, struct buf *, uint64_t);
+static size_t	 take(struct cmdlog_reader *, struct buf *, size_t);
 
 /* <prefix>.<n>.events */
 static char *
@@ -140,7 +140,7 @@ cmdlog_new(const char *prefix, size_t cap, size_t lag, struct cmdlog **out)
 	l->maxfiles = lag / l->filecap > 2 ? lag / l->filecap : 2;
 	l->first = 1;
 	l->fd = -1;
-	sse_buf_init(&l->mem);
+	buf_init(&l->mem);
 	l->in_mem = true;
 	*out = l;
 	return 0;
@@ -159,7 +159,7 @@ spill(struct cmdlog *l)
 	if (l->mem.len > 0 && (rc = write_all(l, l->mem.p, l->mem.len)) < 0)
 		return rc;
 	l->len = l->mem.len;
-	sse_buf_reset(&l->mem);
+	buf_reset(&l->mem);
 	return 0;
 }
 
@@ -286,7 +286,7 @@ cmdlog_append(struct cmdlog *l, const char *p, size_t n)
 	    mem_total + n <= CMDLOG_MEM_TOTAL) {
 		if (l->len == 0 && (end = memmem(p, n, "\n\n", 2)) != NULL)
 			l->seq0 = seq_at_end(p, (size_t)(end - p) + 2);
-		sse_buf_add(&l->mem, p, n);
+		buf_add(&l->mem, p, n);
 		mem_total += n;
 		l->len += n;
 		notify_all(l);
@@ -351,7 +351,7 @@ cmdlog_free(struct cmdlog *l)
 		close(l->fd);
 	if (l->in_mem)
 		mem_total -= l->mem.len;
-	sse_buf_reset(&l->mem);
+	buf_reset(&l->mem);
 	for (uint64_t n = l->in_mem ? 1 : 0; n <= l->cur; n++) {
 		if (!kept(l, n))
 			continue;
@@ -410,7 +410,7 @@ cmdlog_reader_last(const struct cmdlog_reader *r)
 
 /* The event that says events first..before-1 were not kept. */
 static void
-gap(struct cmdlog_reader *r, struct sse_buf *out, uint64_t before)
+gap(struct cmdlog_reader *r, struct buf *out, uint64_t before)
 {
 	char text[256];
 	struct sse_event ev = { .type = "history_gap", .text = text,
@@ -430,7 +430,7 @@ gap(struct cmdlog_reader *r, struct sse_buf *out, uint64_t before)
  * bytes used (all of them up to the last complete event).
  */
 static size_t
-take(struct cmdlog_reader *r, struct sse_buf *out, size_t n)
+take(struct cmdlog_reader *r, struct buf *out, size_t n)
 {
 	const char *p = r->buf, *e;
 	size_t end = 0, m;
@@ -457,7 +457,7 @@ take(struct cmdlog_reader *r, struct sse_buf *out, size_t n)
 		r->filter = false;
 	}
 	if (n > 0) {
-		sse_buf_add(out, p, n);
+		buf_add(out, p, n);
 		if ((seq = seq_at_end(p, n)) != 0)
 			r->last = seq;
 	}
@@ -466,7 +466,7 @@ take(struct cmdlog_reader *r, struct sse_buf *out, size_t n)
 
 /* The next events; see cmdlog.h. */
 int
-cmdlog_reader_pull(struct cmdlog_reader *r, struct sse_buf *out,
+cmdlog_reader_pull(struct cmdlog_reader *r, struct buf *out,
     size_t chunk)
 {
 	struct cmdlog *l = r->log;

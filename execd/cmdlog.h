@@ -68,7 +68,7 @@ struct cmdlog_reader *cmdlog_reader_new(struct cmdlog *, uint64_t after,
 #define CMDLOG_MORE	0	/* more can be pulled at once */
 #define CMDLOG_WAIT	1
 #define CMDLOG_END	2
-int	cmdlog_reader_pull(struct cmdlog_reader *, struct sse_buf *out,
+int	cmdlog_reader_pull(struct cmdlog_reader *, struct buf *out,
 	    size_t chunk);
 /* The sequence number of the last event pulled (after, before any). */
 uint64_t cmdlog_reader_last(const struct cmdlog_reader *);

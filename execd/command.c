@@ -49,7 +49,7 @@ static char	**make_env(json_t *);
 static void	free_env(char **);
 static void	on_output(struct job *, int, const char *, size_t, void *);
 static void	on_done(struct job *, int, bool, void *);
-static int	reader_pull(struct sse_buf *, void *);
+static int	reader_pull(struct buf *, void *);
 static void	reader_notify(struct cmdlog_reader *, void *);
 static void	reader_gone(void *);
 
@@ -240,7 +240,7 @@ command_read(struct http_req *req, struct command *c, uint64_t after)
 
 /* The feed wants more: the next events of the history. */
 static int
-reader_pull(struct sse_buf *out, void *arg)
+reader_pull(struct buf *out, void *arg)
 {
 	struct reader *rd = arg;
 

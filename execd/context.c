@@ -132,14 +132,14 @@ context_spec(struct context_set *cs, const char *language)
 char *
 context_languages(struct context_set *cs)
 {
-	struct sse_buf b;
+	struct buf b;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	for (size_t i = 0; cs->specs[i] != NULL; i++)
-		sse_buf_addf(&b, "%s%s (%s)", i ? ", " : "",
+		buf_addf(&b, "%s%s (%s)", i ? ", " : "",
 		    cs->specs[i]->language, cs->specs[i]->name);
 	if (context_spec(cs, "bash") == NULL)
-		sse_buf_addf(&b, "%sbash (execd's shell)", b.len ? ", " : "");
+		buf_addf(&b, "%sbash (execd's shell)", b.len ? ", " : "");
 	return b.p;
 }
 

@@ -20,7 +20,7 @@
 #include "xmalloc.h"
 
 static bool	 name_ok(const char *, size_t);
-static void	 expand(struct sse_buf *, const char *, size_t);
+static void	 expand(struct buf *, const char *, size_t);
 static void	 parse_line(json_t *, const char *, size_t);
 
 /* A shell variable name: [A-Za-z_][A-Za-z0-9_]*. */
@@ -37,7 +37,7 @@ name_ok(const char *p, size_t n)
 
 /* Append v[0..n) to b with $NAME and ${NAME} replaced by their values. */
 static void
-expand(struct sse_buf *b, const char *v, size_t n)
+expand(struct buf *b, const char *v, size_t n)
 {
 	size_t i = 0, j, k;
 	const char *val;
@@ -46,7 +46,7 @@ expand(struct sse_buf *b, const char *v, size_t n)
 
 	while (i < n) {
 		if (v[i] != '$' || i + 1 == n) {
-			sse_buf_add(b, v + i++, 1);
+			buf_add(b, v + i++, 1);
 			continue;
 		}
 		braced = v[i + 1] == '{';
@@ -56,13 +56,13 @@ expand(struct sse_buf *b, const char *v, size_t n)
 			;
 		if (!name_ok(v + j, k - j) || k - j >= sizeof(name) ||
 		    (braced && (k == n || v[k] != '}'))) {
-			sse_buf_add(b, v + i++, 1);	/* not a reference */
+			buf_add(b, v + i++, 1);	/* not a reference */
 			continue;
 		}
 		memcpy(name, v + j, k - j);
 		name[k - j] = '\0';
 		if ((val = getenv(name)) != NULL)
-			sse_buf_adds(b, val);
+			buf_adds(b, val);
 		i = k + braced;
 	}
 }
@@ -72,7 +72,7 @@ static void
 parse_line(json_t *vars, const char *p, size_t n)
 {
 	const char *eq;
-	struct sse_buf b;
+	struct buf b;
 	char *key;
 
 	while (n > 0 && (p[n - 1] == '\r'))
@@ -80,14 +80,14 @@ parse_line(json_t *vars, const char *p, size_t n)
 	if (n == 0 || p[0] == '#' || (eq = memchr(p, '=', n)) == NULL ||
 	    !name_ok(p, (size_t)(eq - p)))
 		return;
-	sse_buf_init(&b);
+	buf_init(&b);
 	expand(&b, eq + 1, n - (size_t)(eq - p) - 1);
 	key = xstrndup(p, (size_t)(eq - p));
 	/* Values that are not UTF-8 cannot be JSON strings: skip them. */
 	json_object_set_new(vars, key, json_stringn(b.p != NULL ? b.p : "",
 	    b.len));
 	free(key);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* The file's variables; see envfile.h. */

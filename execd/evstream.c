@@ -94,16 +94,16 @@ mark(struct evstream *es, const char *p, size_t n)
 int
 evstream_push(struct evstream *es, const void *p, size_t n)
 {
-	struct sse_buf b;
+	struct buf b;
 	int rc;
 
 	if (sse_stream_ended(es->s))
 		return -EPIPE;
 	if ((rc = sse_stream_push(es->s, p, n)) == -ENOBUFS) {
-		sse_buf_init(&b);
+		buf_init(&b);
 		evstream_fmt_overflow(&b, es->o.shape);
 		evstream_end(es, b.p, b.len);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 		return rc;
 	}
 	if (rc < 0)
@@ -119,15 +119,15 @@ evstream_push(struct evstream *es, const void *p, size_t n)
 int
 evstream_event(struct evstream *es, const struct sse_event *ev)
 {
-	struct sse_buf b;
+	struct buf b;
 	int rc;
 
 	if (sse_stream_ended(es->s))
 		return -EPIPE;
-	sse_buf_init(&b);
+	buf_init(&b);
 	sse_fmt_event(&b, ev);
 	rc = evstream_push(es, b.p, b.len);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 	return rc;
 }
 
@@ -135,16 +135,16 @@ evstream_event(struct evstream *es, const struct sse_event *ev)
 int
 evstream_json(struct evstream *es, json_t *v)
 {
-	struct sse_buf b;
+	struct buf b;
 	int rc = -EPIPE;
 
 	if (!sse_stream_ended(es->s)) {
-		sse_buf_init(&b);
+		buf_init(&b);
 		if ((rc = sse_fmt_json(&b, v)) == 0) {
-			sse_buf_add(&b, "\n\n", 2);
+			buf_add(&b, "\n\n", 2);
 			rc = evstream_push(es, b.p, b.len);
 		}
-		sse_buf_reset(&b);
+		buf_reset(&b);
 	}
 	json_decref(v);
 	return rc;
@@ -261,12 +261,12 @@ send_ping(struct evstream *es)
 {
 	struct sse_event ev = { .type = "ping", .text = "pong",
 	    .timestamp = loop_wall_ms() };
-	struct sse_buf b;
+	struct buf b;
 
 	if (!es->whole)
 		return;
 	es->pinged = true;
-	sse_buf_init(&b);
+	buf_init(&b);
 	sse_fmt_event(&b, &ev);
 	/*
 	 * A paced stream whose queue is full has bytes for its client
@@ -275,7 +275,7 @@ send_ping(struct evstream *es)
 	 */
 	if (es->o.drain == NULL || sse_stream_room(es->s) >= b.len)
 		(void)evstream_push(es, b.p, b.len);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 	if (!sse_stream_ended(es->s)) {
 		if (es->ping != 0)
 			loop_timer_cancel(es->loop, es->ping);
@@ -307,15 +307,15 @@ static void
 on_shutdown(struct sse_stream *s, void *arg)
 {
 	struct evstream *es = arg;
-	struct sse_buf b;
+	struct buf b;
 
 	es->s = s;	/* set already, unless opened during shutdown */
-	sse_buf_init(&b);
+	buf_init(&b);
 	if (es->o.last != NULL)
 		es->o.last(es, &b, es->o.arg);
 	evstream_fmt_error(&b, es->o.shape, "Shutdown", BYE_MSG);
 	evstream_end(es, b.p, b.len);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* The stream died: the producer lets go, then the evstream goes. */
@@ -334,33 +334,33 @@ on_gone(struct sse_stream *s, void *arg)
 
 /* An error event in the stream's shape. */
 void
-evstream_fmt_error(struct sse_buf *b, enum evstream_shape shape,
+evstream_fmt_error(struct buf *b, enum evstream_shape shape,
     const char *ename, const char *msg)
 {
 	switch (shape) {
 	case EVSTREAM_TYPED:
-		sse_buf_adds(b, "{\"type\":\"error\",\"error\":{\"ename\":");
+		buf_adds(b, "{\"type\":\"error\",\"error\":{\"ename\":");
 		sse_fmt_string(b, ename, strlen(ename));
-		sse_buf_adds(b, ",\"evalue\":");
+		buf_adds(b, ",\"evalue\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		sse_buf_adds(b, ",\"traceback\":[]}}\n\n");
+		buf_adds(b, ",\"traceback\":[]}}\n\n");
 		break;
 	case EVSTREAM_WATCH:
-		sse_buf_adds(b, "{\"type\":\"error\",\"error\":");
+		buf_adds(b, "{\"type\":\"error\",\"error\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		sse_buf_adds(b, "}\n\n");
+		buf_adds(b, "}\n\n");
 		break;
 	case EVSTREAM_PLAIN:
-		sse_buf_adds(b, "{\"error\":");
+		buf_adds(b, "{\"error\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		sse_buf_adds(b, "}\n\n");
+		buf_adds(b, "}\n\n");
 		break;
 	}
 }
 
 /* The overflow event. */
 void
-evstream_fmt_overflow(struct sse_buf *b, enum evstream_shape shape)
+evstream_fmt_overflow(struct buf *b, enum evstream_shape shape)
 {
 	evstream_fmt_error(b, shape, "StreamOverflow", OVERFLOW_MSG);
 }

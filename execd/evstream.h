@@ -52,7 +52,7 @@ typedef void	evstream_drain_cb(struct evstream *, void *arg);
  * Shutdown: append to last what must come before the final event (the
  * rest of an event pushed in part).  The stream ends after it.
  */
-typedef void	evstream_last_cb(struct evstream *, struct sse_buf *last,
+typedef void	evstream_last_cb(struct evstream *, struct buf *last,
 		    void *arg);
 /* The stream died; the evstream is freed after this.  Called once. */
 typedef void	evstream_gone_cb(void *arg);
@@ -103,9 +103,9 @@ size_t	 evstream_room(const struct evstream *);	/* push fits this */
 size_t	 evstream_queued(const struct evstream *);	/* not yet sent */
 
 /* Error events in a shape, for producers that queue events themselves. */
-void	 evstream_fmt_error(struct sse_buf *, enum evstream_shape,
+void	 evstream_fmt_error(struct buf *, enum evstream_shape,
 	    const char *ename, const char *msg);
 /* The event that ends a stream whose client stopped reading. */
-void	 evstream_fmt_overflow(struct sse_buf *, enum evstream_shape);
+void	 evstream_fmt_overflow(struct buf *, enum evstream_shape);
 
 #endif

@@ -28,7 +28,7 @@ struct feed {
 	feed_pull_cb		*pull;
 	feed_gone_cb		*gone;
 	void			*arg;
-	struct sse_buf		 pend;	/* pulled, not yet queued */
+	struct buf		 pend;	/* pulled, not yet queued */
 	size_t			 pend_off;
 	int			 src;	/* what the last pull said */
 	size_t			 low;	/* pull while the queue is shorter */
@@ -36,7 +36,7 @@ struct feed {
 
 static void	pump(struct feed *);
 static void	on_drain(struct evstream *, void *);
-static void	on_last(struct evstream *, struct sse_buf *, void *);
+static void	on_last(struct evstream *, struct buf *, void *);
 static void	on_gone(void *);
 
 /* Open the stream and send what the source has now. */
@@ -57,7 +57,7 @@ feed_reply(struct http_req *req, feed_pull_cb *pull, feed_gone_cb *gone,
 	f->gone = gone;
 	f->arg = arg;
 	f->src = FEED_MORE;
-	sse_buf_init(&f->pend);
+	buf_init(&f->pend);
 	if ((f->es = evstream_open(req, &o)) == NULL) {
 		free(f);
 		return NULL;
@@ -100,10 +100,10 @@ pump(struct feed *f)
 				f->pend_off += n;
 			if (f->pend_off < f->pend.len)
 				return;		/* the client has to read */
-			sse_buf_consume(&f->pend, f->pend.len);
+			buf_drain(&f->pend, f->pend.len);
 			f->pend_off = 0;
-			if (f->pend.cap > 4 * FEED_CHUNK)
-				sse_buf_reset(&f->pend);
+			if (buf_cost(&f->pend) > 4 * FEED_CHUNK)
+				buf_reset(&f->pend);
 		}
 		if (f->src == FEED_END) {
 			evstream_end(f->es, NULL, 0);
@@ -133,7 +133,7 @@ on_drain(struct evstream *es, void *arg)
  * was) is completed first, so the stream still ends on whole events.
  */
 static void
-on_last(struct evstream *es, struct sse_buf *last, void *arg)
+on_last(struct evstream *es, struct buf *last, void *arg)
 {
 	struct feed *f = arg;
 	const char *p = f->pend.p + f->pend_off, *e;
@@ -141,7 +141,7 @@ on_last(struct evstream *es, struct sse_buf *last, void *arg)
 	if (f->pend_off > 0 && f->pend_off < f->pend.len &&
 	    !(f->pend_off >= 2 && p[-1] == '\n' && p[-2] == '\n') &&
 	    (e = memmem(p, f->pend.len - f->pend_off, "\n\n", 2)) != NULL)
-		sse_buf_add(last, p, (size_t)(e - p) + 2);
+		buf_add(last, p, (size_t)(e - p) + 2);
 }
 
 /* The stream died: the source lets go, and the feed is freed. */
@@ -151,6 +151,6 @@ on_gone(void *arg)
 	struct feed *f = arg;
 
 	f->gone(f->arg);
-	sse_buf_reset(&f->pend);
+	buf_reset(&f->pend);
 	free(f);
 }

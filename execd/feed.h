@@ -27,7 +27,7 @@ struct feed;
 #define FEED_CHUNK	(64 << 10)
 
 /* Append whole events to out; returns FEED_MORE, FEED_WAIT or FEED_END. */
-typedef int	feed_pull_cb(struct sse_buf *out, void *arg);
+typedef int	feed_pull_cb(struct buf *out, void *arg);
 /* The stream is gone: let go of the source.  Called once. */
 typedef void	feed_gone_cb(void *arg);
 

@@ -115,7 +115,7 @@ struct lingerer {
 struct parse_job {
 	struct http_server	*srv;
 	struct http_req		*req;	/* NULL once the request is gone */
-	struct sse_buf		 body;
+	struct buf		 body;
 	size_t			 charged;
 	json_t			*json;
 	json_error_t		 e;
@@ -202,7 +202,7 @@ struct http_req {
 	const char		*pnames[MAX_PARAMS];
 	char			*pvals[MAX_PARAMS];
 	size_t			 nparams;
-	struct sse_buf		 body;
+	struct buf		 body;
 	json_t			*json;
 	bool			 started;
 	bool			 in_handler;
@@ -807,7 +807,7 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 		conn_phase(req->c, PH_HEAD);
 	req->t0 = loop_now_ms();
 	snprintf(req->uri, sizeof(req->uri), "%s", uri);
-	sse_buf_init(&req->body);
+	buf_init_max(&req->body, req->srv->conf.max_body);
 	req->reading = true;
 	req->rnext = req->srv->reading;
 	if (req->rnext != NULL)
@@ -892,22 +892,22 @@ route_find(struct http_req *req, bool *path_known)
 static void
 allow_header(struct http_req *req, struct MHD_Response *resp)
 {
-	struct sse_buf b;
+	struct buf b;
 	const struct http_route *r;
 	struct http_req tmp = { .srv = req->srv };
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	for (size_t i = 0; i < req->srv->nroutes; i++) {
 		r = &req->srv->routes[i];
 		if (match(r->path, req->path, &tmp))
-			sse_buf_addf(&b, "%s%s", b.len ? ", " : "", r->method);
+			buf_addf(&b, "%s%s", b.len ? ", " : "", r->method);
 		for (size_t j = 0; j < tmp.nparams; j++)
 			free(tmp.pvals[j]);
 		tmp.nparams = 0;
 	}
 	if (b.len > 0)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, b.p);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* Stop at a query key or value with a NUL byte (sent as %00). */
@@ -1097,7 +1097,7 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 				req->busy = true;
 				body_release(req);
 			} else {
-				sse_buf_add(&req->body, data, *data_size);
+				buf_add(&req->body, data, *data_size);
 				body_charge(req);
 			}
 		}
@@ -1128,8 +1128,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 static void
 body_charge(struct http_req *req)
 {
-	req->srv->buffered += req->body.cap - req->charged;
-	req->charged = req->body.cap;
+	req->srv->buffered += buf_cost(&req->body) - req->charged;
+	req->charged = buf_cost(&req->body);
 }
 
 /* Free req's body buffer and its share of --body-memory. */
@@ -1138,25 +1138,25 @@ body_release(struct http_req *req)
 {
 	req->srv->buffered -= req->charged;
 	req->charged = 0;
-	sse_buf_reset(&req->body);
+	buf_reset(&req->body);
 }
 
 /* 503 SERVER_BUSY with Retry-After, in the usual error shape. */
 static void
 reply_busy(struct http_req *req)
 {
-	struct sse_buf b;
+	struct buf b;
 	json_t *v;
 
 	v = json_pack("{s:s, s:s}", "code", HTTP_E_BUSY, "message",
 	    "too many request bodies are being received; retry shortly");
-	sse_buf_init(&b);
+	buf_init(&b);
 	if (v == NULL || sse_fmt_json(&b, v) < 0)
 		fatalx("unencodable JSON reply");
 	json_decref(v);
 	http_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE, JSON_TYPE, b.p,
 	    b.len, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /*
@@ -1175,7 +1175,7 @@ parse_start(struct http_req *req)
 	job->req = req;
 	job->body = req->body;
 	job->charged = req->charged;
-	sse_buf_init(&req->body);
+	buf_init(&req->body);
 	req->charged = 0;
 	req->pjob = job;
 	defer_link(req, parse_cancel, job);
@@ -1201,7 +1201,7 @@ parse_done(void *arg)
 	struct http_req *req = job->req;
 
 	job->srv->buffered -= job->charged;
-	sse_buf_reset(&job->body);
+	buf_reset(&job->body);
 	if (req == NULL) {
 		json_decref(job->json);
 		free(job);
@@ -1568,14 +1568,14 @@ http_reply_empty(struct http_req *req)
 void
 http_reply_json(struct http_req *req, unsigned status, json_t *v)
 {
-	struct sse_buf b;
+	struct buf b;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	if (sse_fmt_json(&b, v) < 0)
 		fatalx("unencodable JSON reply");
 	json_decref(v);
 	reply_raw(req, status, b.p, b.len, JSON_TYPE);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 static void utf8_text(const char *, size_t, char *, size_t);

@@ -35,7 +35,7 @@ struct job {
 	bool		 has_stdin;	/* started with a stdin pipe */
 	bool		 in_watched;	/* waiting until in_fd takes more */
 	bool		 in_closing;	/* close once inq is written */
-	struct sse_buf	 inq;		/* stdin bytes not yet written */
+	struct buf	 inq;		/* stdin bytes not yet written */
 	size_t		 inq_off;
 	bool		 reaped;
 	int		 status;
@@ -108,7 +108,7 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	j->loop = loop;
 	j->fd[0] = j->fd[1] = j->fd[2] = -1;
 	j->in_fd = -1;
-	sse_buf_init(&j->inq);
+	buf_init(&j->inq);
 	ptree_mark_new(&j->tree);
 	envm = env_marked(o->envp, j->tree.mark);
 	so.envp = envm;
@@ -318,7 +318,7 @@ job_stdin_write(struct job *j, const void *p, size_t n)
 		return -EFBIG;
 	if (job_stdin_queued(j) + n > JOB_STDIN_MAX)
 		return -ENOBUFS;
-	sse_buf_add(&j->inq, p, n);
+	buf_add(&j->inq, p, n);
 	stdin_flush(j);
 	return j->in_fd < 0 ? -EPIPE : 0;
 }
@@ -381,7 +381,7 @@ stdin_flush(struct job *j)
 	}
 	if (j->in_fd < 0)
 		return;
-	sse_buf_reset(&j->inq);
+	buf_reset(&j->inq);
 	j->inq_off = 0;
 	if (j->in_watched)
 		loop_del(j->loop, j->in_fd, NULL);
@@ -401,6 +401,6 @@ stdin_shut(struct job *j)
 	}
 	j->in_fd = -1;
 	j->in_watched = false;
-	sse_buf_reset(&j->inq);
+	buf_reset(&j->inq);
 	j->inq_off = 0;
 }

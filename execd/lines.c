@@ -14,7 +14,7 @@ static void	line(struct lines *, const char *, size_t, lines_cb *, void *);
 void
 lines_init(struct lines *l)
 {
-	sse_buf_init(&l->part);
+	buf_init(&l->part);
 	l->cr = false;
 }
 
@@ -26,9 +26,9 @@ line(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 		cb(n > 0 ? p : "", n, arg);	/* no copy needed */
 		return;
 	}
-	sse_buf_add(&l->part, p, n);
+	buf_add(&l->part, p, n);
 	cb(l->part.p, l->part.len, arg);
-	sse_buf_consume(&l->part, l->part.len);
+	buf_drain(&l->part, l->part.len);
 }
 
 /*
@@ -61,10 +61,10 @@ lines_feed(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 		l->cr = p[i] == '\r';
 		start = i + 1;
 	}
-	sse_buf_add(&l->part, p + start, n - start);
+	buf_add(&l->part, p + start, n - start);
 	if (l->part.len >= LINES_MAX) {
 		cb(l->part.p, l->part.len, arg);
-		sse_buf_consume(&l->part, l->part.len);
+		buf_drain(&l->part, l->part.len);
 	}
 }
 
@@ -74,7 +74,7 @@ lines_flush(struct lines *l, lines_cb *cb, void *arg)
 {
 	if (l->part.len > 0)
 		cb(l->part.p, l->part.len, arg);
-	sse_buf_consume(&l->part, l->part.len);
+	buf_drain(&l->part, l->part.len);
 	l->cr = false;
 }
 
@@ -82,6 +82,6 @@ lines_flush(struct lines *l, lines_cb *cb, void *arg)
 void
 lines_reset(struct lines *l)
 {
-	sse_buf_reset(&l->part);
+	buf_reset(&l->part);
 	l->cr = false;
 }

@@ -16,7 +16,7 @@
 #define LINES_MAX	(1 << 20)
 
 struct lines {
-	struct sse_buf	 part;	/* the unterminated rest */
+	struct buf	 part;	/* the unterminated rest */
 	bool		 cr;	/* the last byte seen was "\r" */
 };
 

@@ -28,7 +28,7 @@ begin(struct outstream *o, struct loop *loop, const char *id)
 	o->now = 0;
 	lines_init(&o->line[1]);
 	lines_init(&o->line[2]);
-	sse_buf_init(&o->batch);
+	buf_init(&o->batch);
 	outstream_push(o, &(struct sse_event){ .type = "init", .text = id });
 }
 
@@ -101,9 +101,9 @@ flush(struct outstream *o)
 		return;
 	/* A failure is cmdlog's to report; the run goes on regardless. */
 	(void)cmdlog_append(o->log, o->batch.p, o->batch.len);
-	sse_buf_consume(&o->batch, o->batch.len);
-	if (o->batch.cap > BATCH_MAX * 2)
-		sse_buf_reset(&o->batch);	/* give a burst back */
+	buf_drain(&o->batch, o->batch.len);
+	if (buf_cost(&o->batch) > BATCH_MAX * 2)
+		buf_reset(&o->batch);	/* give a burst back */
 }
 
 struct line_to {
@@ -190,12 +190,12 @@ outstream_gone(struct outstream *o)
 	o->log = NULL;
 	lines_reset(&o->line[1]);
 	lines_reset(&o->line[2]);
-	sse_buf_reset(&o->batch);
+	buf_reset(&o->batch);
 }
 
 /* One output line as an event, formatted. */
 void
-outstream_fmt_line(struct sse_buf *b, int which, const char *p, size_t n,
+outstream_fmt_line(struct buf *b, int which, const char *p, size_t n,
     uint64_t seq, int64_t timestamp)
 {
 	struct sse_event ev = { .type = which == 1 ? "stdout" : "stderr",
@@ -207,7 +207,7 @@ outstream_fmt_line(struct sse_buf *b, int which, const char *p, size_t n,
 
 /* The final event, formatted. */
 void
-outstream_fmt_end(struct sse_buf *b, int code, const char *const *tb,
+outstream_fmt_end(struct buf *b, int code, const char *const *tb,
     size_t ntb, long long exec_ms, uint64_t seq, int64_t timestamp)
 {
 	struct sse_event ev;

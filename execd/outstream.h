@@ -28,7 +28,7 @@ struct outstream {
 	struct evstream		*s;		/* NULL: gone, or log mode */
 	struct cmdlog		*log;		/* log mode: the history */
 	struct lines		 line[3];	/* [1] stdout, [2] stderr */
-	struct sse_buf		 batch;		/* log mode: not yet appended */
+	struct buf		 batch;		/* log mode: not yet appended */
 	uint64_t		 t0;
 	uint64_t		 seq;		/* the last number given */
 	int64_t			 now;		/* time of this read, or 0 */
@@ -74,9 +74,9 @@ void	outstream_gone(struct outstream *);
  * final event (execution_time exec_ms when code is 0, left out if 0).
  * seq 0 leaves the number out.
  */
-void	outstream_fmt_line(struct sse_buf *, int which, const char *p,
+void	outstream_fmt_line(struct buf *, int which, const char *p,
 	    size_t n, uint64_t seq, int64_t timestamp);
-void	outstream_fmt_end(struct sse_buf *, int code, const char *const *tb,
+void	outstream_fmt_end(struct buf *, int code, const char *const *tb,
 	    size_t ntb, long long exec_ms, uint64_t seq, int64_t timestamp);
 
 #endif

@@ -47,7 +47,7 @@ struct pty {
 	int		 in_fd;		/* the master, or a stdin pipe */
 	int		 out_fd;	/* the master, or a stdout pipe */
 	int		 err_fd;	/* a stderr pipe, or -1 */
-	struct sse_buf	 pending;	/* stdin not yet taken */
+	struct buf	 pending;	/* stdin not yet taken */
 	uint64_t	 t_grace;
 	pty_output_cb	*out_cb;
 	pty_exit_cb	*exit_cb;
@@ -99,7 +99,7 @@ pty_new(const char *cwd, const char *command, size_t ring_cap)
 	p->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	p->command = command != NULL ? xstrdup(command) : NULL;
 	ring_init(&p->ring, ring_cap);
-	sse_buf_init(&p->pending);
+	buf_init(&p->pending);
 	p->in_fd = p->out_fd = p->err_fd = -1;
 	p->next = ptys;
 	ptys = p;
@@ -321,7 +321,7 @@ read_out(struct pty *p, int fd, int max)
 	} else {
 		if (!p->pipe) {		/* the master was stdin too */
 			p->in_fd = -1;
-			sse_buf_reset(&p->pending);
+			buf_reset(&p->pending);
 		}
 		p->out_fd = -1;
 	}
@@ -343,10 +343,10 @@ flush_stdin(struct pty *p)
 			break;
 		if (n < 0) {
 			log_debug("pty=%s stdin: %s", p->id, strerror(errno));
-			sse_buf_reset(&p->pending);
+			buf_reset(&p->pending);
 			break;
 		}
-		sse_buf_consume(&p->pending, (size_t)n);
+		buf_drain(&p->pending, (size_t)n);
 	}
 	rewatch(p);
 }
@@ -371,7 +371,7 @@ pty_write(struct pty *p, const void *buf, size_t len)
 			n = 0;
 	}
 	if ((size_t)n < len) {
-		sse_buf_add(&p->pending, (const char *)buf + n,
+		buf_add(&p->pending, (const char *)buf + n,
 		    len - (size_t)n);
 		rewatch(p);
 	}
@@ -475,7 +475,7 @@ close_fds(struct pty *p)
 		close(p->in_fd);
 	}
 	p->in_fd = p->out_fd = p->err_fd = -1;
-	sse_buf_reset(&p->pending);
+	buf_reset(&p->pending);
 }
 
 /*

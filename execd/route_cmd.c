@@ -78,7 +78,7 @@ struct tail {
 	uint64_t	 after;		/* give events numbered above it */
 	uint64_t	 t_poll;
 	bool		 begun;
-	struct sse_buf	*out;		/* during a pull */
+	struct buf	*out;		/* during a pull */
 	struct tail	*prev, *next;
 };
 
@@ -86,7 +86,7 @@ static struct tail	*tails;
 
 static void	 start(struct http_req *, struct cmd_req *);
 static int	 read_output(struct http_req *, struct command *, uint64_t);
-static int	 tail_pull(struct sse_buf *, void *);
+static int	 tail_pull(struct buf *, void *);
 static void	 tail_line(const char *, size_t, void *);
 static void	 tail_poll(struct loop *, uint64_t, void *);
 static void	 tail_gone(void *);
@@ -218,19 +218,19 @@ start(struct http_req *req, struct cmd_req *r)
 		 * reattached stream has; the execution_complete only says
 		 * it started, so it is not one of its events: no number.
 		 */
-		struct sse_buf b;
+		struct buf b;
 		struct sse_event ev = { .type = "init", .text = c->id,
 		    .timestamp = ms_of(&c->started), .seq = 1 };
 
 		if ((s = evstream_open(req, &so)) == NULL)
 			return;
-		sse_buf_init(&b);
+		buf_init(&b);
 		sse_fmt_event(&b, &ev);
 		ev = (struct sse_event){ .type = "execution_complete",
 		    .timestamp = loop_wall_ms() };
 		sse_fmt_event(&b, &ev);
 		evstream_end(s, b.p, b.len);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 		return;
 	}
 	/* Foreground: the first reader of its history, from the start. */
@@ -280,7 +280,7 @@ ms_of(const struct timespec *ts)
 
 /* The next events from the output file. */
 static int
-tail_pull(struct sse_buf *out, void *arg)
+tail_pull(struct buf *out, void *arg)
 {
 	struct tail *t = arg;
 	struct command *c = command_find(t->id);

@@ -63,8 +63,7 @@ struct run {
 	struct http_req		*req;		/* until the stream opens */
 	struct context		*ctx;
 	struct feed		*feed;		/* once the stream opens */
-	struct sse_buf		 q;		/* events the feed has not taken */
-	size_t			 q_off;
+	struct buf		 q;		/* events the feed has not taken */
 	bool			 finishing;	/* the run is over */
 	bool			 ended;		/* nothing more may queue */
 	uint64_t		 t0;
@@ -93,7 +92,7 @@ static void	 run_output(struct kernel *, const struct kp_msg *, void *);
 static void	 run_done(struct kernel *, const struct kp_msg *,
 		    const char *, void *);
 static void	 run_gone(void *);
-static int	 run_pull(struct sse_buf *, void *);
+static int	 run_pull(struct buf *, void *);
 static void	 emit(struct run *, struct sse_event *);
 static void	 emit_at(struct run *, struct sse_event *, bool);
 static void	 emit_text(struct run *, int, const char *, size_t);
@@ -469,7 +468,8 @@ run_start(struct run *r)
 	int rc;
 
 	r->t0 = loop_now_ms();
-	sse_buf_init(&r->q);
+	/* Bounded by overflow(), past max_output + stream_cap. */
+	buf_init_max(&r->q, SIZE_MAX / 2);
 	emit(r, &(struct sse_event){ .type = "init",
 	    .text = context_id(r->ctx) });
 	r->feed = feed_reply(r->req, run_pull, run_gone, r);
@@ -512,8 +512,7 @@ overflow(struct run *r)
 	}
 	r->t_last = NULL;
 	r->t_bytes = r->t_mem = r->ev_bytes = 0;
-	sse_buf_reset(&r->q);
-	r->q_off = 0;
+	buf_reset(&r->q);
 	evstream_fmt_overflow(&r->q, EVSTREAM_TYPED);
 	r->ended = r->finishing = true;
 }
@@ -552,7 +551,7 @@ static void
 emit_at(struct run *r, struct sse_event *ev, bool front)
 {
 	size_t max = r->app->conf->max_output + r->app->conf->stream_cap;
-	struct sse_buf b;
+	struct buf b;
 	struct piece *t;
 
 	if (r->ended)
@@ -561,15 +560,15 @@ emit_at(struct run *r, struct sse_event *ev, bool front)
 	if (r->t_first == NULL) {
 		sse_fmt_event(&r->q, ev);
 	} else {
-		sse_buf_init(&b);
+		buf_init(&b);
 		sse_fmt_event(&b, ev);
 		t = piece_new(r, 0, b.len, front);
 		memcpy(t->p, b.p, b.len);
 		t->len = b.len;
 		r->ev_bytes += b.len;
-		sse_buf_reset(&b);
+		buf_reset(&b);
 	}
-	if (r->q.len - r->q_off + r->ev_bytes > max)
+	if (r->q.len + r->ev_bytes > max)
 		overflow(r);
 	if (r->feed != NULL)
 		feed_kick(r->feed);
@@ -613,7 +612,7 @@ line_move(struct run *r)
 	struct piece *t = r->t_first;
 
 	if (t->which == 0) {
-		sse_buf_add(&r->q, t->p + t->off, t->len);
+		buf_add(&r->q, t->p + t->off, t->len);
 		r->ev_bytes -= t->len;
 		k = t->len;
 	} else {
@@ -646,17 +645,17 @@ line_move(struct run *r)
 
 /* Whole events for the feed, about FEED_CHUNK bytes (see feed.h). */
 static int
-run_pull(struct sse_buf *out, void *arg)
+run_pull(struct buf *out, void *arg)
 {
 	struct run *r = arg;
 	const char *p, *e;
 	size_t avail, n = 0;
 
-	while (r->q.len == r->q_off && r->t_first != NULL && (r->finishing ||
+	while (r->q.len == 0 && r->t_first != NULL && (r->finishing ||
 	    !r->head_full))
 		line_move(r);
-	p = r->q.p + r->q_off;
-	avail = r->q.len - r->q_off;
+	p = r->q.p;
+	avail = r->q.len;
 	if (avail == 0)
 		return r->ended && r->t_first == NULL ? FEED_END : FEED_WAIT;
 	/* Up to the last event end within the chunk, or the first one. */
@@ -668,18 +667,11 @@ run_pull(struct sse_buf *out, void *arg)
 	}
 	if (n == 0)
 		n = avail;	/* cannot happen: only whole events queue */
-	sse_buf_add(out, p, n);
-	r->q_off += n;
-	if (r->q_off == r->q.len) {
-		sse_buf_consume(&r->q, r->q.len);
-		r->q_off = 0;
-		if (r->q.cap > 4 * FEED_CHUNK)
-			sse_buf_reset(&r->q);	/* give a burst back */
-	} else if (r->q_off >= FEED_CHUNK && r->q_off > r->q.len / 2) {
-		sse_buf_consume(&r->q, r->q_off);
-		r->q_off = 0;
-	}
-	if (r->q.len > r->q_off || (r->t_first != NULL && (r->finishing ||
+	buf_add(out, p, n);
+	buf_drain(&r->q, n);
+	if (r->q.len == 0 && buf_cost(&r->q) > 4 * FEED_CHUNK)
+		buf_reset(&r->q);	/* give a burst back */
+	if (r->q.len > 0 || (r->t_first != NULL && (r->finishing ||
 	    !r->head_full)))
 		return FEED_MORE;
 	return r->ended && r->t_first == NULL ? FEED_END : FEED_WAIT;
@@ -699,7 +691,7 @@ line_trim(struct run *r, size_t n)
 		if (r->t_first == NULL)
 			r->t_last = NULL;
 		if (t->which == 0) {
-			sse_buf_add(&r->q, t->p + t->off, t->len);
+			buf_add(&r->q, t->p + t->off, t->len);
 			r->ev_bytes -= t->len;
 		} else {
 			r->t_bytes -= t->len;
@@ -1034,7 +1026,7 @@ run_free(struct run *r)
 		r->t_first = t->next;
 		free(t);
 	}
-	sse_buf_reset(&r->q);
+	buf_reset(&r->q);
 	if (r->tmo != 0)
 		loop_timer_cancel(r->app->loop, r->tmo);
 	free(r->code);

@@ -479,11 +479,11 @@ attach(struct client *c)
 
 /* Append ,"key":"val" (the comma only after the first field). */
 static void
-add_str(struct sse_buf *b, const char *key, const char *val)
+add_str(struct buf *b, const char *key, const char *val)
 {
 	if (val == NULL || val[0] == '\0')
 		return;
-	sse_buf_addf(b, ",\"%s\":", key);
+	buf_addf(b, ",\"%s\":", key);
 	sse_fmt_string(b, val, strlen(val));
 }
 
@@ -491,22 +491,22 @@ add_str(struct sse_buf *b, const char *key, const char *val)
 static void
 send_frame(struct client *c, const struct frame *f)
 {
-	struct sse_buf b;
+	struct buf b;
 
-	sse_buf_init(&b);
-	sse_buf_adds(&b, "{\"type\":");
+	buf_init(&b);
+	buf_adds(&b, "{\"type\":");
 	sse_fmt_string(&b, f->type, strlen(f->type));
 	add_str(&b, "session_id", f->session_id);
 	add_str(&b, "mode", f->mode);
 	if (f->has_exit)
-		sse_buf_addf(&b, ",\"exit_code\":%d", f->exit_code);
+		buf_addf(&b, ",\"exit_code\":%d", f->exit_code);
 	add_str(&b, "error", f->error);
 	add_str(&b, "code", f->code);
 	if (f->viewer)
-		sse_buf_adds(&b, ",\"viewer\":true");
-	sse_buf_adds(&b, "}");
+		buf_adds(&b, ",\"viewer\":true");
+	buf_adds(&b, "}");
 	ws_send(c->ws, WS_TEXT, NULL, 0, b.p, b.len);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* {"type":"error","error":...,"code":code}. */

@@ -69,7 +69,7 @@ enum part { P_SKIP, P_META, P_FILE };
 struct upload {
 	struct mp		*mp;
 	enum part		 part;
-	struct sse_buf		 meta;		/* the metadata part so far */
+	struct buf		 meta;		/* the metadata part so far */
 	struct target		*targets;	/* one per metadata part */
 	size_t			 ntargets, cap;
 	struct fs_atomic	*files;		/* one per file part */
@@ -173,7 +173,7 @@ route_files_upload(struct http_req *req)
 		return;
 	}
 	up = xcalloc(1, sizeof(*up));
-	sse_buf_init(&up->meta);
+	buf_init(&up->meta);
 	um = umask(0);
 	umask(um);
 	up->newmode = 0777 & ~um;	/* upstream: 0755 under umask 022 */
@@ -192,7 +192,7 @@ up_part(const struct mp_part *p, void *arg)
 
 	if (strcmp(p->name, "metadata") == 0) {
 		up->part = P_META;
-		sse_buf_reset(&up->meta);
+		buf_reset(&up->meta);
 		return 0;
 	}
 	if (strcmp(p->name, "file") != 0) {
@@ -230,7 +230,7 @@ up_data(const char *p, size_t n, void *arg)
 			return up_fail(up, 400, E_META, "invalid metadata "
 			    "format. a metadata part is larger than %d bytes",
 			    META_MAX);
-		sse_buf_add(&up->meta, p, n);
+		buf_add(&up->meta, p, n);
 		return 0;
 	case P_FILE:
 		fa = &up->files[up->nfiles - 1];
@@ -411,7 +411,7 @@ up_free(struct upload *up)
 		fs_atomic_abort(&up->files[i]);
 	free(up->files);
 	free(up->targets);
-	sse_buf_reset(&up->meta);
+	buf_reset(&up->meta);
 	mp_free(up->mp);
 	free(up);
 }
@@ -422,7 +422,7 @@ up_free(struct upload *up)
  * control characters, also goes percent-encoded in filename* (RFC 6266).
  */
 static void
-disposition(struct sse_buf *b, const char *name)
+disposition(struct buf *b, const char *name)
 {
 	static const char keep[] = "!#$&+-.^_`|~";
 	const unsigned char *p;
@@ -432,25 +432,25 @@ disposition(struct sse_buf *b, const char *name)
 		if (*p < 0x20 || *p >= 0x7f)
 			plain = false;
 	if (plain) {
-		sse_buf_adds(b, "attachment; filename=\"");
+		buf_adds(b, "attachment; filename=\"");
 		for (p = (const unsigned char *)name; *p != '\0'; p++) {
 			if (*p == '"' || *p == '\\')
-				sse_buf_add(b, "\\", 1);
-			sse_buf_add(b, p, 1);
+				buf_add(b, "\\", 1);
+			buf_add(b, p, 1);
 		}
-		sse_buf_adds(b, "\"");
+		buf_adds(b, "\"");
 		return;
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		sse_buf_adds(b, pass == 0 ? "attachment; filename=\"" :
+		buf_adds(b, pass == 0 ? "attachment; filename=\"" :
 		    "\"; filename*=UTF-8''");
 		for (p = (const unsigned char *)name; *p != '\0'; p++) {
 			if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' &&
 			    *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 			    (*p != 0 && strchr(keep, *p) != NULL))
-				sse_buf_add(b, p, 1);
+				buf_add(b, p, 1);
 			else
-				sse_buf_addf(b, "%%%02X", *p);
+				buf_addf(b, "%%%02X", *p);
 		}
 	}
 }
@@ -485,7 +485,7 @@ static void
 range_refuse(struct http_req *req, const char *range, int rc, uint64_t size)
 {
 	char hdr[64], msg[256];
-	struct sse_buf b;
+	struct buf b;
 	json_t *v;
 
 	snprintf(hdr, sizeof(hdr), "bytes */%llu", (unsigned long long)size);
@@ -497,14 +497,14 @@ range_refuse(struct http_req *req, const char *range, int rc, uint64_t size)
 		snprintf(msg, sizeof(msg), "invalid Range header: %.64s",
 		    range);
 	v = json_pack("{s:s, s:s}", "code", "INVALID_RANGE", "message", msg);
-	sse_buf_init(&b);
+	buf_init(&b);
 	if (v == NULL || sse_fmt_json(&b, v) < 0)	/* not UTF-8 */
-		sse_buf_adds(&b, "{\"code\":\"INVALID_RANGE\",\"message\":"
+		buf_adds(&b, "{\"code\":\"INVALID_RANGE\",\"message\":"
 		    "\"invalid Range header\"}");
 	json_decref(v);
 	http_reply_text(req, 416, "application/json; charset=utf-8", b.p,
 	    b.len, "Content-Range", hdr);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* Parse a line-window parameter (1 or more); 0 absent, -1 malformed. */
@@ -533,7 +533,7 @@ route_files_download(struct http_req *req)
 	char path[PATH_MAX], hdr[128];
 	long long off, lim;
 	struct http_resp *hr;
-	struct sse_buf b;
+	struct buf b;
 	struct window *ln;
 	struct stat st;
 	uint64_t start, len;
@@ -615,10 +615,10 @@ route_files_download(struct http_req *req)
 	hr = http_resp_fd(fd, start, len);
 	http_resp_header(hr, "Content-Type", "application/octet-stream");
 	base = strrchr(path, '/');
-	sse_buf_init(&b);
+	buf_init(&b);
 	disposition(&b, base != NULL ? base + 1 : path);
 	http_resp_header(hr, "Content-Disposition", b.p);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 	if (range != NULL) {
 		snprintf(hdr, sizeof(hdr), "bytes %llu-%llu/%llu",
 		    (unsigned long long)start,
@@ -799,7 +799,7 @@ archive_listed(struct http_req *req, void *arg)
 {
 	struct archive *a = arg;
 	struct http_resp *hr;
-	struct sse_buf b;
+	struct buf b;
 	const char *base;
 	char name[NAME_MAX + 8];
 
@@ -814,10 +814,10 @@ archive_listed(struct http_req *req, void *arg)
 		base = strrchr(a->path, '/');
 		base = base != NULL && base[1] != '\0' ? base + 1 : "root";
 		snprintf(name, sizeof(name), "%s.tar", base);
-		sse_buf_init(&b);
+		buf_init(&b);
 		disposition(&b, name);
 		http_resp_header(hr, "Content-Disposition", b.p);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 		http_reply_resp(req, 200, hr);
 	}
 	free(a);

@@ -43,7 +43,7 @@ struct session {
 	unsigned	 grace_ms;
 	pid_t		 pid;
 	int		 in_fd, out_fd, err_fd, st_fd;
-	struct sse_buf	 st;		/* status pipe bytes */
+	struct buf	 st;		/* status pipe bytes */
 	char		 nonce[33];
 	struct srun	*runs;		/* head runs when active */
 	bool		 active;
@@ -147,7 +147,7 @@ session_new(struct loop *loop, const char *dir, const char *cwd,
 	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	s->grace_ms = grace_ms;
 	s->in_fd = s->out_fd = s->err_fd = s->st_fd = -1;
-	sse_buf_init(&s->st);
+	buf_init_max(&s->st, 4096);	/* status lines are short */
 	if (start_shell(s, err, errlen) < 0) {
 		free(s->file);
 		free(s->cwd);
@@ -244,7 +244,7 @@ stop_shell(struct session *s)
 	close_fd(s, &s->out_fd);
 	close_fd(s, &s->err_fd);
 	close_fd(s, &s->st_fd);
-	sse_buf_reset(&s->st);
+	buf_reset(&s->st);
 	s->pid = 0;
 }
 
@@ -256,16 +256,16 @@ session_id(const struct session *s)
 
 /* Single quotes around p, with embedded quotes escaped for sh. */
 static void
-quote(struct sse_buf *b, const char *p)
+quote(struct buf *b, const char *p)
 {
-	sse_buf_add(b, "'", 1);
+	buf_add(b, "'", 1);
 	for (; *p != '\0'; p++) {
 		if (*p == '\'')
-			sse_buf_adds(b, "'\\''");
+			buf_adds(b, "'\\''");
 		else
-			sse_buf_add(b, p, 1);
+			buf_add(b, p, 1);
 	}
-	sse_buf_add(b, "'", 1);
+	buf_add(b, "'", 1);
 }
 
 /* Queue a run; see session.h. */
@@ -307,7 +307,7 @@ static void
 next_run(struct session *s)
 {
 	struct srun *r = s->runs;
-	struct sse_buf b;
+	struct buf b;
 	FILE *f;
 	ssize_t n;
 
@@ -321,21 +321,21 @@ next_run(struct session *s)
 		return;
 	}
 	if (r->cwd != NULL) {
-		sse_buf_init(&b);
-		sse_buf_adds(&b, "cd -- ");
+		buf_init(&b);
+		buf_adds(&b, "cd -- ");
 		quote(&b, r->cwd);
 		fprintf(f, "%s || return\n", b.p);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 	}
 	fprintf(f, "%s\n", r->code);
 	fclose(f);
-	sse_buf_init(&b);
-	sse_buf_adds(&b, "{ . ");
+	buf_init(&b);
+	buf_adds(&b, "{ . ");
 	quote(&b, s->file);
-	sse_buf_addf(&b, "; } 3>&- </dev/null; __execd_s=$?; __execd_int=; "
+	buf_addf(&b, "; } 3>&- </dev/null; __execd_s=$?; __execd_int=; "
 	    "printf '%%s %%d\\n' %s \"$__execd_s\" >&3\n", s->nonce);
 	n = write(s->in_fd, b.p, b.len);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 	if (n < 0) {
 		finish_run(s, 1, "cannot talk to the session's shell");
 		return;
@@ -399,7 +399,7 @@ on_read(struct loop *l, int fd, void *zs, int rev, void *arg)
 		return;
 	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		sse_buf_add(&s->st, buf, (size_t)n);
+		buf_add(&s->st, buf, (size_t)n);
 	if (n == 0)		/* only when the shell is gone */
 		close_fd(s, &s->st_fd);
 	snprintf(want, sizeof(want), "%s ", s->nonce);
@@ -409,12 +409,12 @@ on_read(struct loop *l, int fd, void *zs, int rev, void *arg)
 		if (s->active && strncmp(s->st.p, want, strlen(want)) == 0) {
 			int status = atoi(s->st.p + strlen(want));
 
-			sse_buf_consume(&s->st, (size_t)(nl - s->st.p) + 1);
+			buf_drain(&s->st, (size_t)(nl - s->st.p) + 1);
 			drain(s);
 			finish_run(s, status, NULL);
 			continue;
 		}
-		sse_buf_consume(&s->st, (size_t)(nl - s->st.p) + 1);
+		buf_drain(&s->st, (size_t)(nl - s->st.p) + 1);
 	}
 }
 

@@ -14,130 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/must.h"
 #include "../util/utf8.h"
 #include "sse_fmt.h"
 
-static void	 grow(struct sse_buf *, size_t);
 static int	 cmp_keys(const void *, const void *);
-
-static void
-grow(struct sse_buf *b, size_t need)
-{
-	size_t cap = b->cap ? b->cap : 256;
-
-	if (b->len + need + 1 <= b->cap)
-		return;
-	while (cap < b->len + need + 1)
-		cap *= 2;
-	b->p = must(realloc(b->p, cap));
-	b->cap = cap;
-}
-
-/* An empty buffer that owns no memory yet. */
-void
-sse_buf_init(struct sse_buf *b)
-{
-	b->p = NULL;
-	b->len = b->cap = 0;
-}
-
-/* Free the buffer's memory; it may be used again. */
-void
-sse_buf_reset(struct sse_buf *b)
-{
-	free(b->p);
-	sse_buf_init(b);
-}
-
-/* Append n bytes. */
-void
-sse_buf_add(struct sse_buf *b, const void *p, size_t n)
-{
-	grow(b, n);
-	if (n > 0)
-		memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-/* Append a C string. */
-void
-sse_buf_adds(struct sse_buf *b, const char *s)
-{
-	sse_buf_add(b, s, strlen(s));
-}
-
-/* Append printf-formatted text. */
-void
-sse_buf_addf(struct sse_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	grow(b, (size_t)n);
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-/* Append v in decimal, without printf (events carry several numbers). */
-void
-sse_buf_addu(struct sse_buf *b, unsigned long long v)
-{
-	char tmp[20], *p = tmp + sizeof(tmp);
-
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	sse_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-/* Append v in decimal; see sse_buf_addu. */
-void
-sse_buf_addi(struct sse_buf *b, long long v)
-{
-	if (v < 0) {
-		sse_buf_add(b, "-", 1);
-		/* Negate as unsigned: -LLONG_MIN does not fit a long long. */
-		sse_buf_addu(b, 0ULL - (unsigned long long)v);
-	} else {
-		sse_buf_addu(b, (unsigned long long)v);
-	}
-}
-
-/* Drop the first n bytes (all of them if n is larger). */
-void
-sse_buf_consume(struct sse_buf *b, size_t n)
-{
-	if (n >= b->len) {
-		b->len = 0;
-	} else {
-		memmove(b->p, b->p + n, b->len - n);
-		b->len -= n;
-	}
-	if (b->p != NULL)
-		b->p[b->len] = '\0';
-}
 
 /* Quote and escape s[0..n) the way upstream's JSON encoder does. */
 void
-sse_fmt_string(struct sse_buf *b, const char *s, size_t n)
+sse_fmt_string(struct buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, run = 0, k;
 	char esc[7];
 
-	grow(b, n + 2);
-	sse_buf_add(b, "\"", 1);
+	(void)buf_reserve(b, n + 2);
+	buf_add(b, "\"", 1);
 	while (i < n) {
 		unsigned c = u[i];
 
@@ -147,57 +39,57 @@ sse_fmt_string(struct sse_buf *b, const char *s, size_t n)
 			run++;
 			continue;
 		}
-		sse_buf_add(b, s + i - run, run);
+		buf_add(b, s + i - run, run);
 		run = 0;
 		if (c >= 0x80) {
 			k = utf8_len(u + i, n - i);
 			if (k == 0) {
-				sse_buf_add(b, "\\ufffd", 6);
+				buf_add(b, "\\ufffd", 6);
 				i++;
 			} else if (k == 3 && c == 0xe2 && u[i + 1] == 0x80 &&
 			    (u[i + 2] == 0xa8 || u[i + 2] == 0xa9)) {
-				sse_buf_adds(b, u[i + 2] == 0xa8 ? "\\u2028" :
+				buf_adds(b, u[i + 2] == 0xa8 ? "\\u2028" :
 				    "\\u2029");
 				i += 3;
 			} else {
-				sse_buf_add(b, s + i, k);
+				buf_add(b, s + i, k);
 				i += k;
 			}
 			continue;
 		}
 		switch (c) {
 		case '"':
-			sse_buf_add(b, "\\\"", 2);
+			buf_add(b, "\\\"", 2);
 			break;
 		case '\\':
-			sse_buf_add(b, "\\\\", 2);
+			buf_add(b, "\\\\", 2);
 			break;
 		case '\n':
-			sse_buf_add(b, "\\n", 2);
+			buf_add(b, "\\n", 2);
 			break;
 		case '\r':
-			sse_buf_add(b, "\\r", 2);
+			buf_add(b, "\\r", 2);
 			break;
 		case '\t':
-			sse_buf_add(b, "\\t", 2);
+			buf_add(b, "\\t", 2);
 			break;
 		case '\b':
-			sse_buf_add(b, "\\b", 2);
+			buf_add(b, "\\b", 2);
 			break;
 		case '\f':
-			sse_buf_add(b, "\\f", 2);
+			buf_add(b, "\\f", 2);
 			break;
 		default:
 			memcpy(esc, "\\u00", 4);
 			esc[4] = hex[c >> 4];
 			esc[5] = hex[c & 15];
-			sse_buf_add(b, esc, 6);
+			buf_add(b, esc, 6);
 			break;
 		}
 		i++;
 	}
-	sse_buf_add(b, s + i - run, run);
-	sse_buf_add(b, "\"", 1);
+	buf_add(b, s + i - run, run);
+	buf_add(b, "\"", 1);
 }
 
 /*
@@ -208,18 +100,18 @@ sse_fmt_string(struct sse_buf *b, const char *s, size_t n)
  * (2^60 is 1152921504606847000).
  */
 void
-sse_fmt_double(struct sse_buf *b, double d)
+sse_fmt_double(struct buf *b, double d)
 {
 	char tmp[40], digits[24], *e;
 	int prec, exp10, nd = 0;
 	double a = fabs(d);
 
 	if (!isfinite(d)) {
-		sse_buf_adds(b, "null");	/* no JSON for it */
+		buf_adds(b, "null");	/* no JSON for it */
 		return;
 	}
 	if (d == 0) {
-		sse_buf_adds(b, signbit(d) ? "-0" : "0");
+		buf_adds(b, signbit(d) ? "-0" : "0");
 		return;
 	}
 	for (prec = 1; prec <= 17; prec++) {
@@ -233,31 +125,31 @@ sse_fmt_double(struct sse_buf *b, double d)
 		if (*p >= '0' && *p <= '9')
 			digits[nd++] = *p;
 	if (d < 0)
-		sse_buf_add(b, "-", 1);
+		buf_add(b, "-", 1);
 	if (a < 1e-6 || a >= 1e21) {
 		/* 1. Exponent form: d[.ddd]e-7 / e+21, no zero padding. */
-		sse_buf_add(b, digits, 1);
+		buf_add(b, digits, 1);
 		if (nd > 1) {
-			sse_buf_add(b, ".", 1);
-			sse_buf_add(b, digits + 1, (size_t)nd - 1);
+			buf_add(b, ".", 1);
+			buf_add(b, digits + 1, (size_t)nd - 1);
 		}
-		sse_buf_addf(b, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+		buf_addf(b, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
 	} else if (exp10 >= nd - 1) {
 		/* 2. A whole number: the digits, then zeros. */
-		sse_buf_add(b, digits, (size_t)nd);
+		buf_add(b, digits, (size_t)nd);
 		for (int i = nd - 1; i < exp10; i++)
-			sse_buf_add(b, "0", 1);
+			buf_add(b, "0", 1);
 	} else if (exp10 >= 0) {
 		/* 3. Digits on both sides of the point. */
-		sse_buf_add(b, digits, (size_t)exp10 + 1);
-		sse_buf_add(b, ".", 1);
-		sse_buf_add(b, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+		buf_add(b, digits, (size_t)exp10 + 1);
+		buf_add(b, ".", 1);
+		buf_add(b, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
 	} else {
 		/* 4. Below one: 0.000ddd. */
-		sse_buf_add(b, "0.", 2);
+		buf_add(b, "0.", 2);
 		for (int i = -1; i > exp10; i--)
-			sse_buf_add(b, "0", 1);
-		sse_buf_add(b, digits, (size_t)nd);
+			buf_add(b, "0", 1);
+		buf_add(b, digits, (size_t)nd);
 	}
 }
 
@@ -269,7 +161,7 @@ cmp_keys(const void *a, const void *b)
 
 /* Compact JSON with object keys in byte order, recursively. */
 int
-sse_fmt_json(struct sse_buf *b, const json_t *v)
+sse_fmt_json(struct buf *b, const json_t *v)
 {
 	const char **keys, *k;
 	size_t n, i;
@@ -287,43 +179,43 @@ sse_fmt_json(struct sse_buf *b, const json_t *v)
 		json_object_foreach((json_t *)(uintptr_t)v, k, x)
 			keys[i++] = k;
 		qsort(keys, n, sizeof(*keys), cmp_keys);
-		sse_buf_add(b, "{", 1);
+		buf_add(b, "{", 1);
 		for (i = 0; i < n && rc == 0; i++) {
 			if (i > 0)
-				sse_buf_add(b, ",", 1);
+				buf_add(b, ",", 1);
 			sse_fmt_string(b, keys[i], strlen(keys[i]));
-			sse_buf_add(b, ":", 1);
+			buf_add(b, ":", 1);
 			rc = sse_fmt_json(b, json_object_get(v, keys[i]));
 		}
 		free(keys);
-		sse_buf_add(b, "}", 1);
+		buf_add(b, "}", 1);
 		return rc;
 	case JSON_ARRAY:
-		sse_buf_add(b, "[", 1);
+		buf_add(b, "[", 1);
 		for (i = 0; i < json_array_size(v) && rc == 0; i++) {
 			if (i > 0)
-				sse_buf_add(b, ",", 1);
+				buf_add(b, ",", 1);
 			rc = sse_fmt_json(b, json_array_get(v, i));
 		}
-		sse_buf_add(b, "]", 1);
+		buf_add(b, "]", 1);
 		return rc;
 	case JSON_STRING:
 		sse_fmt_string(b, json_string_value(v), json_string_length(v));
 		return 0;
 	case JSON_INTEGER:
-		sse_buf_addi(b, (long long)json_integer_value(v));
+		buf_addi(b, (long long)json_integer_value(v));
 		return 0;
 	case JSON_REAL:
 		sse_fmt_double(b, json_real_value(v));
 		return 0;
 	case JSON_TRUE:
-		sse_buf_adds(b, "true");
+		buf_adds(b, "true");
 		return 0;
 	case JSON_FALSE:
-		sse_buf_adds(b, "false");
+		buf_adds(b, "false");
 		return 0;
 	case JSON_NULL:
-		sse_buf_adds(b, "null");
+		buf_adds(b, "null");
 		return 0;
 	}
 	return -EINVAL;
@@ -331,36 +223,36 @@ sse_fmt_json(struct sse_buf *b, const json_t *v)
 
 /* One event line plus its blank-line terminator. */
 void
-sse_fmt_event(struct sse_buf *b, const struct sse_event *ev)
+sse_fmt_event(struct buf *b, const struct sse_event *ev)
 {
-	sse_buf_adds(b, "{\"type\":");
+	buf_adds(b, "{\"type\":");
 	sse_fmt_string(b, ev->type, strlen(ev->type));
 	if (ev->text != NULL && (ev->text_len > 0 || ev->text[0] != '\0')) {
-		sse_buf_adds(b, ",\"text\":");
+		buf_adds(b, ",\"text\":");
 		sse_fmt_string(b, ev->text, ev->text_len ? ev->text_len :
 		    strlen(ev->text));
 	}
 	if (ev->execution_count != 0) {
-		sse_buf_adds(b, ",\"execution_count\":");
-		sse_buf_addi(b, ev->execution_count);
+		buf_adds(b, ",\"execution_count\":");
+		buf_addi(b, ev->execution_count);
 	}
 	if (ev->execution_time != 0) {
-		sse_buf_adds(b, ",\"execution_time\":");
-		sse_buf_addi(b, ev->execution_time);
+		buf_adds(b, ",\"execution_time\":");
+		buf_addi(b, ev->execution_time);
 	}
-	sse_buf_adds(b, ",\"timestamp\":");
-	sse_buf_addi(b, (long long)ev->timestamp);
+	buf_adds(b, ",\"timestamp\":");
+	buf_addi(b, (long long)ev->timestamp);
 	if (ev->results != NULL) {
-		sse_buf_adds(b, ",\"results\":");
+		buf_adds(b, ",\"results\":");
 		sse_fmt_json(b, ev->results);
 	}
 	if (ev->error != NULL) {
-		sse_buf_adds(b, ",\"error\":");
+		buf_adds(b, ",\"error\":");
 		sse_fmt_json(b, ev->error);
 	}
 	if (ev->seq != 0) {
-		sse_buf_adds(b, ",\"seq\":");
-		sse_buf_addu(b, (unsigned long long)ev->seq);
+		buf_adds(b, ",\"seq\":");
+		buf_addu(b, (unsigned long long)ev->seq);
 	}
-	sse_buf_add(b, "}\n\n", 3);
+	buf_add(b, "}\n\n", 3);
 }

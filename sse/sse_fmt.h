@@ -19,22 +19,7 @@
 
 #include <jansson.h>
 
-/* A growing byte buffer; p is always NUL-terminated.  OOM aborts. */
-struct sse_buf {
-	char	*p;
-	size_t	 len;
-	size_t	 cap;
-};
-
-void	sse_buf_init(struct sse_buf *);
-void	sse_buf_reset(struct sse_buf *);	/* frees; buffer reusable */
-void	sse_buf_add(struct sse_buf *, const void *, size_t);
-void	sse_buf_adds(struct sse_buf *, const char *);
-void	sse_buf_addf(struct sse_buf *, const char *, ...)
-	    __attribute__((format(printf, 2, 3)));
-void	sse_buf_addi(struct sse_buf *, long long);	/* as %lld */
-void	sse_buf_addu(struct sse_buf *, unsigned long long);	/* %llu */
-void	sse_buf_consume(struct sse_buf *, size_t);	/* drop n from front */
+#include "../util/buf.h"
 
 /*
  * One event.  Fields that are NULL or 0 are left out, as upstream leaves
@@ -55,15 +40,15 @@ struct sse_event {
 };
 
 /* Append the event and its "\n\n" terminator. */
-void	sse_fmt_event(struct sse_buf *, const struct sse_event *);
+void	sse_fmt_event(struct buf *, const struct sse_event *);
 
 /* Append v as compact JSON; 0, or -EINVAL for a value that has no JSON. */
-int	sse_fmt_json(struct sse_buf *, const json_t *v);
+int	sse_fmt_json(struct buf *, const json_t *v);
 
 /* Append s[0..n) as a quoted JSON string. */
-void	sse_fmt_string(struct sse_buf *, const char *s, size_t n);
+void	sse_fmt_string(struct buf *, const char *s, size_t n);
 
 /* Append a double in its shortest round-trip decimal form. */
-void	sse_fmt_double(struct sse_buf *, double);
+void	sse_fmt_double(struct buf *, double);
 
 #endif

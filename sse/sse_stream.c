@@ -19,8 +19,7 @@
 struct sse_stream {
 	struct MHD_Connection	*conn;
 	struct MHD_Response	*resp;
-	struct sse_buf		 q;
-	size_t			 cap;
+	struct buf		 q;		/* capped at the stream's cap */
 	bool			 suspended;
 	bool			 ended;
 	sse_stream_gone_cb	*gone;
@@ -44,10 +43,9 @@ sse_stream_new(struct MHD_Connection *conn, size_t cap,
 	if (s == NULL)
 		abort();
 	s->conn = conn;
-	s->cap = cap;
 	s->gone = gone;
 	s->arg = arg;
-	sse_buf_init(&s->q);
+	buf_init_max(&s->q, cap);
 	s->resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
 	    reader, s, destroyed);
 	if (s->resp == NULL) {
@@ -80,9 +78,8 @@ sse_stream_push(struct sse_stream *s, const void *p, size_t n)
 {
 	if (s->ended)
 		return -EPIPE;
-	if (s->q.len + n > s->cap)
+	if (buf_add(&s->q, p, n) < 0)
 		return -ENOBUFS;
-	sse_buf_add(&s->q, p, n);
 	wake(s);
 	return 0;
 }
@@ -93,8 +90,10 @@ sse_stream_finish(struct sse_stream *s, const void *p, size_t n)
 {
 	if (s->ended)
 		return;
+	if (n > s->q.max - s->q.len)
+		s->q.max = s->q.len + n;	/* the last bytes always go */
 	if (n > 0)
-		sse_buf_add(&s->q, p, n);
+		buf_add(&s->q, p, n);
 	s->ended = true;
 	wake(s);
 }
@@ -117,7 +116,7 @@ sse_stream_queued(const struct sse_stream *s)
 size_t
 sse_stream_room(const struct sse_stream *s)
 {
-	return s->q.len < s->cap ? s->cap - s->q.len : 0;
+	return s->q.len < s->q.max ? s->q.max - s->q.len : 0;
 }
 
 /* Hear when the queue drains below low. */
@@ -143,12 +142,12 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (s->q.len > 0) {
 		n = s->q.len < max ? s->q.len : max;
 		memcpy(buf, s->q.p, n);
-		sse_buf_consume(&s->q, n);
+		buf_drain(&s->q, n);
 		if (s->drain != NULL && s->q.len < s->low &&
 		    s->q.len + n >= s->low)
 			s->drain(s, s->drain_arg);
-		if (s->q.len == 0 && s->q.cap > 65536)
-			sse_buf_reset(&s->q);	/* give a burst back */
+		if (s->q.len == 0 && buf_cost(&s->q) > 65536)
+			buf_reset(&s->q);	/* give a burst back */
 		return (ssize_t)n;
 	}
 	if (s->ended)
@@ -167,6 +166,6 @@ destroyed(void *cls)
 	s->ended = true;
 	if (s->gone != NULL)
 		s->gone(s, s->arg);
-	sse_buf_reset(&s->q);
+	buf_reset(&s->q);
 	free(s);
 }

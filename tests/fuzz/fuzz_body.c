@@ -287,12 +287,12 @@ check_output(const char *p, size_t n)
 static void
 check_json(const json_t *v)
 {
-	struct sse_buf b, b2;
+	struct buf b, b2;
 	json_error_t e;
 	json_t *back;
 	int big = 0, negzero = 0;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	CHECK(sse_fmt_json(&b, v) == 0);
 	check_output(b.p, b.len);
 	scan(v, &big, &negzero);
@@ -301,19 +301,19 @@ check_json(const json_t *v)
 		/* Only plain digits past jansson's integers may fail. */
 		CHECK(big);
 		CHECK(json_error_code(&e) == json_error_numeric_overflow);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 		return;
 	}
 	CHECK(equal(v, back));
 	keys_sorted(back);
 	if (!negzero) {
-		sse_buf_init(&b2);
+		buf_init(&b2);
 		CHECK(sse_fmt_json(&b2, back) == 0);
 		CHECK(b2.len == b.len && memcmp(b2.p, b.p, b.len) == 0);
-		sse_buf_reset(&b2);
+		buf_reset(&b2);
 	}
 	json_decref(back);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 int

@@ -46,10 +46,10 @@ struct rd {
 	bool			 gaps;	/* any history_gap */
 	bool			 ended;
 	size_t			 nbytes;
-	struct sse_buf		 rest;	/* bytes pulled, not yet checked */
+	struct buf		 rest;	/* bytes pulled, not yet checked */
 };
 
-static struct sse_buf	 all;	/* every event appended */
+static struct buf	 all;	/* every event appended */
 static struct ev	 evs[MAX_EVENTS + 1];	/* by number */
 static uint64_t		 nev;
 static bool		 raw;
@@ -65,7 +65,7 @@ check_events(struct rd *r)
 	uint64_t s;
 
 	if (raw) {
-		sse_buf_consume(&r->rest, n);
+		buf_drain(&r->rest, n);
 		return;
 	}
 	while (n > 0 && (e = memmem(p, n, "\n\n", 2)) != NULL) {
@@ -93,23 +93,23 @@ check_events(struct rd *r)
 		p += m;
 		n -= m;
 	}
-	sse_buf_consume(&r->rest, r->rest.len - n);
+	buf_drain(&r->rest, r->rest.len - n);
 }
 
 /* Pull until the reader waits or ends. */
 static void
 drain(struct rd *r, size_t chunk)
 {
-	struct sse_buf out;
+	struct buf out;
 	int rc;
 
 	for (int i = 0; i < 100000 && !r->ended; i++) {
-		sse_buf_init(&out);
+		buf_init(&out);
 		rc = cmdlog_reader_pull(r->r, &out, chunk);
 		CHECK(rc == FEED_MORE || rc == FEED_WAIT || rc == FEED_END);
 		r->nbytes += out.len;
-		sse_buf_add(&r->rest, out.p != NULL ? out.p : "", out.len);
-		sse_buf_reset(&out);
+		buf_add(&r->rest, out.p != NULL ? out.p : "", out.len);
+		buf_reset(&out);
 		check_events(r);
 		if (rc == FEED_END)
 			r->ended = true;
@@ -125,7 +125,7 @@ rd_open(struct rd *r, struct cmdlog *l, uint64_t after)
 	memset(r, 0, sizeof(*r));
 	r->after = after;
 	r->last = after;
-	sse_buf_init(&r->rest);
+	buf_init(&r->rest);
 	r->r = cmdlog_reader_new(l, after, NULL, NULL);
 	CHECK(cmdlog_reader_last(r->r) == after);
 }
@@ -145,7 +145,7 @@ rd_close(struct rd *r, bool lossless)
 		/* Only history_gap events (< 512 bytes each) add bytes. */
 		CHECK(r->nbytes <= all.len + 512 * (all.len / 2 + 1));
 	}
-	sse_buf_reset(&r->rest);
+	buf_reset(&r->rest);
 	cmdlog_reader_free(r->r);
 }
 
@@ -154,7 +154,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t chunks[] = { 1, 7, 100, FEED_CHUNK };
 	struct cmdlog *l;
-	struct sse_buf batch;
+	struct buf batch;
 	struct sse_event e = { .type = "stdout" };
 	struct rd live, from0, fromafter;
 	char prefix[300], *t;
@@ -176,15 +176,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = chunks[data[0] >> 1 & 3];
 	snprintf(prefix, sizeof(prefix), "%s/c", dir);
 	CHECK(cmdlog_new(prefix, cap, lossless ? CMDLOG_LAG : 0, &l) == 0);
-	sse_buf_init(&all);
-	sse_buf_init(&batch);
+	buf_init(&all);
+	buf_init(&batch);
 	nev = 0;
 	rd_open(&live, l, 0);
 	p = (const char *)data + 2;
 	end = (const char *)data + size;
 	if (raw) {
-		sse_buf_add(&all, p, (size_t)(end - p));
-		sse_buf_add(&all, "\n\n", 2);
+		buf_add(&all, p, (size_t)(end - p));
+		buf_add(&all, "\n\n", 2);
 		CHECK(cmdlog_append(l, all.p, all.len) == 0);
 		drain(&live, chunk);
 	}
@@ -193,7 +193,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			z = end;
 		if (*p == '\1' && batch.len > 0) {
 			CHECK(cmdlog_append(l, batch.p, batch.len) == 0);
-			sse_buf_consume(&batch, batch.len);
+			buf_drain(&batch, batch.len);
 			drain(&live, chunk);
 		}
 		if ((t = strndup(p, (size_t)(z - p))) == NULL)
@@ -205,13 +205,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		evs[nev].off = all.len;
 		sse_fmt_event(&all, &e);
 		evs[nev].len = all.len - evs[nev].off;
-		sse_buf_add(&batch, all.p + evs[nev].off, evs[nev].len);
+		buf_add(&batch, all.p + evs[nev].off, evs[nev].len);
 		free(t);
 		p = z + 1;
 	}
 	if (batch.len > 0)
 		CHECK(cmdlog_append(l, batch.p, batch.len) == 0);
-	sse_buf_reset(&batch);
+	buf_reset(&batch);
 	drain(&live, chunk);
 	cmdlog_end(l);
 	CHECK(cmdlog_append(l, "x", 1) == -EPIPE);
@@ -227,6 +227,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rd_close(&fromafter, lossless);
 	CHECK(cmdlog_readers(l) == 0);
 	cmdlog_free(l);
-	sse_buf_reset(&all);
+	buf_reset(&all);
 	return 0;
 }

@@ -53,7 +53,7 @@ struct pty {
 
 /* What the fakes were asked. */
 static struct {
-	struct sse_buf	 written;
+	struct buf	 written;
 	int		 nwrites, sig, nsigs, nresize, nframes, nclose;
 	unsigned	 cols, rows;
 	bool		 fail_write;
@@ -75,7 +75,7 @@ fz_pty_write(struct pty *p, const void *buf, size_t len)
 	f.nwrites++;
 	if (f.fail_write)
 		return -ENOBUFS;
-	sse_buf_add(&f.written, buf, len);
+	buf_add(&f.written, buf, len);
 	return 0;
 }
 
@@ -373,7 +373,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = (const char *)data + 1;
 	n = size - 1;
 	memset(&f, 0, sizeof(f));
-	sse_buf_init(&f.written);
+	buf_init(&f.written);
 	app.conf = &conf;
 	conf.pty_replay = 1 << 20;
 	c.viewer = data[0] & 1;
@@ -398,6 +398,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		check_control(&c, p, n);
 	}
-	sse_buf_reset(&f.written);
+	buf_reset(&f.written);
 	return 0;
 }

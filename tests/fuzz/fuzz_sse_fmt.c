@@ -143,13 +143,13 @@ check_encoded(const char *p, size_t n)
 static void
 check_string(const uint8_t *data, size_t size)
 {
-	struct sse_buf b;
+	struct buf b;
 	json_error_t e;
 	json_t *v;
 	uint8_t *want;
 	size_t wantlen;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	sse_fmt_string(&b, (const char *)data, size);
 	CHECK(b.len >= 2 && b.p[0] == '"' && b.p[b.len - 1] == '"');
 	CHECK(b.p[b.len] == '\0');
@@ -166,7 +166,7 @@ check_string(const uint8_t *data, size_t size)
 		CHECK(memcmp(want, data, size) == 0);
 	free(want);
 	json_decref(v);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* sse_fmt_event() with the bytes as text: one line, then a blank one. */
@@ -179,13 +179,13 @@ check_event(const uint8_t *data, size_t size)
 	    .execution_count = (long long)(size % 3),
 	    .timestamp = INT64_C(1767225600000) + (int64_t)size,
 	    .seq = (uint64_t)size + 1 };
-	struct sse_buf b;
+	struct buf b;
 	json_error_t e;
 	json_t *v, *t;
 	uint8_t *want;
 	size_t wantlen, keys = 3;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	sse_fmt_event(&b, &ev);
 	CHECK(b.len > sizeof(prefix) + 2);
 	CHECK(memcmp(b.p, prefix, sizeof(prefix) - 1) == 0);
@@ -220,7 +220,7 @@ check_event(const uint8_t *data, size_t size)
 	}
 	CHECK(json_object_size(v) == keys);
 	json_decref(v);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 /* True when s matches the JSON number grammar (RFC 8259, section 6). */
@@ -259,7 +259,7 @@ is_json_number(const char *s)
 static void
 check_double(const uint8_t *data, size_t size)
 {
-	struct sse_buf b;
+	struct buf b;
 	double d, back;
 	const char *e, *p, *first = NULL, *last = NULL;
 	size_t digits = 0;
@@ -267,11 +267,11 @@ check_double(const uint8_t *data, size_t size)
 	if (size < sizeof(d))
 		return;
 	memcpy(&d, data, sizeof(d));
-	sse_buf_init(&b);
+	buf_init(&b);
 	sse_fmt_double(&b, d);
 	if (!isfinite(d)) {
 		CHECK(strcmp(b.p, "null") == 0);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 		return;
 	}
 	CHECK(is_json_number(b.p));
@@ -299,7 +299,7 @@ check_double(const uint8_t *data, size_t size)
 	if (digits > 17)
 		fprintf(stderr, "%a -> %s\n", d, b.p);
 	CHECK(digits <= 17);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 int

@@ -52,15 +52,15 @@ check_disposition(const char *name)
 {
 	static const char pre[] = "attachment; filename=\"";
 	static const char star[] = "\"; filename*=UTF-8''";
-	struct sse_buf b, d;
+	struct buf b, d;
 	const char *p, *q;
 	bool plain = true;
 
 	for (p = name; *p != '\0'; p++)
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
 			plain = false;
-	sse_buf_init(&b);
-	sse_buf_init(&d);
+	buf_init(&b);
+	buf_init(&d);
 	disposition(&b, name);
 	CHECK(b.len >= sizeof(pre) - 1 && memcmp(b.p, pre, sizeof(pre) - 1)
 	    == 0);
@@ -75,7 +75,7 @@ check_disposition(const char *name)
 				p++;
 				CHECK(*p == '"' || *p == '\\');
 			}
-			sse_buf_add(&d, p, 1);
+			buf_add(&d, p, 1);
 		}
 		CHECK(strcmp(p, "\"") == 0);
 	} else {
@@ -84,19 +84,19 @@ check_disposition(const char *name)
 		for (p = q + sizeof(star) - 1; *p != '\0'; p++) {
 			if (*p == '%') {
 				CHECK(hexval(p[1]) >= 0 && hexval(p[2]) >= 0);
-				sse_buf_addf(&d, "%c", hexval(p[1]) << 4 |
+				buf_addf(&d, "%c", hexval(p[1]) << 4 |
 				    hexval(p[2]));
 				p += 2;
 				continue;
 			}
 			CHECK(strchr("\"'\\;, ", *p) == NULL);
-			sse_buf_add(&d, p, 1);
+			buf_add(&d, p, 1);
 		}
 	}
 	CHECK(d.len == strlen(name) && (d.len == 0 ||
 	    memcmp(d.p, name, d.len) == 0));
-	sse_buf_reset(&b);
-	sse_buf_reset(&d);
+	buf_reset(&b);
+	buf_reset(&d);
 }
 
 static void

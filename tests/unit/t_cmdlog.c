@@ -27,7 +27,7 @@
 static size_t	 nfiles(const char *);
 static char	*event(uint64_t seq, const char *text);
 static void	 counted(struct cmdlog_reader *, void *);
-static int	 pull_all(struct cmdlog_reader *, struct sse_buf *, size_t);
+static int	 pull_all(struct cmdlog_reader *, struct buf *, size_t);
 static bool	 consecutive(const char *, uint64_t, uint64_t);
 static bool	 walk(const char *, uint64_t, uint64_t, int *);
 static void	 append_range(struct cmdlog *, uint64_t, uint64_t);
@@ -68,7 +68,7 @@ counted(struct cmdlog_reader *r, void *arg)
 
 /* Pull until the reader waits or ends; its last answer. */
 static int
-pull_all(struct cmdlog_reader *r, struct sse_buf *out, size_t chunk)
+pull_all(struct cmdlog_reader *r, struct buf *out, size_t chunk)
 {
 	int rc;
 
@@ -83,17 +83,17 @@ test_replay_wait_end(void)
 	char *dir = t_tmpdir(), prefix[4200], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *a, *b;
-	struct sse_buf all, out;
+	struct buf all, out;
 	int notes = 0;
 
 	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
 	T_EQ_INT(cmdlog_new(prefix, 1 << 20, 1 << 20, &l), 0);
 	T_OK(l != NULL);
-	sse_buf_init(&all);
-	sse_buf_init(&out);
+	buf_init(&all);
+	buf_init(&out);
 	for (uint64_t i = 1; i <= 3; i++) {
 		e = event(i, i == 2 ? "two" : "x");
-		sse_buf_adds(&all, e);
+		buf_adds(&all, e);
 		T_EQ_INT(cmdlog_append(l, e, strlen(e)), 0);
 	}
 	a = cmdlog_reader_new(l, 0, counted, &notes);
@@ -102,17 +102,17 @@ test_replay_wait_end(void)
 	T_EQ_INT(pull_all(a, &out, 65536), FEED_WAIT);
 	T_EQ_STR(out.p, all.p);
 	T_EQ_INT(cmdlog_reader_last(a), 3);
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	T_EQ_INT(pull_all(b, &out, 65536), FEED_WAIT);
 	T_EQ_STR(out.p, event(3, "x"));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	/* More, then the end: readers are told each time. */
 	e = event(4, "four");
 	T_EQ_INT(cmdlog_append(l, e, strlen(e)), 0);
 	T_EQ_INT(notes, 1);
 	T_EQ_INT(pull_all(a, &out, 65536), FEED_WAIT);
 	T_EQ_STR(out.p, event(4, "four"));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	cmdlog_end(l);
 	T_EQ_INT(notes, 2);
 	T_EQ_INT(cmdlog_append(l, e, strlen(e)), -EPIPE);
@@ -120,7 +120,7 @@ test_replay_wait_end(void)
 	T_EQ_INT(out.len, 0);
 	T_EQ_INT(pull_all(b, &out, 65536), FEED_END);
 	T_EQ_STR(out.p, event(4, "four"));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	/* After the end, from past the last event: nothing, and the end. */
 	cmdlog_reader_free(b);
 	b = cmdlog_reader_new(l, 4, NULL, NULL);
@@ -133,8 +133,8 @@ test_replay_wait_end(void)
 	T_EQ_INT(nfiles(dir), 0);
 	cmdlog_free(l);
 	T_EQ_INT(nfiles(dir), 0);
-	sse_buf_reset(&all);
-	sse_buf_reset(&out);
+	buf_reset(&all);
+	buf_reset(&out);
 	t_tmpdir_free(dir);
 }
 
@@ -144,19 +144,19 @@ test_event_larger_than_a_read(void)
 	char *dir = t_tmpdir(), prefix[4200], big[3000], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r;
-	struct sse_buf out, want;
+	struct buf out, want;
 
 	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
 	T_EQ_INT(cmdlog_new(prefix, 1 << 20, 1 << 20, &l), 0);
 	memset(big, 'b', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	sse_buf_init(&out);
-	sse_buf_init(&want);
+	buf_init(&out);
+	buf_init(&want);
 	e = event(1, "a");
-	sse_buf_adds(&want, e);
+	buf_adds(&want, e);
 	T_EQ_INT(cmdlog_append(l, e, strlen(e)), 0);
 	e = event(2, big);
-	sse_buf_adds(&want, e);
+	buf_adds(&want, e);
 	T_EQ_INT(cmdlog_append(l, e, strlen(e)), 0);
 	cmdlog_end(l);
 	r = cmdlog_reader_new(l, 0, NULL, NULL);
@@ -169,8 +169,8 @@ test_event_larger_than_a_read(void)
 	T_EQ_INT(cmdlog_reader_last(r), 2);
 	cmdlog_reader_free(r);
 	cmdlog_free(l);
-	sse_buf_reset(&out);
-	sse_buf_reset(&want);
+	buf_reset(&out);
+	buf_reset(&want);
 	t_tmpdir_free(dir);
 }
 
@@ -238,7 +238,7 @@ test_rotation_and_gap(void)
 	char *dir = t_tmpdir(), prefix[4200], text[32], *e;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *early = NULL, *late;
-	struct sse_buf out;
+	struct buf out;
 	int gaps;
 
 	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
@@ -248,7 +248,7 @@ test_rotation_and_gap(void)
 	 * readers keep nothing from being removed.
 	 */
 	T_EQ_INT(cmdlog_new(prefix, 600, 0, &l), 0);
-	sse_buf_init(&out);
+	buf_init(&out);
 	for (uint64_t i = 1; i <= 40; i++) {
 		snprintf(text, sizeof(text), "x%llu", (unsigned long long)i);
 		e = event(i, text);
@@ -260,7 +260,7 @@ test_rotation_and_gap(void)
 		early = cmdlog_reader_new(l, 4, NULL, NULL);
 		T_EQ_INT(cmdlog_reader_pull(early, &out, 65536), FEED_MORE);
 		T_OK(consecutive(out.p, 5, 6));
-		sse_buf_consume(&out, out.len);
+		buf_drain(&out, out.len);
 	}
 	cmdlog_end(l);
 	/* Kept: the first file and the last two. */
@@ -274,18 +274,18 @@ test_rotation_and_gap(void)
 	    "\"timestamp\":") != NULL);
 	T_OK(walk(out.p, 1, 40, &gaps));
 	T_EQ_INT(gaps, 1);
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	/* From a number kept in the head, or in the tail: no gap. */
 	cmdlog_reader_free(late);
 	late = cmdlog_reader_new(l, 2, NULL, NULL);
 	T_EQ_INT(cmdlog_reader_pull(late, &out, 65536), FEED_MORE);
 	T_OK(consecutive(out.p, 3, 4));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	cmdlog_reader_free(late);
 	late = cmdlog_reader_new(l, 37, NULL, NULL);
 	T_EQ_INT(pull_all(late, &out, 65536), FEED_END);
 	T_OK(consecutive(out.p, 38, 40));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	/*
 	 * The early reader still reads file 1, removed under it, to its end
 	 * (7 and 8); file 2 is gone too and was never opened, so it is told
@@ -300,7 +300,7 @@ test_rotation_and_gap(void)
 	cmdlog_reader_free(late);
 	cmdlog_free(l);
 	T_EQ_INT(nfiles(dir), 0);
-	sse_buf_reset(&out);
+	buf_reset(&out);
 	t_tmpdir_free(dir);
 }
 
@@ -323,13 +323,13 @@ test_files_wait_for_readers(void)
 	char *dir = t_tmpdir(), prefix[4200];
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r, *stuck;
-	struct sse_buf out;
+	struct buf out;
 	int gaps;
 
 	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
 	/* Files of 200 bytes (files as above); lag 1000: 5 after file 0. */
 	T_EQ_INT(cmdlog_new(prefix, 600, 1000, &l), 0);
-	sse_buf_init(&out);
+	buf_init(&out);
 	r = cmdlog_reader_new(l, 0, NULL, NULL);
 	append_range(l, 1, 24);
 	/* r has read nothing: files 0-5 all stay (6 files, lag not passed). */
@@ -337,7 +337,7 @@ test_files_wait_for_readers(void)
 	/* It reads everything, without a gap; the files go behind it. */
 	T_EQ_INT(pull_all(r, &out, 65536), FEED_WAIT);
 	T_OK(consecutive(out.p, 1, 24));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	T_EQ_INT(nfiles(dir), 3);
 	/*
 	 * A reader that reads nothing holds files only up to the lag; one
@@ -349,7 +349,7 @@ test_files_wait_for_readers(void)
 		T_EQ_INT(pull_all(r, &out, 65536), FEED_WAIT);
 	}
 	T_OK(consecutive(out.p, 25, 60));
-	sse_buf_consume(&out, out.len);
+	buf_drain(&out, out.len);
 	T_EQ_INT(nfiles(dir), 6);	/* file 0 and 5 more */
 	cmdlog_end(l);
 	T_EQ_INT(pull_all(r, &out, 65536), FEED_END);
@@ -363,7 +363,7 @@ test_files_wait_for_readers(void)
 	cmdlog_reader_free(r);
 	cmdlog_free(l);
 	T_EQ_INT(nfiles(dir), 0);
-	sse_buf_reset(&out);
+	buf_reset(&out);
 	t_tmpdir_free(dir);
 }
 
@@ -373,7 +373,7 @@ test_reader_outlives_its_log(void)
 	char *dir = t_tmpdir(), prefix[4200], *e, *big;
 	struct cmdlog *l = NULL;
 	struct cmdlog_reader *r;
-	struct sse_buf out;
+	struct buf out;
 	int notes = 0;
 
 	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
@@ -383,7 +383,7 @@ test_reader_outlives_its_log(void)
 	r = cmdlog_reader_new(l, 0, counted, &notes);
 	cmdlog_free(l);
 	T_EQ_INT(notes, 1);
-	sse_buf_init(&out);
+	buf_init(&out);
 	T_EQ_INT(cmdlog_reader_pull(r, &out, 65536), FEED_END);
 	T_EQ_INT(out.len, 0);
 	cmdlog_reader_free(r);
@@ -402,7 +402,7 @@ test_reader_outlives_its_log(void)
 	T_EQ_INT(cmdlog_append(l, big, strlen(big)), -ENOENT);
 	free(big);
 	cmdlog_free(l);
-	sse_buf_reset(&out);
+	buf_reset(&out);
 	t_tmpdir_free(dir);
 }
 

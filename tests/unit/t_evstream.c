@@ -20,12 +20,12 @@ static void
 check_error(enum evstream_shape shape, const char *ename, const char *msg,
     const char *want)
 {
-	struct sse_buf b;
+	struct buf b;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	evstream_fmt_error(&b, shape, ename, msg);
 	T_EQ_STR(b.p, want);
-	sse_buf_reset(&b);
+	buf_reset(&b);
 }
 
 static void
@@ -67,18 +67,18 @@ test_overflow(void)
 {
 	static const enum evstream_shape shapes[] = { EVSTREAM_TYPED,
 	    EVSTREAM_WATCH, EVSTREAM_PLAIN };
-	struct sse_buf b;
+	struct buf b;
 	json_error_t je;
 	json_t *v;
 
-	sse_buf_init(&b);
+	buf_init(&b);
 	evstream_fmt_overflow(&b, EVSTREAM_TYPED);
 	T_EQ_STR(b.p, "{\"type\":\"error\",\"error\":{\"ename\":"
 	    "\"StreamOverflow\",\"evalue\":\"the client is not reading: "
 	    "stream ended\",\"traceback\":[]}}\n\n");
-	sse_buf_reset(&b);
+	buf_reset(&b);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-		sse_buf_init(&b);
+		buf_init(&b);
 		evstream_fmt_overflow(&b, shapes[i]);
 		T_OK(b.len > 2 && strcmp(b.p + b.len - 2, "\n\n") == 0);
 		T_OK(memchr(b.p, '\n', b.len - 2) == NULL);
@@ -86,7 +86,7 @@ test_overflow(void)
 		T_OK(v != NULL && json_is_object(v));
 		T_OK(strstr(b.p, "the client is not reading") != NULL);
 		json_decref(v);
-		sse_buf_reset(&b);
+		buf_reset(&b);
 	}
 }
 
