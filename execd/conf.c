@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <ctype.h>
+#include <grp.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@ enum opt_id {
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
-	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS,
+	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER,
 	O_HELP, O_VERSION
 };
 
@@ -140,6 +142,18 @@ static const struct opt opts[] = {
 	    "the capability bounding set of children: default (the "
 	    "container runtimes' set, without mknod), all, none, or names "
 	    "such as chown,net_raw,sys_ptrace" },
+	{ "limit", O_LIMIT, "EXECD_LIMITS", "KIND.KEY=VALUE,...", "core=0",
+	    "default resource limits of jobs; KIND is command, session, "
+	    "context, pty or context.LANG (one language's contexts), or "
+	    "left out for all; KEY is memory, processes, cpu_seconds, "
+	    "file_size, open_files or core; sizes take K, M, G (binary), "
+	    "and unlimited lifts a limit; e.g. command.memory=512MiB,"
+	    "processes=256; may be given more than once, later entries win;"
+	    " a request's \"limits\" object goes over these" },
+	{ "user", O_USER, "EXECD_USER", "NAME|UID", NULL,
+	    "run children as this user, with its groups, HOME, USER and "
+	    "LOGNAME, when a request gives no uid (default: execd's own "
+	    "identity)" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
@@ -441,6 +455,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		return 0;
+	case O_LIMIT:
+		return conf_limits_parse(c, v, err, errlen);
+	case O_USER:
+		return conf_user_set(&c->user, v, err, errlen);
 	case O_GRACE:
 		if (parse_uint(v, 3600000, &u) < 0)
 			goto bad;
@@ -643,6 +661,139 @@ conf_pool_parse(const char *s, struct conf_pool *out, size_t max)
 		p = *end == ',' ? end + 1 : end;
 	}
 	return count;
+}
+
+/* One "[KIND.]KEY=VALUE" entry of --limit, n bytes at s, into c. */
+static int
+limit_one(struct conf *c, const char *s, size_t n, char *err, size_t errlen)
+{
+	char e[160], *key, *val, *dot, *lang = NULL;
+	struct limits *l[LIMITS_NKINDS];
+	enum limits_kind k;
+	size_t nl = 0, i;
+	int rc;
+
+	if (n >= sizeof(e) || (val = memchr(s, '=', n)) == NULL)
+		goto bad;
+	memcpy(e, s, n);
+	e[n] = '\0';
+	val = strchr(e, '=');
+	*val++ = '\0';
+	if ((dot = strrchr(e, '.')) == NULL) {
+		key = e;
+		for (i = 0; i < LIMITS_NKINDS; i++)
+			l[nl++] = &c->limits[i];
+	} else {
+		*dot = '\0';
+		key = dot + 1;
+		if (strncmp(e, "context.", 8) == 0) {
+			lang = e + 8;
+			if (*lang == '\0' || strlen(lang) >= 64)
+				goto bad;
+			for (i = 0; i < c->nlang_limits; i++)
+				if (strcmp(c->lang_limits[i].lang, lang) == 0)
+					break;
+			if (i == c->nlang_limits) {
+				if (i == CONF_LANG_LIMITS) {
+					snprintf(err, errlen, "--limit: more "
+					    "than %d languages", CONF_LANG_LIMITS);
+					return -EINVAL;
+				}
+				memset(&c->lang_limits[i], 0,
+				    sizeof(c->lang_limits[i]));
+				snprintf(c->lang_limits[i].lang,
+				    sizeof(c->lang_limits[i].lang), "%s",
+				    lang);
+				c->nlang_limits++;
+			}
+			l[nl++] = &c->lang_limits[i].l;
+		} else if (limits_kind_parse(e, &k) == 0)
+			l[nl++] = &c->limits[k];
+		else
+			goto bad;
+	}
+	for (i = 0; i < nl; i++)
+		if ((rc = limits_set(l[i], key, val, err, errlen)) < 0) {
+			snprintf(err + strlen(err), errlen - strlen(err),
+			    " in --limit");
+			return rc;
+		}
+	return 0;
+bad:
+	snprintf(err, errlen, "--limit wants [KIND.]KEY=VALUE (KIND: command, "
+	    "session, context, context.LANG, pty), not '%.*s'", (int)n, s);
+	return -EINVAL;
+}
+
+/* A --limit list; see conf.h. */
+int
+conf_limits_parse(struct conf *c, const char *s, char *err, size_t errlen)
+{
+	const char *p = s, *end;
+	int rc;
+
+	while (*p != '\0') {
+		end = p + strcspn(p, ",");
+		if (end > p && (rc = limit_one(c, p, (size_t)(end - p), err,
+		    errlen)) < 0)
+			return rc;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* A new job's defaults; see conf.h. */
+void
+conf_limits(const struct conf *c, enum limits_kind k, const char *lang,
+    struct limits *out)
+{
+	*out = c->limits[k];
+	if (k != LIMITS_CONTEXT || lang == NULL)
+		return;
+	for (size_t i = 0; i < c->nlang_limits; i++)
+		if (strcmp(c->lang_limits[i].lang, lang) == 0)
+			limits_over(out, &c->lang_limits[i].l);
+}
+
+/* The default user from the user database; see conf.h. */
+int
+conf_user_set(struct conf_user *u, const char *s, char *err, size_t errlen)
+{
+	struct passwd *pw;
+	unsigned long id;
+	int n;
+
+	memset(u, 0, sizeof(*u));
+	if (s[0] == '\0')
+		return 0;
+	errno = 0;
+	if (parse_uint(s, UINT32_MAX - 1, &id) == 0)
+		pw = getpwuid((uid_t)id);
+	else
+		pw = getpwnam(s);
+	if (pw == NULL) {
+		snprintf(err, errlen, "--user %s: no such user in the user "
+		    "database", s);
+		return -EINVAL;
+	}
+	if (strlen(pw->pw_name) >= sizeof(u->name) ||
+	    strlen(pw->pw_dir) >= sizeof(u->home)) {
+		snprintf(err, errlen, "--user %s: name or home too long", s);
+		return -EINVAL;
+	}
+	snprintf(u->name, sizeof(u->name), "%s", pw->pw_name);
+	snprintf(u->home, sizeof(u->home), "%s", pw->pw_dir);
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
+	n = CONF_NGROUPS;
+	if (getgrouplist(u->name, u->gid, u->groups, &n) < 0) {
+		snprintf(err, errlen, "--user %s: more than %d groups", s,
+		    CONF_NGROUPS);
+		return -EINVAL;
+	}
+	u->ngroups = (size_t)n;
+	u->set = true;
+	return 0;
 }
 
 /* Free what parsing allocated, the token wiped first. */

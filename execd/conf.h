@@ -13,12 +13,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <sys/types.h>
+
 #include "kernel.h"
+#include "limits.h"
 #include "log.h"
 #include "sandbox.h"
 
 #define EXECD_VERSION	"0.1.0"
 #define EXECD_PORT	44772
+#define CONF_LANG_LIMITS 16	/* languages with limits of their own */
+#define CONF_NGROUPS	64	/* supplementary groups of the user */
+
+/* Who children run as when a request names no uid. */
+struct conf_user {
+	bool		 set;		/* false: execd's own identity */
+	char		 name[64];
+	uid_t		 uid;
+	gid_t		 gid;
+	gid_t		 groups[CONF_NGROUPS];	/* supplementary, with gid */
+	size_t		 ngroups;
+	char		 home[256];
+};
 
 struct conf {
 	char		 addr[64];	/* numeric, no brackets */
@@ -46,6 +62,11 @@ struct conf {
 	char		*pool;		/* "python=1,javascript=2" */
 	unsigned	 idle_s;	/* cull contexts idle this long */
 	struct sandbox_conf sandbox;	/* what children run under */
+	struct limits	 limits[LIMITS_NKINDS];	/* defaults per kind of job */
+	struct limits_lang lang_limits[CONF_LANG_LIMITS];  /* contexts, over
+					   limits[LIMITS_CONTEXT] */
+	size_t		 nlang_limits;
+	struct conf_user user;		/* default identity of children */
 	bool		 print_routes;
 	bool		 print_kernels;
 };
@@ -68,6 +89,27 @@ struct conf_pool {
 };
 /* Parse --pool into out (up to max); the entry count, or -EINVAL. */
 int	conf_pool_parse(const char *, struct conf_pool *out, size_t max);
+/*
+ * Default limits from "KIND.KEY=VALUE,...": KIND is command, session,
+ * context, pty or context.LANG (a language's contexts), or is left out
+ * for all four kinds ("core=0").  Over what c holds.  0, or -EINVAL with
+ * a message naming the bad entry in err.
+ */
+int	conf_limits_parse(struct conf *, const char *, char *err,
+	    size_t errlen);
+/*
+ * The defaults of a new job of kind k (for contexts, of language lang,
+ * which may be NULL), into out.
+ */
+void	conf_limits(const struct conf *, enum limits_kind k, const char *lang,
+	    struct limits *out);
+/*
+ * Look up the user named (or numbered) s in the user database and fill
+ * u: uid, primary gid, supplementary groups (as initgroups() would set
+ * them), home.  An empty s unsets u.  0, or -EINVAL with a message.
+ */
+int	conf_user_set(struct conf_user *u, const char *s, char *err,
+	    size_t errlen);
 void	conf_forget_token(struct conf *);	/* wipe and free it */
 void	conf_reset(struct conf *);		/* free all, token wiped */
 
