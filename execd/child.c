@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "child.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -81,8 +80,7 @@ child_reap(void)
 		}
 		log_debug("reaped pid %ld (status %d), not ours", (long)pid,
 		    st);
-next:
-		cgroup_release(pid);	/* after the owner asked cgroup_why */
+next:		;
 	}
 }
 

@@ -67,9 +67,10 @@ struct conf {
 					   limits[LIMITS_CONTEXT] */
 	size_t		 nlang_limits;
 	struct conf_user user;		/* default identity of children */
-	bool		 cgroups_off;	/* limits by rlimits only */
 	bool		 print_routes;
 	bool		 print_kernels;
+	int		 ignored_from;	/* argv index of the first argument
+					   after the options, 0: none */
 };
 
 /*

@@ -76,6 +76,10 @@ static void	on_cull(struct loop *, uint64_t, void *);
 static void	unlink_context(struct context *);
 static int	shell_context(struct context_set *, const char *, bool,
 		    struct context **, char *, size_t);
+static const struct kp_kernelspec *lookup(struct context_set *,
+		    const char *);
+static size_t	rescan(struct context_set *);
+static int	cmp_name(const void *, const void *);
 
 /* A registry; kernelspecs are discovered once, here. */
 struct context_set *
@@ -115,9 +119,77 @@ context_set_free(struct context_set *cs)
 	free(cs);
 }
 
-/* The spec serving language; see context.h. */
+/*
+ * The spec serving language; see context.h.  A language not found sends
+ * us to the disk again: kernelspecs may be installed after execd starts
+ * (an image's entrypoint installs them in the background).
+ */
 const struct kp_kernelspec *
 context_spec(struct context_set *cs, const char *language)
+{
+	const struct kp_kernelspec *spec;
+
+	if ((spec = lookup(cs, language)) == NULL && rescan(cs) > 0)
+		spec = lookup(cs, language);
+	return spec;
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	const struct kp_kernelspec *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/*
+ * Search the kernelspec path again and add the kernels of names not yet
+ * known, keeping the list sorted.  Known specs stay as they are, even if
+ * their files changed: contexts and pools point at them.  Returns how many
+ * were added.
+ */
+static size_t
+rescan(struct context_set *cs)
+{
+	struct kp_kernelspec **found;
+	char **dirs = kp_kernelspec_dirs();
+	size_t n = 0, added = 0;
+	int rc;
+
+	rc = kp_kernelspec_find_all(dirs, &found, NULL);
+	kp_kernelspec_dirs_free(dirs);
+	if (rc < 0)
+		return 0;
+	while (cs->specs[n] != NULL)
+		n++;
+	for (size_t i = 0; found[i] != NULL; i++) {
+		size_t j;
+
+		for (j = 0; j < n; j++)
+			if (strcmp(cs->specs[j]->name, found[i]->name) == 0)
+				break;
+		if (j < n) {
+			kp_kernelspec_free(found[i]);
+			continue;
+		}
+		log_info("kernelspec %s (language %s) found in %s",
+		    found[i]->name, found[i]->language,
+		    found[i]->resource_dir);
+		cs->specs = xreallocarray(cs->specs, n + 2,
+		    sizeof(*cs->specs));
+		cs->specs[n++] = found[i];
+		cs->specs[n] = NULL;
+		added++;
+	}
+	free(found);
+	if (added > 0)
+		qsort(cs->specs, n, sizeof(*cs->specs), cmp_name);
+	return added;
+}
+
+/* The spec serving language among those known. */
+static const struct kp_kernelspec *
+lookup(struct context_set *cs, const char *language)
 {
 	for (size_t i = 0; cs->specs[i] != NULL; i++)
 		if (strcmp(cs->specs[i]->name, language) == 0)
@@ -138,7 +210,7 @@ context_languages(struct context_set *cs)
 	for (size_t i = 0; cs->specs[i] != NULL; i++)
 		buf_addf(&b, "%s%s (%s)", i ? ", " : "",
 		    cs->specs[i]->language, cs->specs[i]->name);
-	if (context_spec(cs, "bash") == NULL)
+	if (lookup(cs, "bash") == NULL)
 		buf_addf(&b, "%sbash (execd's shell)", b.len ? ", " : "");
 	return b.p;
 }

@@ -34,7 +34,6 @@
 #include "../kernelproto/kp_kernelspec.h"
 #include "../fs/fs_atomic.h"
 #include "../fs/fs_ops.h"
-#include "cgroup.h"
 #include "child.h"
 #include "command.h"
 #include "context.h"
@@ -60,7 +59,6 @@ static struct execd	 app;		/* what route handlers are handed */
 static bool		 stopping;
 static int		 sigfd = -1;
 static struct sandbox	*sandbox;	/* every child enters it */
-#define CHILD_OOM_ADJ	500	/* the OOM killer takes children first */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
@@ -104,6 +102,11 @@ main(int argc, char **argv)
 	if (conf.print_kernels)
 		return print_kernels();
 	log_init(conf.log_level);
+	if (conf.ignored_from > 0)
+		log_warnx("ignoring %d argument%s after the options, from "
+		    "'%s' on (as upstream execd does)", argc - conf.ignored_from,
+		    argc - conf.ignored_from > 1 ? "s" : "",
+		    argv[conf.ignored_from]);
 	app.conf = &conf;
 	raise_fd_limit();
 	if (setup_signals() < 0)
@@ -175,7 +178,6 @@ main(int argc, char **argv)
 	zmq_ctx_term(zctx);
 	loop_free(app.loop);
 	close(sigfd);
-	cgroup_shutdown();
 	sandbox_free(sandbox);
 	conf_reset(&conf);
 	log_notice("stopped");
@@ -191,7 +193,6 @@ static void
 setup_sandbox(const struct conf *c)
 {
 	char err[256], caps[512];
-	int adj;
 
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		log_warn("cannot make execd not dumpable");
@@ -203,12 +204,6 @@ setup_sandbox(const struct conf *c)
 	    sandbox_profile_name(c->sandbox.profile),
 	    c->sandbox.log_only ? " (log only)" : "",
 	    c->sandbox.no_new_privs ? "on" : "off", caps);
-	(void)cgroup_init(c->cgroups_off, err, sizeof(err));
-	if (spawn_oom_init(CHILD_OOM_ADJ, &adj) < 0)
-		log_warnx("cannot lower execd's oom_score_adj");
-	log_info("limits: %s; oom_score_adj %d for execd, %d for children%s%s",
-	    err, adj, CHILD_OOM_ADJ, c->user.set ? "; children run as " : "",
-	    c->user.set ? c->user.name : "");
 }
 
 /*

@@ -14,8 +14,15 @@
  *   relative to its working directory), and so is an empty $HOME (the
  *   password database is asked instead, as when HOME is unset);
  * - $HOME is not resolved through symbolic links;
- * - Python's sys.prefix and $PYTHONUSERBASE play no part: the user site is
- *   always ~/.local, and the legacy ~/.ipython/kernels is not searched;
+ * - $PYTHONUSERBASE plays no part: the user site is always ~/.local, and
+ *   the legacy ~/.ipython/kernels is not searched;
+ * - execd runs no Python, so "sys.prefix" is every prefix a Python could
+ *   have here: $VIRTUAL_ENV, $CONDA_PREFIX, and the parent of each $PATH
+ *   directory holding a python3 or python (the parent of its real
+ *   location too, for a link), whose share/jupyter is searched after the
+ *   user's directories and before the system's, as jupyter_core does by
+ *   default; that is where `jupyter kernelspec install --sys-prefix` and
+ *   `ipykernel install --sys-prefix` write;
  * - a directory name outside [A-Za-z0-9._-] is skipped and counted rather
  *   than merely warned about, since names end up in URLs and logs;
  * - two directories in one kernels/ directory that differ only in case
@@ -70,6 +77,9 @@ static int	 cmp_spec(const void *, const void *);
 static void	 scan_dir(struct scan *, const char *);
 static void	 scan_one(struct scan *, const char *, const char *);
 static char	*subst(const char *, const char *, const char *);
+static void	 push_new(char ***, size_t *, char *);
+static void	 push_prefix(char ***, size_t *, const char *, size_t);
+static void	 push_pythons(char ***, size_t *);
 
 /* Format a message into err, if the caller gave one. */
 static void
@@ -380,10 +390,93 @@ kp_kernelspec_dirs(void)
 	else
 		free(user);
 	free(home);
-	/* 3. The system. */
+	/* 3. Every Python's sys.prefix, then the system. */
+	push_pythons(&v, &n);
 	push(&v, &n, must_strdup("/usr/local/share/jupyter"));
 	push(&v, &n, must_strdup("/usr/share/jupyter"));
 	return v;
+}
+
+/* Append s (taken) unless *v has it already; then free it. */
+static void
+push_new(char ***v, size_t *n, char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*v)[i], s) == 0) {
+			free(s);
+			return;
+		}
+	push(v, n, s);
+}
+
+/*
+ * Append <prefix>/share/jupyter for the len bytes of prefix (trailing
+ * slashes cut), unless it is listed, or is a system directory, which keeps
+ * its place at the end.
+ */
+static void
+push_prefix(char ***v, size_t *n, const char *prefix, size_t len)
+{
+	char *d;
+
+	while (len > 0 && prefix[len - 1] == '/')
+		len--;
+	if (len == 0 || prefix[0] != '/')
+		return;
+	if (asprintf(&d, "%.*s/share/jupyter", (int)len, prefix) < 0)
+		abort();
+	if (strcmp(d, "/usr/share/jupyter") == 0 ||
+	    strcmp(d, "/usr/local/share/jupyter") == 0) {
+		free(d);
+		return;
+	}
+	push_new(v, n, d);
+}
+
+/*
+ * The prefixes of the Pythons a kernelspec installer may have used:
+ * $VIRTUAL_ENV, $CONDA_PREFIX, then for each absolute <dir>/bin on $PATH
+ * holding an executable python3 or python, <dir>, and the prefix of that
+ * file's real location when it is a link into another <dir>/bin.
+ */
+static void
+push_pythons(char ***v, size_t *n)
+{
+	static const char *const exe[] = { "python3", "python" };
+	const char *path = getenv("PATH"), *s, *e;
+	char *f, *real, *slash;
+	size_t len;
+
+	if ((s = getenv("VIRTUAL_ENV")) != NULL)
+		push_prefix(v, n, s, strlen(s));
+	if ((s = getenv("CONDA_PREFIX")) != NULL)
+		push_prefix(v, n, s, strlen(s));
+	for (s = path != NULL ? path : ""; *s != '\0'; s = e) {
+		len = strcspn(s, ":");
+		e = s + len + (s[len] == ':');
+		while (len > 1 && s[len - 1] == '/')
+			len--;
+		if (len < 5 || s[0] != '/' || strncmp(s + len - 4, "/bin", 4))
+			continue;
+		for (size_t i = 0; i < sizeof(exe) / sizeof(exe[0]); i++) {
+			if (asprintf(&f, "%.*s/%s", (int)len, s, exe[i]) < 0)
+				abort();
+			if (!is_type(f, S_IFREG) || access(f, X_OK) != 0) {
+				free(f);
+				continue;
+			}
+			push_prefix(v, n, s, len - 4);
+			real = realpath(f, NULL);
+			free(f);
+			if (real != NULL && (slash = strrchr(real, '/')) != NULL
+			    && slash - real >= 4 &&
+			    strncmp(slash - 4, "/bin", 4) == 0)
+				push_prefix(v, n, real, (size_t)(slash - 4 -
+				    real));
+			free(real);
+			break;
+		}
+	}
 }
 
 /* See kp_kernelspec.h. */

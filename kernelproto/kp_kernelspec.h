@@ -4,9 +4,11 @@
  * Search path, first match of a name wins: each entry of $JUPYTER_PATH
  * (colon-separated), then $JUPYTER_DATA_DIR or ~/.local/share/jupyter (or
  * $XDG_DATA_HOME/jupyter), then ~/.local/share/jupyter if not yet listed,
- * then /usr/local/share/jupyter, then /usr/share/jupyter; kernels live in
- * <dir>/kernels/<name>/kernel.json.  Names are directory names (letters,
- * digits, '-', '.', '_'), lowercased as Jupyter does.
+ * then <prefix>/share/jupyter for each Python prefix ($VIRTUAL_ENV,
+ * $CONDA_PREFIX, the parent of each <dir>/bin on $PATH holding python3 or
+ * python), then /usr/local/share/jupyter, then /usr/share/jupyter;
+ * kernels live in <dir>/kernels/<name>/kernel.json.  Names are directory
+ * names (letters, digits, '-', '.', '_'), lowercased as Jupyter does.
  * No logging; any thread.
  */
 #ifndef KP_KERNELSPEC_H

@@ -37,7 +37,7 @@ def test_version():
 def test_bad_option_and_bad_values_exit_2_with_a_message():
     for args in (["--no-such-option"], ["--port", "70000"],
                  ["--listen", "127.0.0.1"], ["--log-level", "loud"],
-                 ["--max-body-size", "lots"], ["stray"]):
+                 ["--max-body-size", "lots"]):
         r = run(*args)
         assert r.returncode == 2, (args, r)
         assert r.stderr.startswith("execd: "), (args, r.stderr)
@@ -55,6 +55,28 @@ def test_upstream_flag_syntax_and_ignored_flags():
                "--jupyter-host", "http://127.0.0.1:1") as d:
         assert d.request("GET", "/ping")[0] == 200
         assert " debug " in d.read_log() or "debug" in d.read_log()
+
+
+def test_arguments_after_the_options_are_ignored_with_a_warning():
+    """The platform starts the injection image as `execd tail -f
+    /dev/null`: upstream's flag parsing stops at the first argument that
+    is not an option, and so does ours, with a warning."""
+    for args, first, n in ((["tail", "-f", "/dev/null"], "tail", 3),
+                           (["--", "--port", "1"], "--port", 2),
+                           (["stray"], "stray", 1)):
+        with Execd("--listen", "127.0.0.1:0", *args) as d:
+            assert d.request("GET", "/ping")[0] == 200, args
+            log = d.read_log()
+            want = "ignoring %d argument%s after the options, from '%s'" \
+                % (n, "s" if n > 1 else "", first)
+            assert want in log, (args, log)
+    # What follows them is not read: a bad option there is no error.
+    with Execd("--listen", "127.0.0.1:0", "sleep", "--no-such-option") as d:
+        assert d.request("GET", "/ping")[0] == 200
+    # A lone "--" ends the options and ignores nothing.
+    with Execd("--listen", "127.0.0.1:0", "--") as d:
+        assert d.request("GET", "/ping")[0] == 200
+        assert "ignoring" not in d.read_log()
 
 
 def test_environment_listen_and_log_level():

@@ -669,3 +669,59 @@ def test_kernel_deaf_to_interrupts_is_restarted():
         assert "restarted" in err["evalue"], err
         st, evs = run_code(d, "print next", id=c["id"], timeout=60)
         assert texts(evs, "stdout") == "next\n", evs
+
+
+def write_fake_spec(top, name, language):
+    """A kernelspec for tests/fakekernel/ at top/kernels/name."""
+    import lib
+    d = os.path.join(top, "kernels", name)
+    os.makedirs(d)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump({"argv": ["/usr/bin/python3", os.path.join(
+            lib.ROOT, "tests", "fakekernel", "fakekernel.py"), "-f",
+            "{connection_file}"], "display_name": name,
+            "language": language}, f)
+
+
+def test_kernelspecs_installed_after_start_are_found():
+    """An image's entrypoint may install kernelspecs after execd starts,
+    on $JUPYTER_PATH or under a Python's prefix (--sys-prefix): a language
+    not known sends execd to the disk again."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        jp = os.path.join(tmp, "jp")
+        venv = os.path.join(tmp, "venv")
+        os.makedirs(jp)
+        os.makedirs(os.path.join(venv, "bin"))
+        os.symlink("/usr/bin/python3", os.path.join(venv, "bin", "python3"))
+        env = {"JUPYTER_PATH": jp, "PATH": os.path.join(venv, "bin") + ":"
+               + os.environ.get("PATH", "/usr/bin:/bin")}
+        with Execd(env=env) as d:
+            for lang in ("late", "venvlang"):
+                st, h, body = d.request("POST", "/code/context",
+                                        body={"language": lang})
+                expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+            # A broken spec installed late is no kernel, and no crash.
+            os.makedirs(os.path.join(jp, "kernels", "broken"))
+            with open(os.path.join(jp, "kernels", "broken", "kernel.json"),
+                      "w") as f:
+                f.write("{not json")
+            st, h, body = d.request("POST", "/code/context",
+                                    body={"language": "broken"})
+            expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+            write_fake_spec(jp, "late", "late")
+            write_fake_spec(os.path.join(venv, "share", "jupyter"),
+                            "venvkernel", "venvlang")
+            for lang in ("late", "venvlang"):
+                c = new_context(d, lang)
+                assert c["language"] == lang, c
+                st, evs = run_code(d, "print found-" + lang, id=c["id"])
+                assert texts(evs, "stdout") == "found-%s\n" % lang, evs
+            # Both now in the message that lists what is installed.
+            st, h, body = d.request("POST", "/code/context",
+                                    body={"language": "cobol"})
+            obj = expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+            assert "late (late)" in obj["message"], obj
+            assert "venvlang (venvkernel)" in obj["message"], obj
+            assert "kernelspec late (language late) found in" \
+                in d.read_log()

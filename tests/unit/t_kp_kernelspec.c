@@ -105,6 +105,9 @@ env_clear(void)
 	unsetenv("JUPYTER_DATA_DIR");
 	unsetenv("XDG_DATA_HOME");
 	unsetenv("HOME");
+	unsetenv("PATH");
+	unsetenv("VIRTUAL_ENV");
+	unsetenv("CONDA_PREFIX");
 }
 
 /* kp_kernelspec_dirs() must be exactly want (NULL-terminated). */
@@ -286,6 +289,76 @@ test_dirs(void)
 	}
 	env_clear();
 	kp_kernelspec_dirs_free(NULL);
+}
+
+/* An executable file at root/rel. */
+static void
+put_exe(const char *root, const char *rel)
+{
+	char *path = cat(root, rel);
+	int fd;
+
+	put(root, rel, NULL);
+	rmdir(path);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0755)) < 0) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+	free(path);
+}
+
+/*
+ * Python prefixes: a venv and a conda env from their variables, a python3
+ * and a python on $PATH, a link into another prefix, a bin without Python,
+ * relative entries, and prefixes that are the system's.
+ */
+static void
+test_dirs_python_prefix(void)
+{
+	char *root = t_tmpdir(), *path, *link, *target;
+	char *own[4];
+	const char *w[16];
+	size_t n = 0;
+
+	put_exe(root, "venv/bin/python3");
+	put_exe(root, "opt/bin/python");
+	put_exe(root, "real/bin/python3.11");
+	put(root, "nopy/bin", NULL);
+	put(root, "lnk/bin", NULL);
+	put_exe(root, "notexe/bin/python3");
+	link = cat(root, "lnk/bin/python3");
+	target = cat(root, "real/bin/python3.11");
+	T_EQ_INT(symlink(target, link), 0);
+	path = cat(root, "notexe/bin/python3");
+	T_EQ_INT(chmod(path, 0644), 0);
+	free(path);
+	if (asprintf(&path, "%s/nopy/bin:%s/venv/bin/:bin:%s/lnk/bin:"
+	    "%s/opt/bin:%s/notexe/bin:/usr/bin:%s/venv/bin", root, root, root,
+	    root, root, root) < 0)
+		abort();
+	env_clear();
+	setenv("HOME", "/h", 1);
+	setenv("PATH", path, 1);
+	setenv("VIRTUAL_ENV", "/ve/", 1);
+	setenv("CONDA_PREFIX", "/usr", 1);
+	w[n++] = "/h/.local/share/jupyter";
+	w[n++] = "/ve/share/jupyter";
+	w[n++] = own[0] = cat(root, "venv/share/jupyter");
+	w[n++] = own[1] = cat(root, "lnk/share/jupyter");
+	w[n++] = own[2] = cat(root, "real/share/jupyter");
+	w[n++] = own[3] = cat(root, "opt/share/jupyter");
+	w[n++] = "/usr/local/share/jupyter";
+	w[n++] = "/usr/share/jupyter";
+	w[n] = NULL;
+	check_dirs(w);
+	for (size_t i = 0; i < 4; i++)
+		free(own[i]);
+	env_clear();
+	free(path);
+	free(link);
+	free(target);
+	t_tmpdir_free(root);
 }
 
 static void
@@ -504,6 +577,7 @@ main(void)
 		{ "parse env, interrupt_mode", test_parse_env_and_mode },
 		{ "parse errors and messages", test_parse_errors },
 		{ "search path from the environment", test_dirs },
+		{ "search path: every Python's prefix", test_dirs_python_prefix },
 		{ "find_all: first wins, sorted, skips", test_find_all },
 		{ "find_all on the environment's path", test_find_from_env },
 		{ "argv substitution", test_argv },
