@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "policy.h"
 #include "xmalloc.h"
 
 enum opt_id {
@@ -27,7 +28,7 @@ enum opt_id {
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER,
-	O_HELP, O_VERSION
+	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
 struct opt {
@@ -40,6 +41,11 @@ struct opt {
 };
 
 static const struct opt opts[] = {
+	{ "config", O_CONFIG, "EXECD_CONFIG", "FILE", NULL,
+	    "read options from this YAML policy file (keys: these options' "
+	    "names with _ for -, and limits); command line and environment "
+	    "go over it; SIGHUP reads its limits and isolation again for "
+	    "jobs started afterwards" },
 	{ "listen", O_LISTEN, "EXECD_LISTEN", "ADDR:PORT", NULL,
 	    "address and port to listen on, e.g. 0.0.0.0:44772 or [::1]:44772;"
 	    " default: 0.0.0.0 with an access token, 127.0.0.1 without" },
@@ -49,7 +55,7 @@ static const struct opt opts[] = {
 	    "require this value in the X-EXECD-ACCESS-TOKEN header of every "
 	    "request; execd wipes it from its command line and environment "
 	    "at start, but a process may read them before that: prefer "
-	    "--access-token-file" },
+	    "--access-token-file; --print-config never prints it" },
 	{ "access-token-file", O_TOKEN_FILE, "EXECD_ACCESS_TOKEN_FILE",
 	    "FILE", NULL,
 	    "read the access token from the first line of FILE, so it is "
@@ -160,6 +166,9 @@ static const struct opt opts[] = {
 	    "print the installed Jupyter kernels (name, language, directory), "
 	    "found as Jupyter finds them ($JUPYTER_PATH, the user and system "
 	    "data directories), and exit" },
+	{ "print-config", O_PRINT_CONFIG, NULL, NULL, NULL,
+	    "print the options in force as a YAML file that --config "
+	    "accepts, without the access token, and exit" },
 	{ "help", O_HELP, NULL, NULL, NULL, "print this help and exit" },
 	{ "version", O_VERSION, NULL, NULL, NULL,
 	    "print the version and exit" },
@@ -173,8 +182,13 @@ static const char *const ignored[] = {
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define NIGNORED (sizeof(ignored) / sizeof(ignored[0]))
+_Static_assert(NOPTS <= CONF_MAX_OPTS, "CONF_MAX_OPTS is too small");
 
 static int	set(struct conf *, enum opt_id, const char *, char *, size_t);
+static int	apply(struct conf *, const struct opt *, const char *, char *,
+		    size_t);
+static const char *config_path(int, char **);
+static void	keep_text(struct conf *, size_t, char *, bool);
 static int	parse_size(const char *, size_t *);
 static int	parse_uint(const char *, unsigned long, unsigned long *);
 static int	parse_listen(struct conf *, const char *, char *, size_t);
@@ -234,7 +248,7 @@ conf_usage(FILE *f)
 	wrap(f, line);
 }
 
-/* "16M", "512K", "1G" or plain bytes. */
+/* "16M", "512K", "1G", "1GiB", "2KB" or plain bytes. */
 static int
 parse_size(const char *s, size_t *out)
 {
@@ -253,6 +267,8 @@ parse_size(const char *s, size_t *out)
 	case 'm': case 'M': shift = 20; end++; break;
 	case 'g': case 'G': shift = 30; end++; break;
 	}
+	if (shift > 0 && *end == 'i')	/* "16MiB", as limits are written */
+		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
 	if (*end != '\0' || v > (SIZE_MAX >> shift))
@@ -323,6 +339,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	switch (id) {
 	case O_LISTEN:
 		return parse_listen(c, v, err, errlen);
+	case O_CONFIG:
+		free(c->config);
+		c->config = xstrdup(v);
+		return 0;
 	case O_PORT:
 		if (parse_uint(v, 65535, &u) < 0)
 			goto bad;
@@ -548,20 +568,27 @@ int
 conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 {
 	const struct opt *o;
+	const char *path;
 	char *a, *name, *eq, *v;
 	size_t n;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->log_level = LOG_L_INFO;
+	c->argc = argc;
+	c->argv = argv;
 	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].def != NULL &&
-		    (rc = set(c, opts[i].id, opts[i].def, err, errlen)) < 0)
+		    (rc = apply(c, &opts[i], opts[i].def, err, errlen)) < 0)
 			return rc;
+	/* The file goes over the defaults, under what follows. */
+	if ((path = config_path(argc, argv)) != NULL &&
+	    (rc = policy_load(c, path, err, errlen)) < 0)
+		return rc;
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (opts[i].env == NULL || (v = getenv(opts[i].env)) == NULL)
 			continue;
-		if (set(c, opts[i].id, v, err, errlen) < 0) {
+		if (apply(c, &opts[i], v, err, errlen) < 0) {
 			/* A token file's error says what was wrong with it. */
 			if (opts[i].id != O_TOKEN_FILE)
 				snprintf(err, errlen, "invalid value in %s: "
@@ -616,6 +643,9 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 			case O_KERNELS:
 				c->print_kernels = true;
 				continue;
+			case O_PRINT_CONFIG:
+				c->print_config = true;
+				continue;
 			default:	/* O_ROUTES */
 				c->print_routes = true;
 				continue;
@@ -630,7 +660,7 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 			    a);
 			return -EINVAL;
 		}
-		if (o != NULL && (rc = set(c, o->id, v, err, errlen)) < 0)
+		if (o != NULL && (rc = apply(c, o, v, err, errlen)) < 0)
 			return rc;
 		if (o != NULL && o->id == O_TOKEN)
 			wipe(v);
@@ -816,6 +846,14 @@ conf_reset(struct conf *c)
 	c->runtime_dir = NULL;
 	free(c->pool);
 	c->pool = NULL;
+	free(c->config);
+	c->config = NULL;
+	for (size_t i = 0; i < CONF_MAX_OPTS; i++) {
+		if (c->texts_owned & (1ULL << i))
+			free(c->texts[i]);
+		c->texts[i] = NULL;
+	}
+	c->texts_owned = 0;
 	conf_forget_token(c);
 }
 
@@ -828,4 +866,166 @@ conf_forget_token(struct conf *c)
 		free(c->token);
 		c->token = NULL;
 	}
+}
+
+/* --- the views of the table that policy.c reads and writes ------------- */
+
+static bool	 reloading;	/* conf_reload: the token is not read again */
+
+/*
+ * Set one option and keep the text it was set from, the one
+ * --print-config prints (never the token's): a pointer to v, which must
+ * outlive c (a default, argv, the environment) unless the caller copies
+ * it.  0 or -EINVAL.
+ */
+static int
+apply(struct conf *c, const struct opt *o, const char *v, char *err,
+    size_t errlen)
+{
+	size_t i = (size_t)(o - opts);
+	int rc;
+
+	if (reloading && (o->id == O_TOKEN || o->id == O_TOKEN_FILE))
+		return 0;
+	if ((rc = set(c, o->id, v, err, errlen)) < 0)
+		return rc;
+	if (o->id != O_TOKEN)
+		keep_text(c, i, (char *)(uintptr_t)v, false);
+	/* --listen sets the port too: its text follows. */
+	for (size_t k = 0; o->id == O_LISTEN && k < NOPTS; k++)
+		if (opts[k].id == O_PORT) {
+			snprintf(c->port_text, sizeof(c->port_text), "%u",
+			    c->port);
+			keep_text(c, k, c->port_text, false);
+		}
+	return 0;
+}
+
+/* Option i's text is now t, which c owns (frees) if owned. */
+static void
+keep_text(struct conf *c, size_t i, char *t, bool owned)
+{
+	if (c->texts_owned & (1ULL << i))
+		free(c->texts[i]);
+	c->texts[i] = t;
+	if (owned)
+		c->texts_owned |= 1ULL << i;
+	else
+		c->texts_owned &= ~(1ULL << i);
+}
+
+/*
+ * The file --config names on the command line (read as conf_parse reads
+ * it, up to the first argument that is not an option), else the one in
+ * EXECD_CONFIG, else NULL.
+ */
+static const char *
+config_path(int argc, char **argv)
+{
+	const char *path = getenv("EXECD_CONFIG"), *a, *name, *eq;
+	const struct opt *o;
+	size_t n;
+
+	for (int i = 1; i < argc; i++) {
+		a = argv[i];
+		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+			break;
+		name = a + (a[1] == '-' ? 2 : 1);
+		eq = strchr(name, '=');
+		n = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		o = find(name, n);
+		if (o == NULL && !is_ignored(name, n))
+			break;		/* conf_parse says so */
+		if (o != NULL && o->arg == NULL)
+			continue;
+		if (eq == NULL && ++i == argc)
+			break;
+		if (o != NULL && o->id == O_CONFIG)
+			path = eq != NULL ? eq + 1 : argv[i];
+	}
+	return path;
+}
+
+/* conf_parse again, over the same command line; see conf.h. */
+int
+conf_reload(const struct conf *old, struct conf *out, char *err,
+    size_t errlen)
+{
+	int rc;
+
+	reloading = true;
+	rc = conf_parse(out, old->argc, old->argv, err, errlen);
+	reloading = false;
+	if (rc > 0) {	/* --help and the like were answered at start */
+		conf_reset(out);
+		snprintf(err, errlen, "nothing to reload");
+		return -EINVAL;
+	}
+	return rc;
+}
+
+/* The table row of the i-th option a file may hold, or NULL. */
+static const struct opt *
+file_opt(size_t i)
+{
+	for (size_t k = 0; k < NOPTS; k++) {
+		if (opts[k].arg == NULL || opts[k].id == O_CONFIG)
+			continue;
+		if (i-- == 0)
+			return &opts[k];
+	}
+	return NULL;
+}
+
+/* The i-th file key; see conf.h. */
+int
+conf_key_get(size_t i, struct conf_key *out)
+{
+	static char keys[NOPTS][48];
+	const struct opt *o;
+	char *k;
+
+	if ((o = file_opt(i)) == NULL)
+		return -ENOENT;
+	k = keys[o - opts];
+	if (k[0] == '\0') {
+		snprintf(k, sizeof(keys[0]), "%s", o->name);
+		for (char *p = k; *p != '\0'; p++)
+			if (*p == '-')
+				*p = '_';
+	}
+	*out = (struct conf_key){ .key = k, .flag = o->name,
+	    .metavar = o->arg, .help = o->help, .secret = o->id == O_TOKEN };
+	return 0;
+}
+
+/* Set the i-th file key; see conf.h. */
+int
+conf_key_set(struct conf *c, size_t i, const char *v, char *err,
+    size_t errlen)
+{
+	const struct opt *o;
+	int rc;
+
+	if ((o = file_opt(i)) == NULL) {
+		snprintf(err, errlen, "no such option");
+		return -EINVAL;
+	}
+	if ((rc = apply(c, o, v, err, errlen)) < 0)
+		return rc;
+	/* The file's text goes when it is read: a copy. */
+	if (c->texts[o - opts] == v)
+		keep_text(c, (size_t)(o - opts), xstrdup(v), true);
+	return 0;
+}
+
+/* The i-th file key's text in force; see conf.h. */
+const char *
+conf_key_value(const struct conf *c, size_t i)
+{
+	const struct opt *o;
+
+	if ((o = file_opt(i)) == NULL || o->id == O_TOKEN)
+		return NULL;
+	return c->texts[o - opts];
 }

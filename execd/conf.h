@@ -1,9 +1,10 @@
 /*
  * conf.h -- execd's options: command line, environment, defaults.
  *
- * One table drives parsing, the environment fallbacks and --help, so an
- * option cannot exist without being documented.  Precedence: command line,
- * then environment, then default.  Main thread, before the loop starts.
+ * One table drives parsing, the environment fallbacks, --help and the keys
+ * of the policy file (policy.h), so an option cannot exist without being
+ * documented.  Precedence: command line, then environment, then the file
+ * of --config, then default.  Main thread.
  */
 #ifndef EXECD_CONF_H
 #define EXECD_CONF_H
@@ -22,6 +23,7 @@
 
 #define EXECD_VERSION	"0.1.0"
 #define EXECD_PORT	44772
+#define CONF_MAX_OPTS	64	/* rows of the option table, at most */
 #define CONF_LANG_LIMITS 16	/* languages with limits of their own */
 #define CONF_NGROUPS	64	/* supplementary groups of the user */
 
@@ -69,8 +71,19 @@ struct conf {
 	struct conf_user user;		/* default identity of children */
 	bool		 print_routes;
 	bool		 print_kernels;
+	bool		 print_config;
 	int		 ignored_from;	/* argv index of the first argument
 					   after the options, 0: none */
+	char		*config;	/* --config FILE, or NULL */
+	/* Private: each option's text in force (--print-config), a copy
+	 * where its bit in texts_owned is set (from a file), else the
+	 * default's, argv's or the environment's own; and the command line
+	 * read again by conf_reload. */
+	char		*texts[CONF_MAX_OPTS];
+	uint64_t	 texts_owned;
+	char		 port_text[8];	/* the port --listen gave */
+	int		 argc;
+	char		**argv;
 };
 
 /*
@@ -112,6 +125,29 @@ void	conf_limits(const struct conf *, enum limits_kind k, const char *lang,
  */
 int	conf_user_set(struct conf_user *u, const char *s, char *err,
 	    size_t errlen);
+/*
+ * Read the options again into out, as conf_parse did at start (the same
+ * command line and --config file, the environment as it is now), but for
+ * the access token, which stays as it was read.  0, or -EINVAL with a
+ * message in err (a file's says FILE:LINE:COL).
+ */
+int	conf_reload(const struct conf *, struct conf *out, char *err,
+	    size_t errlen);
+/* One option a policy file may hold: its key (the flag's name with '_'). */
+struct conf_key {
+	const char	*key;
+	const char	*flag;
+	const char	*metavar;
+	const char	*help;
+	bool		 secret;	/* never printed */
+};
+/* The i-th option a file may hold (from 0); 0, or -ENOENT past the last. */
+int	conf_key_get(size_t i, struct conf_key *out);
+/* Set the i-th key from text; 0, or -EINVAL with a message in err. */
+int	conf_key_set(struct conf *, size_t i, const char *v, char *err,
+	    size_t errlen);
+/* The i-th key's value in force as text, or NULL when none (or secret). */
+const char *conf_key_value(const struct conf *, size_t i);
 void	conf_forget_token(struct conf *);	/* wipe and free it */
 void	conf_reset(struct conf *);		/* free all, token wiped */
 

@@ -43,6 +43,7 @@
 #include "http.h"
 #include "log.h"
 #include "loop.h"
+#include "policy.h"
 #include "pty.h"
 #include "route.h"
 #include "sandbox.h"
@@ -62,6 +63,7 @@ static struct sandbox	*sandbox;	/* every child enters it */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
+static struct conf	*live;		/* app.conf, which SIGHUP changes */
 
 static void	on_signal(struct loop *, int, void *, int, void *);
 static void	begin_shutdown(void);
@@ -77,6 +79,7 @@ static int	setup_dirs(struct conf *);
 static void	setup_contexts(const struct conf *);
 static void	setup_sandbox(const struct conf *);
 static int	setup_nss(void);
+static void	reload_policy(void);
 
 int
 main(int argc, char **argv)
@@ -101,13 +104,18 @@ main(int argc, char **argv)
 	}
 	if (conf.print_kernels)
 		return print_kernels();
+	if (conf.print_config) {
+		policy_print(&conf, stdout);
+		conf_reset(&conf);
+		return 0;
+	}
 	log_init(conf.log_level);
 	if (conf.ignored_from > 0)
 		log_warnx("ignoring %d argument%s after the options, from "
 		    "'%s' on (as upstream execd does)", argc - conf.ignored_from,
 		    argc - conf.ignored_from > 1 ? "s" : "",
 		    argv[conf.ignored_from]);
-	app.conf = &conf;
+	app.conf = live = &conf;
 	raise_fd_limit();
 	if (setup_signals() < 0)
 		fatal("signals");
@@ -442,7 +450,7 @@ on_signal(struct loop *l, int fd, void *zs, int rev, void *arg)
 			}
 			break;
 		case SIGHUP:
-			log_info("SIGHUP ignored");
+			reload_policy();
 			break;
 		}
 	}
@@ -494,4 +502,48 @@ check_done(struct loop *l, void *arg)
 	child_reap();
 	if (http_streams(app.http) == 0 && !child_any())
 		loop_stop(l);
+}
+
+/*
+ * SIGHUP: the options read again as at start (the --config file under
+ * the same command line and environment), and the sandbox profile and
+ * default limits of what is read put in force for jobs started from now
+ * on; running jobs keep theirs.  A file that does not load, or a profile
+ * that cannot be built, is logged and the policy in force kept.
+ */
+static void
+reload_policy(void)
+{
+	struct conf fresh;
+	struct sandbox *sb;
+	char err[512], caps[512];
+
+	if (live->config == NULL) {
+		log_info("SIGHUP: no --config file to read again");
+		return;
+	}
+	if (conf_reload(app.conf, &fresh, err, sizeof(err)) < 0) {
+		log_warnx("SIGHUP: %s; the policy in force is kept", err);
+		return;
+	}
+	if (sandbox_new(&fresh.sandbox, &sb, err, sizeof(err)) < 0) {
+		log_warnx("SIGHUP: %s; the policy in force is kept", err);
+		conf_reset(&fresh);
+		return;
+	}
+	spawn_init(sb);
+	sandbox_free(sandbox);
+	sandbox = sb;
+	live->sandbox = fresh.sandbox;
+	memcpy(live->limits, fresh.limits, sizeof(fresh.limits));
+	memcpy(live->lang_limits, fresh.lang_limits,
+	    sizeof(fresh.lang_limits));
+	live->nlang_limits = fresh.nlang_limits;
+	sandbox_caps_format(fresh.sandbox.caps, caps, sizeof(caps));
+	log_info("SIGHUP: %s read again; new children: seccomp %s%s, "
+	    "no_new_privs %s, capabilities %s", live->config,
+	    sandbox_profile_name(fresh.sandbox.profile),
+	    fresh.sandbox.log_only ? " (log only)" : "",
+	    fresh.sandbox.no_new_privs ? "on" : "off", caps);
+	conf_reset(&fresh);
 }

@@ -6,7 +6,7 @@
 set -eu
 
 pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev uuid-dev clang
+libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev clang
 cppcheck valgrind curl
 python3 python3-yaml python3-pyflakes util-linux
 python3-zmq python3-ipykernel python3-jupyter-client"

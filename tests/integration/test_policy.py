@@ -1,0 +1,215 @@
+"""The policy file: execd --config FILE, --print-config read back, a bad
+file refused with its line and column, and SIGHUP putting a new profile
+and new limits in force for jobs started afterwards (a bad file on SIGHUP
+keeps the old ones)."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+
+from lib import EXECD, Execd, events, wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = os.path.join(HERE, "helpers", "syscalls.py")
+EPERM = 1
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def tmpfile(text, suffix=".yaml"):
+    fd, path = tempfile.mkstemp(prefix="execd-policy-", suffix=suffix)
+    os.close(fd)
+    write(path, text)
+    return path
+
+
+def run(*args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("EXECD_")}
+    e.update(env or {})
+    return subprocess.run([EXECD] + list(args), capture_output=True,
+                          text=True, timeout=20, env=e)
+
+
+def command(d, cmd):
+    st, h, data = d.request("POST", "/command", timeout=30,
+                            body={"command": cmd})
+    assert st == 200, data
+    return "\n".join(e["text"] for e in events(data)
+                     if e["type"] == "stdout")
+
+
+def probe(d):
+    out = command(d, "/usr/bin/python3 %s %d" % (PROBE, d.proc.pid))
+    for line in out.split("\n"):
+        if line.startswith("SYSCALLS "):
+            return json.loads(line[len("SYSCALLS "):])
+    raise AssertionError("no probe output: %r" % out)
+
+
+def open_files(d):
+    out = command(d, "cat /proc/self/limits")
+    m = re.search(r"^Max open files\s+(\d+)", out, re.M)
+    assert m, out
+    return int(m.group(1))
+
+
+def test_start_with_config():
+    path = tmpfile("# a small body cap and no seccomp\n"
+                   "max_body_size: 1KiB\nseccomp: off\n"
+                   "no-new-privs: false\n")
+    try:
+        with Execd("--config", path) as d:
+            st, h, data = d.request("POST", "/command",
+                                    body={"command": "echo " + "x" * 2000})
+            assert st == 413, (st, data)
+            assert "children: seccomp off, no_new_privs off" \
+                in d.read_log(), d.read_log()
+            res = probe(d)
+            assert res["unshare"] != EPERM, res
+            assert res["NoNewPrivs"] == "0", res
+    finally:
+        os.unlink(path)
+
+
+def test_environment_and_flags_go_over_the_file():
+    path = tmpfile("seccomp: off\nmax_body_size: 1K\n")
+    try:
+        with Execd("--config", path, "--seccomp", "strict",
+                   env={"EXECD_MAX_BODY_SIZE": "64K"}) as d:
+            st, h, data = d.request("POST", "/command",
+                                    body={"command": "echo " + "x" * 2000})
+            assert st == 200, (st, data)
+            assert "children: seccomp strict" in d.read_log()
+        # EXECD_CONFIG names the file as --config does.
+        r = run("--print-config", env={"EXECD_CONFIG": path})
+        assert r.returncode == 0, r
+        assert "\nseccomp: off\n" in r.stdout, r.stdout
+    finally:
+        os.unlink(path)
+
+
+def test_print_config_round_trip():
+    path = tmpfile("listen: \"127.0.0.1:0\"\npool: python=1\n"
+                   "capabilities: chown,net_raw\n"
+                   "limits:\n  command: {memory: 256MiB, processes: 64}\n"
+                   "  languages: {python: {cpu_seconds: 600}}\n")
+    tok = tmpfile("tok-file-secret\n", suffix=".tok")
+    one = two = None
+    try:
+        r = run("--config", path, "--access-token", "flag-secret",
+                "--limit", "pty.open_files=99", "--print-config",
+                env={"EXECD_GRACE_PERIOD": "1234",
+                     "EXECD_ACCESS_TOKEN_FILE": tok})
+        assert r.returncode == 0, r
+        assert "secret" not in r.stdout, r.stdout
+        assert "# access_token: never printed\n" in r.stdout
+        for want in ("\ngrace_period: 1234\n", "\npool: python=1\n",
+                     "\n  command: {memory: 268435456, processes: 64, "
+                     "core: 0}\n", "\n  pty: {open_files: 99, core: 0}\n",
+                     "\n    python: {cpu_seconds: 600}\n"):
+            assert want in r.stdout, (want, r.stdout)
+        one = tmpfile(r.stdout)
+        r2 = run("--config", one, "--print-config")
+        assert r2.returncode == 0, r2
+        assert r2.stdout == r.stdout
+        # The printed file also starts a daemon.
+        with Execd("--config", one) as d:
+            assert d.get_json("/ping") is not None
+        two = tmpfile(r2.stdout)
+    finally:
+        for p in (path, tok, one, two):
+            if p:
+                os.unlink(p)
+
+
+def test_a_bad_file_refuses_to_start_with_its_line_and_column():
+    cases = [
+        ("port: 1\nprot: 2\n", ":2:1: unknown key 'prot'"),
+        ("max_connections: [1]\n",
+         ":1:18: max_connections wants a single value, not a list"),
+        ("port: 70000\n", ":1:7: port: invalid value for --port: '70000'"),
+        ("limits:\n  command: {memory: lots}\n",
+         ":2:21: limits.command.memory: limit 'memory': bad value"),
+        ("seccomp: off\nseccomp: strict\n",
+         ":2:1: 'seccomp' given twice (first at line 1)"),
+    ]
+    for text, want in cases:
+        path = tmpfile(text)
+        try:
+            r = run("--config", path)
+            assert r.returncode == 2, (text, r)
+            assert ("execd: " + path + want) in r.stderr, (text, r.stderr)
+            assert "listening" not in r.stderr, r.stderr
+        finally:
+            os.unlink(path)
+    r = run("--config", "/nonexistent/execd.yaml")
+    assert r.returncode == 2, r
+    assert "/nonexistent/execd.yaml: No such file" in r.stderr, r.stderr
+
+
+def test_sighup_puts_the_new_policy_in_force_for_new_jobs():
+    path = tmpfile("seccomp: off\nlimits: {command: {open_files: 200}}\n")
+    try:
+        with Execd("--config", path) as d:
+            assert probe(d)["unshare"] != EPERM
+            assert open_files(d) == 200
+            # A session's shell started now keeps the old profile.
+            st, h, data = d.request("POST", "/session", body={})
+            assert st == 200, data
+            sid = json.loads(data)["session_id"]
+            st, h, data = d.request("POST", "/session/%s/run" % sid,
+                                    timeout=30, body={"command": "true"})
+            assert st == 200, data
+
+            write(path, "seccomp: default\n"
+                  "limits: {command: {open_files: 300}}\n")
+            d.send(signal.SIGHUP)
+            assert wait_for(lambda: d.read_log().count("read again") == 1,
+                            timeout=10), d.read_log()
+            res = probe(d)
+            assert res["unshare"] == EPERM and res["mount"] == EPERM, res
+            assert open_files(d) == 300
+            # The session's shell, and what it runs, keep "off".
+            st, h, data = d.request(
+                "POST", "/session/%s/run" % sid, timeout=30,
+                body={"command": "/usr/bin/python3 %s %d"
+                      % (PROBE, d.proc.pid)})
+            assert st == 200, data
+            out = "\n".join(e["text"] for e in events(data)
+                            if e["type"] == "stdout")
+            m = re.search(r"^SYSCALLS (.*)$", out, re.M)
+            assert m, out
+            assert json.loads(m.group(1))["unshare"] != EPERM, out
+
+            # A bad file: logged with its line, the policy kept.
+            write(path, "seccomp: off\nlimits: {command: {open_files: x}}\n")
+            d.send(signal.SIGHUP)
+            assert wait_for(lambda: "policy in force is kept"
+                            in d.read_log(), timeout=10), d.read_log()
+            assert (path + ":2:32: limits.command.open_files") \
+                in d.read_log(), d.read_log()
+            assert probe(d)["unshare"] == EPERM
+            assert open_files(d) == 300
+            assert d.get_json("/ping") is not None
+    finally:
+        os.unlink(path)
+
+
+def test_sighup_without_a_file_changes_nothing():
+    with Execd() as d:
+        d.send(signal.SIGHUP)
+        assert wait_for(lambda: "no --config file" in d.read_log(),
+                        timeout=10), d.read_log()
+        assert probe(d)["unshare"] == EPERM
+
+
+def test_the_example_file_loads_and_says_the_defaults():
+    example = os.path.join(HERE, "..", "..", "docs", "execd.yaml")
+    r = run("--config", example, "--print-config")
+    assert r.returncode == 0, r
+    assert r.stdout == run("--print-config").stdout
