@@ -956,12 +956,13 @@ conf_reload(const struct conf *old, struct conf *out, char *err,
 	reloading = true;
 	rc = conf_parse(out, old->argc, old->argv, err, errlen);
 	reloading = false;
-	if (rc > 0) {	/* --help and the like were answered at start */
-		conf_reset(out);
+	if (rc > 0)	/* --help and the like were answered at start */
 		snprintf(err, errlen, "nothing to reload");
+	if (rc != 0) {
+		conf_reset(out);	/* what it read before the error */
 		return -EINVAL;
 	}
-	return rc;
+	return 0;
 }
 
 /* The table row of the i-th option a file may hold, or NULL. */

@@ -129,7 +129,7 @@ int	conf_user_set(struct conf_user *u, const char *s, char *err,
  * Read the options again into out, as conf_parse did at start (the same
  * command line and --config file, the environment as it is now), but for
  * the access token, which stays as it was read.  0, or -EINVAL with a
- * message in err (a file's says FILE:LINE:COL).
+ * message in err (a file's says FILE:LINE:COL) and out reset.
  */
 int	conf_reload(const struct conf *, struct conf *out, char *err,
 	    size_t errlen);

@@ -93,6 +93,7 @@ main(int argc, char **argv)
 	if (setup_nss() < 0)
 		return 1;
 	if ((rc = conf_parse(&conf, argc, argv, err, sizeof(err))) != 0) {
+		conf_reset(&conf);	/* what it read before the error */
 		if (rc > 0)
 			return 0;
 		fprintf(stderr, "execd: %s\n", err);
