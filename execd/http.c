@@ -288,6 +288,7 @@ static void		 linger_read(struct loop *, int, void *, int, void *);
 static void		 linger_timeout(struct loop *, uint64_t, void *);
 static void		 linger_end(struct lingerer *);
 static void		 body_charge(struct http_req *);
+static void		 body_reserve(struct http_req *);
 static void		 body_release(struct http_req *);
 static void		 reply_busy(struct http_req *);
 static void		 parse_start(struct http_req *);
@@ -1058,6 +1059,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 		req->method = method;
 		req->path = url;
 		req->reject = check(req);
+		if (req->reject == REJ_NONE)
+			body_reserve(req);
 		if (has_body(conn))
 			conn_phase(req->c, PH_BODY);
 		/*
@@ -1130,6 +1133,26 @@ body_charge(struct http_req *req)
 {
 	req->srv->buffered += buf_cost(&req->body) - req->charged;
 	req->charged = buf_cost(&req->body);
+}
+
+/*
+ * Hold the memory of a declared body at once, as check() counted it: what
+ * --body-memory counts is then what is allocated, in whatever order the
+ * bodies of several requests arrive.
+ */
+static void
+body_reserve(struct http_req *req)
+{
+	const char *cl;
+	unsigned long long n;
+
+	if (!(req->route->flags & (HTTP_R_BODY | HTTP_R_RAW)) ||
+	    (cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH)) == NULL ||
+	    (n = strtoull(cl, NULL, 10)) == 0 || n > req->srv->conf.max_body)
+		return;
+	(void)buf_reserve(&req->body, (size_t)n);
+	body_charge(req);
 }
 
 /* Free req's body buffer and its share of --body-memory. */

@@ -91,7 +91,10 @@ buf_reserve(struct buf *b, size_t n)
 		b->p = b->base;
 		return 0;
 	}
+	/* The first allocation is the size asked for; growth doubles. */
 	size = b->size > 0 ? b->size : 256;
+	if (b->size == 0 && size <= b->len + n)
+		size = b->len + n + 1;
 	while (size <= off + b->len + n)
 		size *= 2;
 	b->base = must(realloc(b->base, size));

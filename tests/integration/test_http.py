@@ -290,6 +290,34 @@ def test_buffered_bodies_share_a_memory_cap():
         assert st, "still busy after the held bodies went away"
 
 
+def test_held_bodies_count_as_declared_in_any_order():
+    # Each body in one write, so execd reads them in whatever turns it
+    # takes: the memory counted must not depend on that order.
+    with Execd("--max-body-size", "1M",
+               env={"EXECD_BODY_MEMORY": "2M"}) as d:
+        for trial in range(3):
+            held = []
+            for _ in range(3):
+                s = socket.create_connection((d.host, d.port), 5)
+                s.sendall(b"POST /directories HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Type: application/json\r\n"
+                          b"Content-Length: 1000000\r\n\r\n")
+                held.append(s)
+            for s in held:
+                s.sendall(b" " * 900000)
+            st, h, data = d.request("POST", "/directories",
+                                    body=b" " * 600000 + b"{}",
+                                    headers={"Content-Type":
+                                             "application/json"})
+            expect_error(st, data, 503, "SERVER_BUSY")
+            for s in held:
+                s.close()
+            assert wait_for(lambda: d.request(
+                "POST", "/directories", body=b"{}",
+                headers={"Content-Type": "application/json"})[0] == 200,
+                timeout=15, step=0.2), "trial %d: busy after" % trial
+
+
 def test_ping_answers_while_a_large_json_body_is_parsed():
     # Many small values: the slowest shape for a JSON parser.
     big = b"[" + b",".join([b'"a"'] * (15 << 18)) + b"]"
