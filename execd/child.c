@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "child.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -80,7 +81,8 @@ child_reap(void)
 		}
 		log_debug("reaped pid %ld (status %d), not ours", (long)pid,
 		    st);
-next:		;
+next:
+		cgroup_release(pid);	/* after the owner asked cgroup_why */
 	}
 }
 

@@ -147,7 +147,8 @@ command_start(const struct command_opts *co, command_end_cb *ended,
 	    .set_ids = co->set_ids, .uid = co->uid, .gid = co->gid,
 	    .groups = co->groups, .ngroups = co->ngroups,
 	    .timeout_ms = co->timeout_ms, .grace_ms = grace,
-	    .out_fd = -1, .stdin_pipe = co->stdin_pipe };
+	    .out_fd = -1, .stdin_pipe = co->stdin_pipe,
+	    .limits = co->limits };
 	struct command *c = command_new(co->command, co->background);
 	char **env = make_env(co->envs), *prefix;
 	int rc;
@@ -209,6 +210,11 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 	const char *tb;
 
 	command_finish(c, st, timed_out);
+	if (job_why(j)[0] != '\0') {
+		/* A limit ended it: say which, not just the signal. */
+		free(c->error);
+		c->error = xstrdup(job_why(j));
+	}
 	job_free(j);
 	c->job = NULL;
 	if (c->out != NULL) {

@@ -26,6 +26,7 @@ struct http_req;
 struct job;
 struct cmdlog;
 struct outstream;
+struct limits;
 
 struct command;
 /* The command ended (its status recorded, its history ended); once. */
@@ -63,6 +64,7 @@ struct command_opts {
 	size_t		 ngroups;
 	json_t		*envs;		/* over execd's and EXECD_ENVS's */
 	bool		 stdin_pipe;	/* stdin a pipe for POST .../stdin */
+	const struct limits *limits;	/* NULL: none */
 };
 
 /*

@@ -27,7 +27,7 @@ enum opt_id {
 	O_KERNEL_TRANSPORT, O_KERNEL_READY, O_MAX_OUTPUT, O_POOL, O_IDLE,
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
-	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER,
+	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -156,6 +156,11 @@ static const struct opt opts[] = {
 	    "and unlimited lifts a limit; e.g. command.memory=512MiB,"
 	    "processes=256; may be given more than once, later entries win;"
 	    " a request's \"limits\" object goes over these" },
+	{ "cgroups", O_CGROUPS, "EXECD_CGROUPS", "auto|off", "auto",
+	    "enforce memory and process limits with a cgroup per job where "
+	    "execd may make one (v2 delegated, or v1 memory and pids); off: "
+	    "rlimits only (RLIMIT_DATA, and RLIMIT_NPROC, which counts per "
+	    "user and never limits root)" },
 	{ "user", O_USER, "EXECD_USER", "NAME|UID", NULL,
 	    "run children as this user, with its groups, HOME, USER and "
 	    "LOGNAME, when a request gives no uid (default: execd's own "
@@ -479,6 +484,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		return conf_limits_parse(c, v, err, errlen);
 	case O_USER:
 		return conf_user_set(&c->user, v, err, errlen);
+	case O_CGROUPS:
+		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+			goto bad;
+		c->cgroups_off = strcmp(v, "off") == 0;
+		return 0;
 	case O_GRACE:
 		if (parse_uint(v, 3600000, &u) < 0)
 			goto bad;

@@ -69,6 +69,7 @@ struct conf {
 					   limits[LIMITS_CONTEXT] */
 	size_t		 nlang_limits;
 	struct conf_user user;		/* default identity of children */
+	bool		 cgroups_off;	/* limits by rlimits only */
 	bool		 print_routes;
 	bool		 print_kernels;
 	bool		 print_config;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../sse/sse_fmt.h"
+#include "cgroup.h"
 #include "child.h"
 #include "job.h"
 #include "log.h"
@@ -42,6 +43,7 @@ struct job {
 	bool		 timed_out;
 	bool		 done;
 	bool		 stopping;	/* ptree_stop() was called */
+	char		 why[160];	/* the limit that ended it, or "" */
 	unsigned	 grace_ms;
 	struct ptree_id	 tree;		/* what to stop */
 	uint64_t	 t_timeout, t_drain;
@@ -101,7 +103,8 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	    (char *)(uintptr_t)o->cmd, NULL };
 	struct spawn_opts so = { .argv = argv, .envp = o->envp, .cwd = o->cwd,
 	    .stdin_fd = -1, .set_ids = o->set_ids, .uid = o->uid,
-	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups };
+	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups,
+	    .limits = o->limits };
 	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, p0[2] = { -1, -1 }, rc;
 	char **envm;
 
@@ -211,6 +214,10 @@ on_reaped(pid_t pid, int st, void *arg)
 
 	j->reaped = true;
 	j->status = st;
+	(void)cgroup_why(pid, st, j->why, sizeof(j->why));
+	/* Stopped: what it left running goes with it. */
+	if (j->stopping)
+		(void)cgroup_kill(pid);
 	if (j->fd[1] >= 0 || j->fd[2] >= 0)
 		j->t_drain = loop_timer_add(j->loop, JOB_DRAIN_MS, on_drain, j);
 	maybe_done(j);
@@ -288,6 +295,13 @@ job_pid(const struct job *j)
 	return j->pid;
 }
 
+/* The limit that ended the job; see job.h. */
+const char *
+job_why(const struct job *j)
+{
+	return j->why;
+}
+
 /* Forget the job; a running one is killed, and reaped silently. */
 void
 job_free(struct job *j)
@@ -296,6 +310,7 @@ job_free(struct job *j)
 		return;
 	if (!j->reaped) {
 		(void)ptree_kill(&j->tree);
+		(void)cgroup_kill(j->pid);
 		child_forget(j->pid);
 	}
 	close_pipe(j, 1);

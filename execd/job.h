@@ -20,6 +20,7 @@
 
 struct loop;
 struct job;
+struct limits;
 
 struct job_opts {
 	const char	*cmd;
@@ -34,6 +35,7 @@ struct job_opts {
 	unsigned	 grace_ms;	/* SIGTERM to SIGKILL */
 	int		 out_fd;	/* >= 0: stdout and stderr go there */
 	int		 stdin_pipe;	/* stdin: job_stdin_*, not /dev/null */
+	const struct limits *limits;	/* NULL: none (spawn.h) */
 };
 
 /* Output read from the job's stdout (1) or stderr (2), as it comes. */
@@ -69,6 +71,9 @@ int	job_stdin_write(struct job *, const void *p, size_t n);
 int	job_stdin_close(struct job *);
 size_t	job_stdin_queued(const struct job *);
 pid_t	job_pid(const struct job *);
+/* Once done: the limit that ended it ("process limit of 64 reached"),
+ * or "" (cgroup_why). */
+const char *job_why(const struct job *);
 /* NULL ok.  A job still running is killed (its whole tree, SIGKILL). */
 void	job_free(struct job *);
 

@@ -34,6 +34,7 @@
 #include "../kernelproto/kp_kernelspec.h"
 #include "../fs/fs_atomic.h"
 #include "../fs/fs_ops.h"
+#include "cgroup.h"
 #include "child.h"
 #include "command.h"
 #include "context.h"
@@ -60,6 +61,7 @@ static struct execd	 app;		/* what route handlers are handed */
 static bool		 stopping;
 static int		 sigfd = -1;
 static struct sandbox	*sandbox;	/* every child enters it */
+#define CHILD_OOM_ADJ	500	/* the OOM killer takes children first */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
@@ -187,6 +189,7 @@ main(int argc, char **argv)
 	zmq_ctx_term(zctx);
 	loop_free(app.loop);
 	close(sigfd);
+	cgroup_shutdown();
 	sandbox_free(sandbox);
 	conf_reset(&conf);
 	log_notice("stopped");
@@ -202,6 +205,7 @@ static void
 setup_sandbox(const struct conf *c)
 {
 	char err[256], caps[512];
+	int adj;
 
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		log_warn("cannot make execd not dumpable");
@@ -213,6 +217,12 @@ setup_sandbox(const struct conf *c)
 	    sandbox_profile_name(c->sandbox.profile),
 	    c->sandbox.log_only ? " (log only)" : "",
 	    c->sandbox.no_new_privs ? "on" : "off", caps);
+	(void)cgroup_init(c->cgroups_off, err, sizeof(err));
+	if (spawn_oom_init(CHILD_OOM_ADJ, &adj) < 0)
+		log_warnx("cannot lower execd's oom_score_adj");
+	log_info("limits: %s; oom_score_adj %d for execd, %d for children%s%s",
+	    err, adj, CHILD_OOM_ADJ, c->user.set ? "; children run as " : "",
+	    c->user.set ? c->user.name : "");
 }
 
 /*

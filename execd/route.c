@@ -17,6 +17,7 @@ static const struct body_field context_fields[] = {
 	{ "id", BODY_STRING, 0 },
 	{ "language", BODY_STRING, 0 },
 	{ "cwd", BODY_STRING, 0 },
+	{ "limits", BODY_OBJECT, 0 },
 	BODY_END
 };
 
@@ -39,11 +40,13 @@ static const struct body_field command_fields[] = {
 	{ "gid", BODY_INT, 0 },
 	{ "envs", BODY_OBJECT, 0 },
 	{ "stdin", BODY_BOOL, 0 },
+	{ "limits", BODY_OBJECT, 0 },
 	BODY_END
 };
 
 static const struct body_field session_fields[] = {
 	{ "cwd", BODY_STRING, 0 },
+	{ "limits", BODY_OBJECT, 0 },
 	BODY_END
 };
 
@@ -57,6 +60,7 @@ static const struct body_field session_run_fields[] = {
 static const struct body_field pty_fields[] = {
 	{ "cwd", BODY_STRING, 0 },
 	{ "command", BODY_STRING, 0 },
+	{ "limits", BODY_OBJECT, 0 },
 	BODY_END
 };
 

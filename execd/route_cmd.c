@@ -32,12 +32,14 @@
 #include "../sse/sse_fmt.h"
 #include "body.h"
 #include "command.h"
+#include "conf.h"
 #include "context.h"
 #include "evstream.h"
 #include "execd.h"
 #include "feed.h"
 #include "http.h"
 #include "job.h"
+#include "limits.h"
 #include "lines.h"
 #include "outstream.h"
 #include "loop.h"
@@ -64,6 +66,7 @@ struct cmd_req {
 	int		 ngroups;
 	json_t		*envs;		/* borrowed */
 	bool		 stdin_pipe;
+	struct limits	 limits;	/* the defaults, the request's over */
 };
 
 /* A stream reading a background command's output file. */
@@ -105,6 +108,12 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 	json_t *v;
 
 	memset(r, 0, sizeof(*r));
+	conf_limits(((struct execd *)http_req_app(req))->conf,
+	    LIMITS_COMMAND, NULL, &r->limits);
+	if ((v = json_object_get(body, "limits")) != NULL &&
+	    !json_is_null(v) && limits_from_json(&r->limits, v, err,
+	    sizeof(err)) < 0)
+		goto bad;
 	r->command = body_str(body, "command", "");
 	r->background = json_is_true(json_object_get(body, "background"));
 	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));
@@ -198,7 +207,7 @@ start(struct http_req *req, struct cmd_req *r)
 	    .timeout_ms = (unsigned)r->timeout_ms, .set_ids = r->set_ids,
 	    .uid = r->uid, .gid = r->gid, .groups = r->groups,
 	    .ngroups = (size_t)r->ngroups, .envs = r->envs,
-	    .stdin_pipe = r->stdin_pipe };
+	    .stdin_pipe = r->stdin_pipe, .limits = &r->limits };
 	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
 	    .flags = EVSTREAM_F_NO_PING };
 	struct evstream *s;

@@ -7,11 +7,15 @@
  * sample and pushes one event a second until the client leaves; pings,
  * the overflow and the final event are the stream layer's (evstream.h).
  */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "cgroup.h"
+#include "conf.h"
 #include "evstream.h"
 #include "execd.h"
 #include "http.h"
@@ -61,6 +65,42 @@ sample_json(const struct metrics_sample *s, double pct)
 	    "timestamp", (json_int_t)s->timestamp_ms);
 }
 
+/*
+ * How children are isolated (an addition to upstream's object): the
+ * seccomp profile, no_new_privs, what enforces limits, the default limits
+ * per kind of job, execd's OOM score and the default user.
+ */
+static json_t *
+isolation_json(const struct conf *c)
+{
+	json_t *o, *d;
+	char buf[16] = "";
+	int fd;
+	ssize_t n;
+
+	fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	d = json_object();
+	for (int k = 0; k < LIMITS_NKINDS; k++)
+		json_object_set_new(d, limits_kind_name((enum limits_kind)k),
+		    limits_json(&c->limits[k]));
+	o = json_pack("{s:s, s:s, s:b, s:s, s:o, s:i}",
+	    "seccomp", sandbox_profile_name(c->sandbox.profile),
+	    "seccomp_mode", c->sandbox.log_only ? "log" : "enforce",
+	    "no_new_privs", c->sandbox.no_new_privs,
+	    "limits", cgroup_mode_name(cgroup_mode()),
+	    "default_limits", d,
+	    "oom_score_adj", atoi(buf));
+	if (o != NULL)
+		json_object_set_new(o, "user", c->user.set ?
+		    json_string(c->user.name) : json_null());
+	return o;
+}
+
 /* One sample, CPU measured since the daemon's previous sample. */
 void
 route_metrics(struct http_req *req)
@@ -68,6 +108,7 @@ route_metrics(struct http_req *req)
 	struct execd *app = http_req_app(req);
 	struct metrics_sample cur;
 	char err[256];
+	json_t *body;
 
 	if (metrics_read(&metrics_src_system, &cur, err, sizeof(err)) < 0) {
 		http_reply_error(req, 500, HTTP_E_RUNTIME,
@@ -80,7 +121,11 @@ route_metrics(struct http_req *req)
 			app->mcpu_pct = metrics_cpu_pct(&app->msample, &cur);
 		app->msample = cur;
 	}
-	http_reply_json(req, 200, sample_json(&cur, app->mcpu_pct));
+	body = sample_json(&cur, app->mcpu_pct);
+	if (body != NULL)
+		json_object_set_new(body, "isolation",
+		    isolation_json(app->conf));
+	http_reply_json(req, 200, body);
 }
 
 /* Open the stream, send a first sample now, then one a second. */

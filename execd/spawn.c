@@ -31,6 +31,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "limits.h"
 #include "sandbox.h"
 #include "spawn.h"
 
@@ -39,9 +41,13 @@ extern char **environ;
 /* What every child enters before exec; NULL: nothing (tests, tools). */
 static const struct sandbox *sandbox;
 
+/* Written to each child's oom_score_adj; "" until spawn_oom_init. */
+static char oom_adj[16];
+static int oom_lowered;		/* execd's is below the default */
+
 enum step {
 	S_DEVNULL, S_DUP, S_CLOSE, S_SETSID, S_CTTY, S_SANDBOX, S_IDS, S_CHDIR,
-	S_EXEC
+	S_EXEC, S_CGROUP, S_RLIMIT, S_OOM
 };
 
 static const char *const step_names[] = {
@@ -50,6 +56,8 @@ static const char *const step_names[] = {
 	[S_SETSID] = "setsid", [S_CTTY] = "set the controlling terminal",
 	[S_SANDBOX] = "enter the sandbox", [S_IDS] = "set user and groups",
 	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
+	[S_CGROUP] = "join the job's cgroup", [S_RLIMIT] = "set the limits",
+	[S_OOM] = "set oom_score_adj",
 };
 
 struct report {
@@ -60,6 +68,7 @@ struct report {
 /* What the child needs, on the parent's stack (the child shares it). */
 struct start {
 	const struct spawn_opts	*o;
+	const struct cgroup	*cg;
 	pid_t			 parent;
 	int			 errfd;
 };
@@ -83,8 +92,10 @@ struct start {
 
 static int	start_child(void *);
 static int	close_from(int, int);
-static void	child(const struct spawn_opts *, pid_t, int)
-		    __attribute__((noreturn));
+static int	set_limits(const struct limits *, const struct cgroup *);
+static int	set_oom(void);
+static void	child(const struct spawn_opts *, const struct cgroup *, pid_t,
+		    int) __attribute__((noreturn));
 static void	fail(int, enum step) __attribute__((noreturn));
 
 static void
@@ -122,9 +133,77 @@ close_from(int first, int keep)
 	return 0;
 }
 
+/*
+ * In the child: rlimits for the limits no cgroup holds (all of them
+ * without a cgroup).  Memory is RLIMIT_DATA, not RLIMIT_AS: runtimes that
+ * reserve address space they never touch (JavaScript, Java) still start.
+ * CPU: SIGXCPU at the limit, SIGKILL a second later.  Raw calls only.
+ */
+static int
+set_limits(const struct limits *l, const struct cgroup *cg)
+{
+	static const struct {
+		unsigned	flag;
+		int		res;
+		size_t		off;
+	} map[] = {
+		{ LIMITS_F_MEMORY, RLIMIT_DATA, offsetof(struct limits, memory) },
+		{ LIMITS_F_PROCESSES, RLIMIT_NPROC,
+		    offsetof(struct limits, processes) },
+		{ LIMITS_F_CPU, RLIMIT_CPU, offsetof(struct limits,
+		    cpu_seconds) },
+		{ LIMITS_F_FILE_SIZE, RLIMIT_FSIZE, offsetof(struct limits,
+		    file_size) },
+		{ LIMITS_F_OPEN_FILES, RLIMIT_NOFILE, offsetof(struct limits,
+		    open_files) },
+		{ LIMITS_F_CORE, RLIMIT_CORE, offsetof(struct limits, core) },
+	};
+	struct rlimit rl;
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (!(l->set & map[i].flag) || (cg != NULL &&
+		    (map[i].flag & (LIMITS_F_MEMORY | LIMITS_F_PROCESSES))))
+			continue;
+		memcpy(&v, (const char *)l + map[i].off, sizeof(v));
+		rl.rlim_cur = rl.rlim_max = v == UINT64_MAX ? RLIM_INFINITY :
+		    (rlim_t)v;
+		if (map[i].res == RLIMIT_CPU && v != UINT64_MAX)
+			rl.rlim_max = (rlim_t)v + 1;
+		/* Lowering is always allowed; raising past execd's hard
+		 * limit (unprivileged) keeps that limit. */
+		if (syscall(SYS_prlimit64, 0, map[i].res, &rl, NULL) < 0) {
+			if (syscall(SYS_prlimit64, 0, map[i].res, NULL,
+			    &rl) < 0)
+				return -1;
+			if (v < (uint64_t)rl.rlim_max)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* In the child: its oom_score_adj.  -1 only when it matters. */
+static int
+set_oom(void)
+{
+	int fd;
+	ssize_t n;
+
+	if (oom_adj[0] == '\0')
+		return 0;
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	n = fd >= 0 ? write(fd, oom_adj, strlen(oom_adj)) : -1;
+	if (fd >= 0)
+		close(fd);
+	/* A child as protected as execd would be a way around it. */
+	return n < 0 && oom_lowered ? -1 : 0;
+}
+
 /* In the child: set up and exec, or report and exit. */
 static void
-child(const struct spawn_opts *o, pid_t parent, int errfd)
+child(const struct spawn_opts *o, const struct cgroup *cg, pid_t parent,
+    int errfd)
 {
 	int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd }, null;
 	int fd3 = -1;
@@ -143,6 +222,13 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(127);	/* execd died between fork and prctl */
+	/* 1b. The job's cgroup, limits, OOM score: before anything else. */
+	if (cg != NULL && cgroup_join(cg) < 0)
+		fail(errfd, S_CGROUP);
+	if (o->limits != NULL && set_limits(o->limits, cg) < 0)
+		fail(errfd, S_RLIMIT);
+	if (set_oom() < 0)
+		fail(errfd, S_OOM);
 	/* 2. Standard fds; everything else is close-on-exec or closed. */
 	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
 		fail(errfd, S_DEVNULL);
@@ -188,6 +274,34 @@ child(const struct spawn_opts *o, pid_t parent, int errfd)
 	fail(errfd, S_EXEC);
 }
 
+/* execd's own OOM score and its children's; see spawn.h. */
+int
+spawn_oom_init(int child_adj, int *self)
+{
+	static const int tries[] = { -1000, -999, -500 };
+	char buf[16];
+	ssize_t n;
+	int fd, e = 0;
+
+	*self = 0;
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		if ((fd = open("/proc/self/oom_score_adj", O_WRONLY |
+		    O_CLOEXEC)) < 0)
+			return -errno;
+		snprintf(buf, sizeof(buf), "%d", tries[i]);
+		n = write(fd, buf, strlen(buf));
+		e = n < 0 ? errno : 0;
+		close(fd);
+		if (n >= 0) {
+			*self = tries[i];
+			oom_lowered = 1;
+			break;
+		}
+	}
+	snprintf(oom_adj, sizeof(oom_adj), "%d", child_adj);
+	return oom_lowered ? 0 : -e;
+}
+
 /* Children from now on enter sb (NULL: none); see spawn.h. */
 void
 spawn_init(const struct sandbox *sb)
@@ -228,7 +342,7 @@ start_child(void *arg)
 {
 	const struct start *st = arg;
 
-	child(st->o, st->parent, st->errfd);
+	child(st->o, st->cg, st->parent, st->errfd);
 }
 
 /* Fork and exec; see spawn.h. */
@@ -236,6 +350,7 @@ int
 spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 {
 	static void *stack;	/* one at a time: execd waits for the child */
+	struct cgroup *cg = NULL;
 	sigset_t all, old;
 	struct report r;
 	struct start st;
@@ -245,9 +360,13 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return -EINVAL;
+	if (cgroup_wanted(o->limits) &&
+	    (e = cgroup_new(o->limits, &cg, err, errlen)) < 0)
+		return e;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		e = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(e));
+		cgroup_free(cg);
 		return -e;
 	}
 	if (USE_CLONE && stack == NULL) {
@@ -256,7 +375,7 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		if (stack == MAP_FAILED)
 			stack = NULL;
 	}
-	st = (struct start){ o, self, p[1] };
+	st = (struct start){ o, cg, self, p[1] };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
 	c = -1;
@@ -268,7 +387,7 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		/* No such clone here: an ordinary fork. */
 		c = fork();
 		if (c == 0)
-			child(o, self, p[1]);
+			child(o, cg, self, p[1]);
 	}
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -276,6 +395,7 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 	if (c < 0) {
 		close(p[0]);
 		snprintf(err, errlen, "fork: %s", strerror(e));
+		cgroup_free(cg);
 		return -e;
 	}
 	do
@@ -286,10 +406,13 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		/* The child is gone (127); child.c reaps it silently. */
 		snprintf(err, errlen, "%s %s: %s", step_names[r.step],
 		    r.step == S_CHDIR ? o->cwd : r.step == S_IDS ||
-		    r.step == S_CTTY || r.step == S_SANDBOX ? "" :
-		    o->argv[0], strerror(r.err));
+		    r.step == S_CTTY || r.step == S_SANDBOX ||
+		    r.step >= S_CGROUP ? "" : o->argv[0], strerror(r.err));
+		cgroup_free(cg);
 		return -r.err;
 	}
 	*pid = c;
+	if (o->limits != NULL)
+		cgroup_track(c, o->limits, cg);
 	return 0;
 }

@@ -29,16 +29,27 @@ struct spawn_opts {
 	int		 fd3;
 	int		 ctty;		/* stdin_fd is a terminal: make it
 					   the controlling terminal */
+	const struct limits *limits;	/* NULL: none; see cgroup.h */
 };
 
 struct sandbox;
+struct limits;
 /*
  * Every child started after this enters sb (see sandbox.h) before it
  * changes identity; NULL, the default, for none.  sb must outlive them.
  */
 void	spawn_init(const struct sandbox *sb);
 /*
- * Fork and exec.  0 with *pid set (the child leads process group *pid),
+ * Make execd the OOM killer's last choice: its oom_score_adj as low as it
+ * may set it (-1000 with CAP_SYS_RESOURCE), and every child's, written in
+ * the child, child_adj.  The value execd has, into *self.  0 or -errno.
+ */
+int	spawn_oom_init(int child_adj, int *self);
+/*
+ * Fork and exec.  With o->limits, the child runs in a cgroup of its own
+ * when cgroup.h has them (memory, processes) and under rlimits for the
+ * rest, and is tracked there by its pid (cgroup_why, cgroup_release).
+ * 0 with *pid set (the child leads process group *pid),
  * or -errno from the step that failed, with a message in err.  The fds
  * given stay open in the caller.
  */

@@ -1,0 +1,623 @@
+/*
+ * cgroup.c -- a cgroup per job where execd may make one, and the record
+ * of each job's limits by its leader's pid (see cgroup.h).
+ *
+ * cgroup v2: execd's own cgroup (from /proc/self/cgroup) must offer the
+ * memory and pids controllers and be writable, as when a container is
+ * given its own cgroup namespace.  A cgroup with processes in it cannot
+ * hand controllers to children ("no internal processes"), so execd first
+ * moves itself into a leaf, execd.self, then enables the controllers and
+ * makes execd-PID beside it, whose children are the jobs.  cgroup v1:
+ * execd-PID under execd's cgroup in both the memory and the pids
+ * hierarchy (mounted at /sys/fs/cgroup/memory and /sys/fs/cgroup/pids),
+ * and each job one directory in each.
+ *
+ * A job's cgroup outlives its leader as long as something the job left
+ * running (a server started in the background) is in it; it is removed
+ * when it is empty, tried again whenever a cgroup is made or released,
+ * and every job still running is killed at shutdown.  Directories of an
+ * execd that died (execd-PID with no such process) are removed at start.
+ */
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define ROOT		"/sys/fs/cgroup"
+#define MAXDIRS		2		/* v1: memory and pids */
+#define KILL_ROUNDS	16		/* a forking job is killed in rounds */
+
+struct cgroup {
+	char		 dir[MAXDIRS][PATH_MAX];
+	int		 ndirs;
+	int		 procs[MAXDIRS];	/* cgroup.procs, for the child */
+};
+
+/* A job by its leader's pid. */
+struct rec {
+	pid_t		 pid;
+	struct limits	 l;
+	struct cgroup	*cg;		/* NULL: rlimits only */
+	struct rec	*next;
+};
+
+static enum cgroup_mode	 mode;
+static char		 base[MAXDIRS][PATH_MAX];	/* execd-PID dirs */
+static int		 nbase;
+static unsigned long	 seq;
+static struct rec	*recs;
+static struct cgroup	*pending;	/* left running by a job: to remove */
+static size_t		 npending, cappending;
+
+static int	put(const char *, const char *, const char *);
+static int	get(const char *, const char *, char *, size_t);
+static uint64_t	event(const char *, const char *, const char *);
+static int	own_path(const char *, char *, size_t);
+static void	sweep(const char *);
+static int	kill_all(const struct cgroup *);
+static bool	remove_cg(const struct cgroup *);
+static void	retry_pending(void);
+static void	keep(const struct cgroup *);
+static int	try_v2(char *, size_t);
+static int	try_v1(char *, size_t);
+
+/* Write text to dir/file.  0 or -errno. */
+static int
+put(const char *dir, const char *file, const char *text)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, e;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	e = n < 0 ? errno : 0;
+	close(fd);
+	return n < 0 ? -e : 0;
+}
+
+/* Read dir/file (a small one) into buf.  Bytes read, or -errno. */
+static int
+get(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, e;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	e = n < 0 ? errno : 0;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* The number after "name " on a line of dir/file; 0 when absent. */
+static uint64_t
+event(const char *dir, const char *file, const char *name)
+{
+	char buf[1024], *p = buf;
+	size_t n = strlen(name);
+
+	if (get(dir, file, buf, sizeof(buf)) < 0)
+		return 0;
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, name, n) == 0 && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+		if ((p = strchr(p, '\n')) != NULL)
+			p++;
+	}
+	return 0;
+}
+
+/*
+ * execd's path in the hierarchy holding ctrl ("" for v2's "0::" line),
+ * from /proc/self/cgroup.  0 or -ENOENT.
+ */
+static int
+own_path(const char *ctrl, char *out, size_t len)
+{
+	char line[1024], *c, *p, *tok, *save;
+	FILE *f;
+	int rc = -ENOENT;
+
+	if ((f = fopen("/proc/self/cgroup", "re")) == NULL)
+		return -ENOENT;
+	while (rc < 0 && fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((c = strchr(line, ':')) == NULL ||
+		    (p = strchr(c + 1, ':')) == NULL)
+			continue;
+		*p++ = '\0';
+		c++;
+		if (ctrl[0] == '\0') {
+			if (strcmp(line, "0") == 0 && c[0] == '\0')
+				rc = 0;
+		} else {
+			for (tok = strtok_r(c, ",", &save); tok != NULL;
+			    tok = strtok_r(NULL, ",", &save))
+				if (strcmp(tok, ctrl) == 0)
+					rc = 0;
+		}
+		if (rc == 0 && (size_t)snprintf(out, len, "%s",
+		    strcmp(p, "/") == 0 ? "" : p) >= len)
+			rc = -ENAMETOOLONG;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Remove the execd-PID directories under parent whose execd is gone. */
+static void
+sweep(const char *parent)
+{
+	char path[PATH_MAX], sub[PATH_MAX], proc[64];
+	struct dirent *d, *j;
+	DIR *dp, *jp;
+	long pid;
+
+	if ((dp = opendir(parent)) == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL) {
+		if (sscanf(d->d_name, "execd-%ld", &pid) != 1 || pid <= 0)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+		if (access(proc, F_OK) == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", parent,
+		    d->d_name) >= sizeof(path))
+			continue;
+		if ((jp = opendir(path)) != NULL) {
+			while ((j = readdir(jp)) != NULL)
+				if (strncmp(j->d_name, "job-", 4) == 0 &&
+				    (size_t)snprintf(sub, sizeof(sub), "%s/%s",
+				    path, j->d_name) < sizeof(sub))
+					(void)rmdir(sub);
+			closedir(jp);
+		}
+		if (rmdir(path) == 0)
+			log_debug("cgroup: removed %s, left by an execd that "
+			    "is gone", path);
+	}
+	closedir(dp);
+}
+
+/* v2, delegated: see the file's comment.  0, or -errno with why. */
+static int
+try_v2(char *why, size_t whylen)
+{
+	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[256];
+	int rc;
+
+	if (own_path("", own, sizeof(own)) < 0 ||
+	    access(ROOT "/cgroup.controllers", R_OK) < 0)
+		return -ENOENT;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s%s", ROOT, own) >=
+	    sizeof(dir))
+		return -ENAMETOOLONG;
+	if (get(dir, "cgroup.controllers", buf, sizeof(buf)) < 0 ||
+	    strstr(buf, "memory") == NULL || strstr(buf, "pids") == NULL) {
+		snprintf(why, whylen, "cgroup v2 at %.160s lacks the memory or "
+		    "pids controller", dir);
+		return -ENOENT;
+	}
+	if (access(dir, W_OK) < 0) {
+		snprintf(why, whylen, "cgroup v2 at %.160s is not writable", dir);
+		return -EACCES;
+	}
+	sweep(dir);
+	if (put(dir, "cgroup.subtree_control", "+memory +pids") < 0) {
+		/* Processes in dir: execd moves into a leaf first. */
+		if ((size_t)snprintf(leaf, sizeof(leaf), "%s/execd.self",
+		    dir) >= sizeof(leaf) || (mkdir(leaf, 0755) < 0 && errno != EEXIST) ||
+		    put(leaf, "cgroup.procs", "0") < 0 ||
+		    (rc = put(dir, "cgroup.subtree_control",
+		    "+memory +pids")) < 0) {
+			snprintf(why, whylen, "cgroup v2 at %.160s: cannot enable "
+			    "memory and pids for children", dir);
+			return -EACCES;
+		}
+	}
+	if ((size_t)snprintf(base[0], sizeof(base[0]), "%s/execd-%ld", dir,
+	    (long)getpid()) >= sizeof(base[0]))
+		return -ENAMETOOLONG;
+	if ((mkdir(base[0], 0755) < 0 && errno != EEXIST) ||
+	    put(base[0], "cgroup.subtree_control", "+memory +pids") < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "cgroup v2: %.160s: %s", base[0],
+		    strerror(errno));
+		(void)rmdir(base[0]);
+		return rc;
+	}
+	nbase = 1;
+	snprintf(why, whylen, "cgroup v2, jobs under %.160s", base[0]);
+	return 0;
+}
+
+/* v1 memory and pids: see the file's comment.  0, or -errno with why. */
+static int
+try_v1(char *why, size_t whylen)
+{
+	static const char *const ctrl[MAXDIRS] = { "memory", "pids" };
+	char own[PATH_MAX], dir[PATH_MAX];
+	int e;
+
+	for (int i = 0; i < MAXDIRS; i++) {
+		if (own_path(ctrl[i], own, sizeof(own)) < 0) {
+			snprintf(why, whylen, "no cgroup v1 %s hierarchy",
+			    ctrl[i]);
+			goto fail;
+		}
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s%s", ROOT,
+		    ctrl[i], own) >= sizeof(dir) ||
+		    (size_t)snprintf(base[i], sizeof(base[i]), "%s/execd-%ld",
+		    dir, (long)getpid()) >= sizeof(base[i]))
+			goto fail;
+		sweep(dir);
+		if (mkdir(base[i], 0755) < 0 && errno != EEXIST) {
+			e = errno;
+			snprintf(why, whylen, "cgroup v1 %.160s: %s", base[i],
+			    strerror(e));
+			goto fail;
+		}
+		nbase = i + 1;
+	}
+	snprintf(why, whylen, "cgroup v1 (memory, pids), jobs under %.100s and "
+	    "%.100s", base[0], base[1]);
+	return 0;
+fail:
+	for (int i = 0; i < nbase; i++)
+		(void)rmdir(base[i]);
+	nbase = 0;
+	return -ENOENT;
+}
+
+/* Decide how limits are enforced; see cgroup.h. */
+enum cgroup_mode
+cgroup_init(bool off, char *why, size_t whylen)
+{
+	char v2why[256] = "";
+
+	mode = CGROUP_NONE;
+	nbase = 0;
+	if (off) {
+		snprintf(why, whylen, "rlimits (cgroups off)");
+		return mode;
+	}
+	if (try_v2(v2why, sizeof(v2why)) == 0) {
+		snprintf(why, whylen, "%s", v2why);
+		return mode = CGROUP_V2;
+	}
+	if (try_v1(why, whylen) == 0)
+		return mode = CGROUP_V1;
+	snprintf(why + strlen(why), whylen - strlen(why), "%s%s: rlimits "
+	    "only (processes: per user, and not for root)",
+	    v2why[0] ? "; " : "", v2why);
+	return mode;
+}
+
+enum cgroup_mode
+cgroup_mode(void)
+{
+	return mode;
+}
+
+/* The mechanism's name; see cgroup.h. */
+const char *
+cgroup_mode_name(enum cgroup_mode m)
+{
+	return m == CGROUP_V2 ? "cgroup v2" : m == CGROUP_V1 ? "cgroup v1" :
+	    "rlimits";
+}
+
+/* Memory or processes: a cgroup's; see cgroup.h. */
+bool
+cgroup_wanted(const struct limits *l)
+{
+	return mode != CGROUP_NONE && l != NULL &&
+	    (l->set & (LIMITS_F_MEMORY | LIMITS_F_PROCESSES)) != 0;
+}
+
+/* A job's cgroup; see cgroup.h. */
+int
+cgroup_new(const struct limits *l, struct cgroup **out, char *err,
+    size_t errlen)
+{
+	struct cgroup *cg;
+	char mem[32] = "max", pids[32] = "max";
+	int rc = 0, i;
+
+	retry_pending();
+	cg = xcalloc(1, sizeof(*cg));
+	cg->procs[0] = cg->procs[1] = -1;
+	seq++;
+	if ((l->set & LIMITS_F_MEMORY) && l->memory != UINT64_MAX)
+		snprintf(mem, sizeof(mem), "%" PRIu64, l->memory);
+	if ((l->set & LIMITS_F_PROCESSES) && l->processes != UINT64_MAX)
+		snprintf(pids, sizeof(pids), "%" PRIu64, l->processes);
+	for (i = 0; i < nbase; i++) {
+		snprintf(cg->dir[i], sizeof(cg->dir[i]), "%s/job-%lu", base[i],
+		    seq);
+		if (mkdir(cg->dir[i], 0755) < 0) {
+			rc = -errno;
+			goto fail;
+		}
+		cg->ndirs = i + 1;
+	}
+	if (mode == CGROUP_V2) {
+		if ((rc = put(cg->dir[0], "memory.max", mem)) < 0 ||
+		    (rc = put(cg->dir[0], "pids.max", pids)) < 0)
+			goto fail;
+		/* Without swap the limit is the memory's; where allowed. */
+		if (strcmp(mem, "max") != 0)
+			(void)put(cg->dir[0], "memory.swap.max", "0");
+	} else {
+		if ((rc = put(cg->dir[0], "memory.limit_in_bytes",
+		    strcmp(mem, "max") == 0 ? "-1" : mem)) < 0 ||
+		    (rc = put(cg->dir[1], "pids.max", pids)) < 0)
+			goto fail;
+		if (strcmp(mem, "max") != 0)
+			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
+			    mem);
+	}
+	for (i = 0; i < cg->ndirs; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg->dir[i]);
+		if ((cg->procs[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			rc = -errno;
+			goto fail;
+		}
+	}
+	*out = cg;
+	return 0;
+fail:
+	snprintf(err, errlen, "cgroup %s: %s", cg->dir[cg->ndirs > 0 ?
+	    cg->ndirs - 1 : 0], strerror(-rc));
+	cgroup_free(cg);
+	return rc;
+}
+
+/* In the child: join; see cgroup.h. */
+int
+cgroup_join(const struct cgroup *cg)
+{
+	for (int i = 0; i < cg->ndirs; i++)
+		if (write(cg->procs[i], "0", 1) != 1)
+			return -1;
+	return 0;
+}
+
+/* SIGKILL to every process in cg, in rounds while it forks.  Sent. */
+static int
+kill_all(const struct cgroup *cg)
+{
+	char buf[8192], *p, *end;
+	const char *dir = cg->dir[cg->ndirs - 1];	/* v1: pids */
+	int sent = 0, n;
+	long pid;
+
+	if (mode == CGROUP_V2 && put(dir, "cgroup.kill", "1") == 0)
+		return 1;
+	for (int round = 0; round < KILL_ROUNDS; round++) {
+		if ((n = get(dir, "cgroup.procs", buf, sizeof(buf))) <= 0)
+			break;
+		for (p = buf; *p != '\0'; p = end) {
+			pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+				sent++;
+		}
+	}
+	return sent;
+}
+
+/* Remove cg's directories; true when none is left. */
+static bool
+remove_cg(const struct cgroup *cg)
+{
+	bool all = true;
+
+	for (int i = 0; i < cg->ndirs; i++)
+		if (cg->dir[i][0] != '\0' && rmdir(cg->dir[i]) < 0 &&
+		    errno != ENOENT)
+			all = false;
+	return all;
+}
+
+/* Remove cg later: something is still in it. */
+static void
+keep(const struct cgroup *cg)
+{
+	if (npending == cappending) {
+		cappending = cappending ? cappending * 2 : 8;
+		pending = xreallocarray(pending, cappending, sizeof(*pending));
+	}
+	pending[npending++] = *cg;
+}
+
+/* Remove the cgroups that were still busy, where now empty. */
+static void
+retry_pending(void)
+{
+	for (size_t i = 0; i < npending; )
+		if (remove_cg(&pending[i]))
+			pending[i] = pending[--npending];
+		else
+			i++;
+}
+
+/* A cgroup no job took; see cgroup.h. */
+void
+cgroup_free(struct cgroup *cg)
+{
+	if (cg == NULL)
+		return;
+	for (int i = 0; i < MAXDIRS; i++)
+		if (cg->procs[i] >= 0)
+			close(cg->procs[i]);
+	if (cg->ndirs > 0)
+		(void)kill_all(cg);
+	(void)remove_cg(cg);
+	free(cg);
+}
+
+/* Track a job; see cgroup.h. */
+void
+cgroup_track(pid_t pid, const struct limits *l, struct cgroup *cg)
+{
+	struct rec *r = xcalloc(1, sizeof(*r));
+
+	r->pid = pid;
+	r->l = *l;
+	r->cg = cg;
+	if (cg != NULL)
+		for (int i = 0; i < MAXDIRS; i++) {
+			if (cg->procs[i] >= 0)
+				close(cg->procs[i]);
+			cg->procs[i] = -1;
+		}
+	r->next = recs;
+	recs = r;
+}
+
+static struct rec *
+find(pid_t pid)
+{
+	for (struct rec *r = recs; r != NULL; r = r->next)
+		if (r->pid == pid)
+			return r;
+	return NULL;
+}
+
+/* Why a job ended; see cgroup.h. */
+bool
+cgroup_why(pid_t pid, int st, char *buf, size_t len)
+{
+	struct rec *r = find(pid);
+	char v[32];
+	int sig = 0;
+
+	buf[0] = '\0';
+	if (r == NULL || (WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		return false;
+	if (WIFSIGNALED(st))
+		sig = WTERMSIG(st);
+	else if (WEXITSTATUS(st) > 128)
+		sig = WEXITSTATUS(st) - 128;	/* a shell's child */
+	if (r->cg != NULL && (r->l.set & LIMITS_F_MEMORY) &&
+	    event(r->cg->dir[0], mode == CGROUP_V2 ? "memory.events" :
+	    "memory.oom_control", "oom_kill") > 0) {
+		limits_format(&r->l, LIMITS_F_MEMORY, v, sizeof(v));
+		snprintf(buf, len, "memory limit of %s reached: killed by the "
+		    "kernel", v);
+	} else if (r->cg == NULL && (r->l.set & LIMITS_F_MEMORY) &&
+	    (sig == SIGKILL || sig == SIGSEGV || sig == SIGABRT)) {
+		limits_format(&r->l, LIMITS_F_MEMORY, v, sizeof(v));
+		snprintf(buf, len, "memory limit of %s reached (probably): "
+		    "died of signal %d after memory was refused", v, sig);
+	} else if (r->cg != NULL && (r->l.set & LIMITS_F_PROCESSES) &&
+	    event(r->cg->dir[r->cg->ndirs - 1], "pids.events", "max") > 0) {
+		limits_format(&r->l, LIMITS_F_PROCESSES, v, sizeof(v));
+		snprintf(buf, len, "process limit of %s reached", v);
+	} else if (sig == SIGXCPU && (r->l.set & LIMITS_F_CPU)) {
+		limits_format(&r->l, LIMITS_F_CPU, v, sizeof(v));
+		snprintf(buf, len, "CPU time limit of %s reached", v);
+	} else if (sig == SIGXFSZ && (r->l.set & LIMITS_F_FILE_SIZE)) {
+		limits_format(&r->l, LIMITS_F_FILE_SIZE, v, sizeof(v));
+		snprintf(buf, len, "file size limit of %s reached", v);
+	}
+	return buf[0] != '\0';
+}
+
+/* Kill a job's cgroup; see cgroup.h. */
+int
+cgroup_kill(pid_t pid)
+{
+	struct rec *r = find(pid);
+
+	return r != NULL && r->cg != NULL ? kill_all(r->cg) : 0;
+}
+
+/* The job is over; see cgroup.h. */
+void
+cgroup_release(pid_t pid)
+{
+	struct rec **pp, *r;
+
+	for (pp = &recs; (r = *pp) != NULL; pp = &r->next)
+		if (r->pid == pid)
+			break;
+	if (r == NULL)
+		return;
+	*pp = r->next;
+	if (r->cg != NULL && !remove_cg(r->cg))
+		keep(r->cg);
+	free(r->cg);
+	free(r);
+	retry_pending();
+}
+
+/* Jobs tracked; see cgroup.h. */
+size_t
+cgroup_count(void)
+{
+	size_t n = 0;
+
+	for (struct rec *r = recs; r != NULL; r = r->next)
+		n++;
+	return n;
+}
+
+/* Kill and remove everything; see cgroup.h. */
+void
+cgroup_shutdown(void)
+{
+	struct rec *r;
+
+	while ((r = recs) != NULL) {
+		recs = r->next;
+		if (r->cg != NULL && (kill_all(r->cg), !remove_cg(r->cg)))
+			keep(r->cg);
+		free(r->cg);
+		free(r);
+	}
+	for (size_t i = 0; i < npending; i++)
+		(void)kill_all(&pending[i]);
+	/* Killed processes take a moment to leave; a second at most. */
+	for (int t = 0; t < 100; t++) {
+		retry_pending();
+		if (npending == 0)
+			break;
+		usleep(10000);
+	}
+	free(pending);
+	pending = NULL;
+	npending = cappending = 0;
+	for (int i = 0; i < nbase; i++)
+		(void)rmdir(base[i]);
+	nbase = 0;
+}

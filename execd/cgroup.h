@@ -1,0 +1,74 @@
+/*
+ * cgroup.h -- how a job's limits are enforced: a cgroup of its own where
+ * execd has a writable one (v2 with the memory and pids controllers
+ * delegated, or v1 memory and pids hierarchies), rlimits otherwise.
+ *
+ * cgroup_init() decides once, at start.  spawn.c makes each job's cgroup
+ * (cgroup_new) before the fork, the child joins it (cgroup_join, raw
+ * system calls) and takes rlimits for the rest of its limits, and the job
+ * is then tracked by its leader's pid: its owner asks why it ended
+ * (cgroup_why) when the leader is reaped, and child.c removes the cgroup
+ * (cgroup_release), killing whatever it still holds.  Loop thread only.
+ */
+#ifndef EXECD_CGROUP_H
+#define EXECD_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "limits.h"
+
+enum cgroup_mode {
+	CGROUP_NONE,		/* rlimits only */
+	CGROUP_V1,		/* memory and pids hierarchies */
+	CGROUP_V2,		/* unified, memory and pids delegated */
+};
+
+struct cgroup;
+
+/*
+ * Find a cgroup execd may write (unless off) and make its directory for
+ * jobs there, removing those a dead execd left.  Returns the mode; a
+ * message in why says what was found or why there is none.
+ */
+enum cgroup_mode cgroup_init(bool off, char *why, size_t whylen);
+/* Remove execd's directory (jobs still running are killed first). */
+void	cgroup_shutdown(void);
+enum cgroup_mode cgroup_mode(void);
+/* "cgroup v2", "cgroup v1", "rlimits". */
+const char *cgroup_mode_name(enum cgroup_mode);
+/* True when l has limits a cgroup enforces (memory, processes). */
+bool	cgroup_wanted(const struct limits *l);
+/*
+ * Make a cgroup with l's memory and process limits, open for a child to
+ * join.  0 with *out set, or -errno with a message in err.
+ */
+int	cgroup_new(const struct limits *l, struct cgroup **out, char *err,
+	    size_t errlen);
+/*
+ * In the child, before exec: move this process into cg.  Raw system
+ * calls only.  0 or -1 with errno set.
+ */
+int	cgroup_join(const struct cgroup *cg);
+/*
+ * The job led by pid runs under l (copied) and in cg (NULL: none), which
+ * it now owns; cgroup_release ends both.
+ */
+void	cgroup_track(pid_t pid, const struct limits *l, struct cgroup *cg);
+/* Drop a cgroup no job took (the spawn failed). */
+void	cgroup_free(struct cgroup *cg);
+/*
+ * Why the job led by pid ended with wait status st, when a limit ended
+ * it: "memory limit of 256 MiB reached: killed by the kernel" and so on,
+ * into buf; true then, false (buf empty) otherwise.
+ */
+bool	cgroup_why(pid_t pid, int st, char *buf, size_t len);
+/* SIGKILL to every process in the job's cgroup; how many were sent. */
+int	cgroup_kill(pid_t pid);
+/* The job led by pid is over: kill what is left, remove its cgroup. */
+void	cgroup_release(pid_t pid);
+/* Jobs tracked now (for tests and metrics). */
+size_t	cgroup_count(void);
+
+#endif
