@@ -444,7 +444,11 @@ take(struct cmdlog_reader *r, struct buf *out, size_t n)
 	}
 	n = end;
 	while (r->filter && n > 0) {
-		e = memmem(p, n, "\n\n", 2);
+		/* Only a stray newline can hold no event end ("\n\n\n"). */
+		if ((e = memmem(p, n, "\n\n", 2)) == NULL) {
+			n = 0;
+			break;
+		}
 		m = (size_t)(e - p) + 2;
 		seq = seq_at_end(p, m);
 		if (seq != 0 && seq <= r->last) {

@@ -40,6 +40,7 @@
 #include "execd.h"
 #include "feed.h"
 #include "http.h"
+#include "kevent.h"
 #include "log.h"
 #include "loop.h"
 #include "route.h"
@@ -104,8 +105,8 @@ static void	 run_timeout(struct loop *, uint64_t, void *);
 static void	 reply_errors(struct run *, const json_t *);
 static void	 shell_output(int, const char *, size_t, void *);
 static void	 shell_done(int, bool, const char *, void *);
-static void	 error_events(struct run *, const char *, const char *,
-		    json_t *);
+static void	 error_events(struct run *, struct kevent *);
+static void	 error_named(struct run *, const char *, const char *);
 
 static const struct kernel_exec_cb run_cb = { run_output, run_done };
 
@@ -822,6 +823,7 @@ shell_done(int status, bool timed_out, const char *reset, void *arg)
 {
 	struct run *r = arg;
 	char value[16], line[64];
+	struct kevent e;
 	json_t *tb;
 
 	if (status != 0 || timed_out) {
@@ -832,9 +834,10 @@ shell_done(int status, bool timed_out, const char *reset, void *arg)
 		tb = json_pack("[s]", line);
 		if (reset[0] != '\0')
 			json_array_append_new(tb, json_string(reset));
-		error_events(r, timed_out ? "TimeoutError" :
+		kevent_error(&e, timed_out ? "TimeoutError" :
 		    "CommandExecError", value, tb);
 		json_decref(tb);
+		error_events(r, &e);
 	}
 	r->timed_out = false;	/* reported here */
 	run_done(NULL, &(struct kp_msg){ 0 }, NULL, r);
@@ -851,33 +854,27 @@ run_timeout(struct loop *l, uint64_t id, void *arg)
 	kernel_interrupt(context_kernel(r->ctx));
 }
 
-/* MIME bundle with text/plain renamed "text", as clients read it. */
-static json_t *
-results(const json_t *data)
-{
-	json_t *o = json_object(), *v;
-	const char *k;
-
-	json_object_foreach((json_t *)(uintptr_t)data, k, v)
-		json_object_set(o, strcmp(k, "text/plain") == 0 ? "text" : k,
-		    v);
-	return o;
-}
-
+/* Send error event e (status "error", then the error); e is cleared. */
 static void
-error_events(struct run *r, const char *ename, const char *evalue,
-    json_t *traceback)
+error_events(struct run *r, struct kevent *e)
 {
 	struct sse_event st = { .type = "status", .text = "error" };
-	struct sse_event ev = { .type = "error" };
-	json_t *e = json_pack("{s:s, s:s, s:O}", "ename", ename, "evalue",
-	    evalue, "traceback", traceback ? traceback : json_null());
+	struct sse_event ev = { .type = "error", .error = e->error };
 
 	r->saw_error = true;
 	emit(r, &st);
-	ev.error = e;
 	emit(r, &ev);
-	json_decref(e);
+	kevent_clear(e);
+}
+
+/* An error of our own, as error_events sends it. */
+static void
+error_named(struct run *r, const char *ename, const char *evalue)
+{
+	struct kevent e;
+
+	kevent_error(&e, ename, evalue, NULL);
+	error_events(r, &e);
 }
 
 /* One iopub message of the run. */
@@ -885,74 +882,55 @@ static void
 run_output(struct kernel *k, const struct kp_msg *m, void *arg)
 {
 	struct run *r = arg;
-	const char *type = kp_msg_type(m), *text, *name;
-	json_t *c = m->content, *res;
-	struct sse_event ev = { 0 };
-	char note[160];
-	size_t n;
+	struct kevent_set set;
+	struct kevent *e;
+	struct sse_event ev;
 
-	if (m->dropped > 0) {
-		/* Over the frame cap: say so rather than lose it unseen. */
-		snprintf(note, sizeof(note), "\n[execd: a %s message of %zu "
-		    "bytes was over the frame limit and was dropped]\n", type,
-		    m->dropped);
-		emit(r, &(struct sse_event){ .type = "stderr", .text = note });
-	}
-	if (strcmp(type, "stream") == 0) {
-		text = json_string_value(json_object_get(c, "text"));
-		name = json_string_value(json_object_get(c, "name"));
-		n = json_string_length(json_object_get(c, "text"));
-		if (text == NULL || n == 0)
-			return;
-		take(r, name != NULL && strcmp(name, "stderr") == 0 ? 2 : 1,
-		    text, n);
-	} else if (strcmp(type, "execute_result") == 0 ||
-	    strcmp(type, "display_data") == 0 ||
-	    strcmp(type, "update_display_data") == 0) {
-		if (strcmp(type, "execute_result") == 0 &&
-		    json_integer_value(json_object_get(c,
-		    "execution_count")) > 0) {
-			ev.type = "execution_count";
-			ev.execution_count = json_integer_value(
-			    json_object_get(c, "execution_count"));
+	kevent_iopub(m, &set);
+	for (size_t i = 0; i < set.n; i++) {
+		e = &set.ev[i];
+		switch (e->kind) {
+		case KEV_STDOUT:
+		case KEV_STDERR:
+			if (e->text == set.note)	/* whole, never cut */
+				emit(r, &(struct sse_event){ .type = "stderr",
+				    .text = e->text });
+			else
+				take(r, e->kind == KEV_STDERR ? 2 : 1,
+				    e->text, e->len);
+			break;
+		case KEV_COUNT:
+			ev = (struct sse_event){ .type = "execution_count",
+			    .execution_count = e->count };
 			emit(r, &ev);
+			break;
+		case KEV_RESULT:
+			ev = (struct sse_event){ .type = "result",
+			    .results = e->results };
+			emit(r, &ev);
+			break;
+		case KEV_ERROR:
+			/* An interrupt of ours is reported as the timeout. */
+			if (!r->timed_out ||
+			    strcmp(e->ename, "KeyboardInterrupt") != 0)
+				error_events(r, e);
+			break;
 		}
-		if (json_object_size(json_object_get(c, "data")) == 0)
-			return;
-		res = results(json_object_get(c, "data"));
-		ev = (struct sse_event){ .type = "result", .results = res };
-		emit(r, &ev);
-		json_decref(res);
-	} else if (strcmp(type, "error") == 0) {
-		if (r->timed_out && strcmp(json_string_value(json_object_get(c,
-		    "ename")) ?: "", "KeyboardInterrupt") == 0)
-			return;		/* reported as the timeout */
-		error_events(r, json_string_value(json_object_get(c,
-		    "ename")) ?: "", json_string_value(json_object_get(c,
-		    "evalue")) ?: "", json_object_get(c, "traceback"));
 	}
+	kevent_set_clear(&set);
 }
 
 /*
- * A reply that says the run failed when no error event went out: some
- * kernels (tslab) report errors only on stderr and in the reply, and a
- * kernel may skip ("abort") a request.  Clients must still see an error.
+ * A reply that says the run failed when no error event went out: clients
+ * must still see an error (see kevent_reply).
  */
 static void
 reply_errors(struct run *r, const json_t *c)
 {
-	const char *status = json_string_value(json_object_get(c, "status"));
+	struct kevent e;
 
-	if (status == NULL || r->saw_error || r->timed_out)
-		return;
-	if (strcmp(status, "error") == 0)
-		error_events(r, json_string_value(json_object_get(c,
-		    "ename")) ?: "Error", json_string_value(json_object_get(c,
-		    "evalue")) ?: "the kernel reported an error (see stderr)",
-		    json_object_get(c, "traceback"));
-	else if (strcmp(status, "aborted") == 0)
-		error_events(r, "ExecutionAborted", "the kernel did not run "
-		    "this code", NULL);
+	if (!r->saw_error && !r->timed_out && kevent_reply(c, &e))
+		error_events(r, &e);
 }
 
 /* The run is over: final events, then the end of the stream. */
@@ -975,10 +953,10 @@ run_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 	if (r->timed_out) {
 		snprintf(msg, sizeof(msg), "execution timed out after %lld ms "
 		    "and was interrupted", r->timeout_ms);
-		error_events(r, "TimeoutError", msg, NULL);
+		error_named(r, "TimeoutError", msg);
 	}
 	if (reply == NULL) {
-		error_events(r, "KernelError", why, NULL);
+		error_named(r, "KernelError", why);
 	} else {
 		reply_errors(r, reply->content);
 		ev.execution_time = (long long)(loop_now_ms() - r->t0);
