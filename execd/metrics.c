@@ -66,6 +66,21 @@ struct kv {
 	int		 found;
 };
 
+/* Where a cgroup version keeps the memory figures (mem_read). */
+struct memfiles {
+	const char	*events;	/* holds "oom_kill N" */
+	const char	*usage;
+	const char	*inactive;	/* memory.stat key of reclaimable cache */
+	const char	*limit;
+	uint64_t	 unlimited;	/* a limit this large is none */
+};
+
+static const struct memfiles mem_v2 = { "memory.events", "memory.current",
+	"inactive_file", "memory.max", UINT64_MAX };
+static const struct memfiles mem_v1 = { "memory.oom_control",
+	"memory.usage_in_bytes", "total_inactive_file",
+	"memory.limit_in_bytes", V1_UNLIMITED };
+
 static int	seterr(char *, size_t, int, const char *, ...)
 		    __attribute__((format(printf, 4, 5)));
 static int	join(char *, size_t, const char *, const char *,
@@ -89,6 +104,8 @@ static int	affinity_count(unsigned *);
 static int	has_ctrl(const char *, const char *);
 static void	cg_read(const struct metrics_src *, struct cg *);
 static void	v2_read(const char *, const char *, struct cg *);
+static void	mem_read(const char *, char *, const struct memfiles *,
+		    struct cg *);
 static void	v2_cpu_max(const char *, struct cg *);
 static void	pick_rel(const char *, const char *, char *, size_t);
 static int	v1_mount(const char *, const char *, const char *, char *,
@@ -557,36 +574,17 @@ v2_read(const char *root, const char *path, struct cg *c)
 {
 	char rel[PATH_MAX], p[PATH_MAX];
 	struct kv usage[] = { { "usage_usec", 0, 0 } };
-	struct kv inact[] = { { "inactive_file", 0, 0 } };
-	struct kv oom[] = { { "oom_kill", 0, 0 } };
 	char buf[64];
-	uint64_t v;
 
 	pick_rel(root, path, rel, sizeof(rel));
-	if (join(p, sizeof(p), root, rel, "memory.events") == 0 &&
-	    kv_scan(p, oom, 1) == 0 && oom[0].found) {
-		c->have_oom = 1;
-		c->oom_kills = oom[0].val;
-	}
 	if (join(p, sizeof(p), root, rel, "cpu.stat") == 0 &&
 	    kv_scan(p, usage, 1) == 0 && usage[0].found) {
 		c->have_usage = 1;
 		c->usage_usec = usage[0].val;
 	}
-	if (join(p, sizeof(p), root, rel, "memory.current") == 0 &&
-	    read_u64(p, &v) == 0) {
-		if (join(p, sizeof(p), root, rel, "memory.stat") == 0 &&
-		    kv_scan(p, inact, 1) == 0 && inact[0].found)
-			v = v > inact[0].val ? v - inact[0].val : 0;
-		c->have_used = 1;
-		c->used = v;
-	}
+	mem_read(root, rel, &mem_v2, c);
+	pick_rel(root, path, rel, sizeof(rel));
 	do {
-		if (join(p, sizeof(p), root, rel, "memory.max") == 0 &&
-		    read_u64(p, &v) == 0 && (!c->have_limit || v < c->limit)) {
-			c->have_limit = 1;
-			c->limit = v;
-		}
 		if (join(p, sizeof(p), root, rel, "cpu.max") == 0 &&
 		    read_small(p, buf, sizeof(buf)) == 0)
 			v2_cpu_max(buf, c);
@@ -648,27 +646,26 @@ v1_mount(const char *root, const char *ctrl, const char *list, char *mnt,
 	return -ENOENT;
 }
 
-/* cgroup v1 memory: usage from our group, limit as the minimum up the tree. */
+/*
+ * Memory of the group at rel below mnt, as files f name them: OOM kills,
+ * usage less reclaimable page cache, and the smallest limit up the tree
+ * (rel is walked up to the mount).
+ */
 static void
-v1_memory(const char *root, const char *list, const char *path,
+mem_read(const char *mnt, char *rel, const struct memfiles *f,
     struct cg *c)
 {
-	char mnt[PATH_MAX], rel[PATH_MAX], p[PATH_MAX];
-	struct kv inact[] = { { "total_inactive_file", 0, 0 } };
+	char p[PATH_MAX];
+	struct kv inact[] = { { f->inactive, 0, 0 } };
 	struct kv oom[] = { { "oom_kill", 0, 0 } };
 	uint64_t v;
 
-	if (c->have_used || c->have_limit ||
-	    v1_mount(root, "memory", list, mnt, sizeof(mnt)) < 0)
-		return;
-	pick_rel(mnt, path, rel, sizeof(rel));
-	if (join(p, sizeof(p), mnt, rel, "memory.oom_control") == 0 &&
+	if (join(p, sizeof(p), mnt, rel, f->events) == 0 &&
 	    kv_scan(p, oom, 1) == 0 && oom[0].found) {
 		c->have_oom = 1;
 		c->oom_kills = oom[0].val;
 	}
-
-	if (join(p, sizeof(p), mnt, rel, "memory.usage_in_bytes") == 0 &&
+	if (join(p, sizeof(p), mnt, rel, f->usage) == 0 &&
 	    read_u64(p, &v) == 0) {
 		if (join(p, sizeof(p), mnt, rel, "memory.stat") == 0 &&
 		    kv_scan(p, inact, 1) == 0 && inact[0].found)
@@ -677,14 +674,27 @@ v1_memory(const char *root, const char *list, const char *path,
 		c->used = v;
 	}
 	do {
-		if (join(p, sizeof(p), mnt, rel,
-		    "memory.limit_in_bytes") == 0 &&
-		    read_u64(p, &v) == 0 && v < V1_UNLIMITED &&
+		if (join(p, sizeof(p), mnt, rel, f->limit) == 0 &&
+		    read_u64(p, &v) == 0 && v < f->unlimited &&
 		    (!c->have_limit || v < c->limit)) {
 			c->have_limit = 1;
 			c->limit = v;
 		}
 	} while (rel_up(rel) == 0);
+}
+
+/* cgroup v1 memory: usage from our group, limit as the minimum up the tree. */
+static void
+v1_memory(const char *root, const char *list, const char *path,
+    struct cg *c)
+{
+	char mnt[PATH_MAX], rel[PATH_MAX];
+
+	if (c->have_used || c->have_limit ||
+	    v1_mount(root, "memory", list, mnt, sizeof(mnt)) < 0)
+		return;
+	pick_rel(mnt, path, rel, sizeof(rel));
+	mem_read(mnt, rel, &mem_v1, c);
 }
 
 /* cgroup v1 cpu: the smallest cfs_quota_us / cfs_period_us up the tree. */

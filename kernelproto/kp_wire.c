@@ -31,6 +31,8 @@ static const char *const part_names[NPARTS] = {
 static int		 fail(char *, size_t, int, const char *, ...)
 			    __attribute__((format(printf, 4, 5)));
 static struct kp_blob	*copy_blobs(const struct kp_part *, size_t);
+static struct kp_msg	*msg_new(const struct kp_part *, size_t, json_t **,
+			    const struct kp_part *, size_t);
 static json_t		*load_lenient(const void *, size_t, size_t,
 			    json_error_t *);
 static int		 split(const struct kp_part *, size_t, size_t *, char *,
@@ -68,7 +70,7 @@ copy_blobs(const struct kp_part *f, size_t n)
 	if (n == 0)
 		return NULL;
 	if ((b = calloc(n, sizeof(*b))) == NULL)
-		abort();	/* OOM is fatal (STYLE 2.6) */
+		abort();	/* OOM is fatal: see util/must.h */
 	for (size_t i = 0; i < n; i++) {
 		if ((b[i].p = malloc(f[i].n > 0 ? f[i].n : 1)) == NULL)
 			abort();
@@ -77,6 +79,29 @@ copy_blobs(const struct kp_part *f, size_t n)
 		b[i].n = f[i].n;
 	}
 	return b;
+}
+
+/*
+ * A message of the d identities in frames, the NPARTS JSON parts in j
+ * (taken over) and copies of the nb buffers.
+ */
+static struct kp_msg *
+msg_new(const struct kp_part *frames, size_t d, json_t **j,
+    const struct kp_part *bufs, size_t nb)
+{
+	struct kp_msg *m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		abort();
+	m->idents = copy_blobs(frames, d);
+	m->nidents = d;
+	m->header = j[0];
+	m->parent = j[1];
+	m->metadata = j[2];
+	m->content = j[3];
+	m->buffers = copy_blobs(bufs, nb);
+	m->nbuffers = nb;
+	return m;
 }
 
 /* The value of the "\uXXXX" escape at s, or -1 if there is none. */
@@ -207,7 +232,6 @@ kp_wire_decode(const struct kp_part *frames, size_t n,
 	const struct kp_part *sig, *parts;
 	json_t *j[NPARTS] = { NULL };
 	json_error_t e;
-	struct kp_msg *m;
 	size_t d, after;
 	int rc = 0;
 
@@ -251,17 +275,7 @@ kp_wire_decode(const struct kp_part *frames, size_t n,
 	}
 
 	/* 6. Keep copies: the caller's frames die with its zmq messages. */
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		abort();
-	m->idents = copy_blobs(frames, d);
-	m->nidents = d;
-	m->header = j[0];
-	m->parent = j[1];
-	m->metadata = j[2];
-	m->content = j[3];
-	m->nbuffers = after - 1 - NPARTS;
-	m->buffers = copy_blobs(parts + NPARTS, m->nbuffers);
-	*out = m;
+	*out = msg_new(frames, d, j, parts + NPARTS, after - 1 - NPARTS);
 	return 0;
 out:
 	for (size_t i = 0; i < NPARTS; i++)
@@ -446,18 +460,8 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 	for (size_t i = 0; i < nb; i++)
 		if (parts[NPARTS + i].n > max_frame)
 			dropped += parts[NPARTS + i].n;
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		abort();
-	m->idents = copy_blobs(frames, d);
-	m->nidents = d;
-	m->header = j[0];
-	m->parent = j[1];
-	m->metadata = j[2];
-	m->content = j[3];
-	if (dropped == 0) {
-		m->nbuffers = nb;
-		m->buffers = copy_blobs(parts + NPARTS, nb);
-	}
+	/* Buffers go only with a whole message. */
+	m = msg_new(frames, d, j, parts + NPARTS, dropped == 0 ? nb : 0);
 	m->dropped = dropped;
 	*out = m;
 	return 0;
