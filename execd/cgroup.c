@@ -42,7 +42,7 @@
 struct cgroup {
 	char		 dir[MAXDIRS][PATH_MAX];
 	int		 ndirs;
-	int		 procs[MAXDIRS];	/* cgroup.procs, for the child */
+	int		 procs[MAXDIRS];	/* cgroup.procs, for a child */
 };
 
 /* A job by its leader's pid. */
@@ -224,19 +224,20 @@ try_v2(char *why, size_t whylen)
 		return -ENOENT;
 	}
 	if (access(dir, W_OK) < 0) {
-		snprintf(why, whylen, "cgroup v2 at %.160s is not writable", dir);
+		snprintf(why, whylen, "cgroup v2 at %.160s is not writable",
+		    dir);
 		return -EACCES;
 	}
 	sweep(dir);
 	if (put(dir, "cgroup.subtree_control", "+memory +pids") < 0) {
 		/* Processes in dir: execd moves into a leaf first. */
 		if ((size_t)snprintf(leaf, sizeof(leaf), "%s/execd.self",
-		    dir) >= sizeof(leaf) || (mkdir(leaf, 0755) < 0 && errno != EEXIST) ||
+		    dir) >= sizeof(leaf) ||
+		    (mkdir(leaf, 0755) < 0 && errno != EEXIST) ||
 		    put(leaf, "cgroup.procs", "0") < 0 ||
-		    (rc = put(dir, "cgroup.subtree_control",
-		    "+memory +pids")) < 0) {
-			snprintf(why, whylen, "cgroup v2 at %.160s: cannot enable "
-			    "memory and pids for children", dir);
+		    put(dir, "cgroup.subtree_control", "+memory +pids") < 0) {
+			snprintf(why, whylen, "cgroup v2 at %.160s: cannot "
+			    "enable memory and pids for children", dir);
 			return -EACCES;
 		}
 	}

@@ -12,7 +12,9 @@
 #include <strings.h>
 
 #include "../sse/sse_fmt.h"
+#include "conf.h"
 #include "context.h"
+#include "limits.h"
 #include "log.h"
 #include "loop.h"
 #include "session.h"
@@ -62,20 +64,23 @@ struct context_set {
 	uint64_t			 t_cull, t_refill;
 	bool				 closing;
 	char				*shell_dir;
+	const struct conf		*limits;	/* defaults, or NULL */
 };
 
 static void	on_kernel(struct kernel *, enum kernel_event, const char *,
 		    void *);
 static void	wake(struct context *, const char *);
 static int	start(struct context_set *, const struct kp_kernelspec *,
-		    const char *, const char *, bool, bool, struct context **,
-		    char *, size_t);
+		    const char *, const char *, bool, bool,
+		    const struct limits *, struct context **, char *, size_t);
+static void	job_limits(struct context_set *, const char *,
+		    const struct limits *, struct limits *);
 static void	refill(struct context_set *);
 static void	on_refill(struct loop *, uint64_t, void *);
 static void	on_cull(struct loop *, uint64_t, void *);
 static void	unlink_context(struct context *);
 static int	shell_context(struct context_set *, const char *, bool,
-		    struct context **, char *, size_t);
+		    const struct limits *, struct context **, char *, size_t);
 static const struct kp_kernelspec *lookup(struct context_set *,
 		    const char *);
 static size_t	rescan(struct context_set *);
@@ -215,13 +220,34 @@ context_languages(struct context_set *cs)
 	return b.p;
 }
 
+/* Take default limits from c; see context.h. */
+void
+context_set_limits(struct context_set *cs, const struct conf *c)
+{
+	cs->limits = c;
+}
+
+/* A context's limits: the defaults of its language, req's over them. */
+static void
+job_limits(struct context_set *cs, const char *language,
+    const struct limits *req, struct limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (cs->limits != NULL)
+		conf_limits(cs->limits, LIMITS_CONTEXT, language, out);
+	if (req != NULL)
+		limits_over(out, req);
+}
+
 /* A context on a new kernel (pooled: warm, unlisted). */
 static int
 start(struct context_set *cs, const struct kp_kernelspec *spec,
     const char *language, const char *cwd, bool is_default, bool pooled,
-    struct context **out, char *err, size_t errlen)
+    const struct limits *req, struct context **out, char *err,
+    size_t errlen)
 {
 	struct context *c = xcalloc(1, sizeof(*c));
+	struct limits lim;
 	int rc;
 
 	c->set = cs;
@@ -231,8 +257,9 @@ start(struct context_set *cs, const struct kp_kernelspec *spec,
 	c->is_default = is_default;
 	c->pooled = pooled;
 	c->last_use = loop_now_ms();
-	if ((rc = kernel_start(cs->loop, cs->conf, spec, cwd, on_kernel, c,
-	    &c->k, err, errlen)) < 0) {
+	job_limits(cs, spec->language, req, &lim);
+	if ((rc = kernel_start(cs->loop, cs->conf, &lim, spec, cwd, on_kernel,
+	    c, &c->k, err, errlen)) < 0) {
 		free(c->language);
 		free(c->cwd);
 		free(c);
@@ -251,17 +278,20 @@ start(struct context_set *cs, const struct kp_kernelspec *spec,
  */
 static int
 shell_context(struct context_set *cs, const char *cwd, bool is_default,
-    struct context **out, char *err, size_t errlen)
+    const struct limits *req, struct context **out, char *err,
+    size_t errlen)
 {
 	struct context *c = xcalloc(1, sizeof(*c));
+	struct limits lim;
 
 	c->set = cs;
 	c->language = xstrdup("bash");
 	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	c->is_default = is_default;
 	c->last_use = loop_now_ms();
+	job_limits(cs, "bash", req, &lim);
 	if ((c->sh = session_new(cs->loop, cs->shell_dir, cwd,
-	    cs->conf->grace_ms, err, errlen)) == NULL) {
+	    cs->conf->grace_ms, &lim, err, errlen)) == NULL) {
 		free(c->language);
 		free(c->cwd);
 		free(c);
@@ -290,17 +320,21 @@ take_pooled(struct context_set *cs, const struct kp_kernelspec *spec)
 /* A context for language; see context.h. */
 int
 context_create(struct context_set *cs, const char *language, const char *cwd,
-    bool is_default, struct context **out, char *err, size_t errlen)
+    bool is_default, const struct limits *req, struct context **out,
+    char *err, size_t errlen)
 {
 	const struct kp_kernelspec *spec = context_spec(cs, language);
 	struct context *c;
 	int rc;
 
 	if (spec == NULL && strcmp(language, "bash") == 0)
-		return shell_context(cs, cwd, is_default, out, err, errlen);
+		return shell_context(cs, cwd, is_default, req, out, err,
+		    errlen);
 	if (spec == NULL)
 		return -ENOENT;
-	if (cwd == NULL && (c = take_pooled(cs, spec)) != NULL) {
+	/* A pooled kernel runs under the defaults only. */
+	if (cwd == NULL && (req == NULL || req->set == 0) &&
+	    (c = take_pooled(cs, spec)) != NULL) {
 		c->pooled = false;
 		free(c->language);
 		c->language = xstrdup(language);
@@ -315,8 +349,8 @@ context_create(struct context_set *cs, const char *language, const char *cwd,
 		*out = c;
 		return 0;
 	}
-	if ((rc = start(cs, spec, language, cwd, is_default, false, &c, err,
-	    errlen)) < 0)
+	if ((rc = start(cs, spec, language, cwd, is_default, false, req, &c,
+	    err, errlen)) < 0)
 		return rc;
 	log_info("context=%s language=%s created", c->id, language);
 	*out = c;
@@ -344,7 +378,7 @@ refill(struct context_set *cs)
 				have++;
 		while (have < p->want) {
 			if (start(cs, p->spec, p->spec->language, NULL, false,
-			    true, &c, err, sizeof(err)) < 0) {
+			    true, NULL, &c, err, sizeof(err)) < 0) {
 				log_warnx("pool %s: %s", p->spec->name, err);
 				p->failures++;
 				break;

@@ -14,8 +14,10 @@
 
 #include "kernel.h"
 
+struct conf;
 struct execd;
 struct context;
+struct limits;
 struct session;
 
 /* Called once per wait: ok, or why the context could not become ready. */
@@ -39,6 +41,13 @@ struct context_set	*context_set_new(struct loop *,
 int			 context_set_policy(struct context_set *,
 			    const struct context_pool *, size_t npool,
 			    unsigned idle_s);
+/*
+ * New kernels and shells take their default limits from c's (per
+ * language, read when each starts, so SIGHUP's changes apply); NULL:
+ * none.  c must outlive the set.
+ */
+void			 context_set_limits(struct context_set *,
+			    const struct conf *c);
 /* Delete every context, pooled ones included; refill stops. */
 void			 context_set_shutdown(struct context_set *);
 void			 context_set_free(struct context_set *);
@@ -53,14 +62,16 @@ const struct kp_kernelspec *context_spec(struct context_set *,
 char			*context_languages(struct context_set *);
 
 /*
- * A new context for language in cwd (NULL: execd's), taken ready from the
- * warm pool when one waits there and no cwd is asked.  0 with *out set;
+ * A new context for language in cwd (NULL: execd's), under the default
+ * limits with req's over them (NULL: none), taken ready from the warm
+ * pool when one waits there and neither cwd nor limits are asked.  0 with
+ * *out set;
  * -ENOENT when no kernel serves the language; -errno with a message in
  * err when the kernel could not be started.
  */
 int	context_create(struct context_set *, const char *language,
-	    const char *cwd, bool is_default, struct context **out, char *err,
-	    size_t errlen);
+	    const char *cwd, bool is_default, const struct limits *req,
+	    struct context **out, char *err, size_t errlen);
 struct context	*context_find(struct context_set *, const char *id);
 struct context	*context_default(struct context_set *, const char *language);
 /* Call fn for each live context (of language, when not NULL). */

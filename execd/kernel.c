@@ -48,8 +48,10 @@
 
 #include "../kernelproto/kp_chan.h"
 #include "../kernelproto/kp_connfile.h"
+#include "cgroup.h"
 #include "child.h"
 #include "kernel.h"
+#include "limits.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
@@ -97,6 +99,7 @@ struct kernel {
 	const struct kernel_conf	*conf;
 	const struct kp_kernelspec	*spec;
 	char				*cwd;
+	struct limits			 limits;
 	kernel_event_cb			*ev;
 	void				*arg;
 	char				 id[33];
@@ -212,8 +215,9 @@ pick_ports(int *ports, int n)
 /* Launch a kernel; see kernel.h. */
 int
 kernel_start(struct loop *loop, const struct kernel_conf *conf,
-    const struct kp_kernelspec *spec, const char *cwd, kernel_event_cb *ev,
-    void *arg, struct kernel **out, char *err, size_t errlen)
+    const struct limits *lim, const struct kp_kernelspec *spec,
+    const char *cwd, kernel_event_cb *ev, void *arg, struct kernel **out,
+    char *err, size_t errlen)
 {
 	struct kernel *k = xcalloc(1, sizeof(*k));
 	int rc;
@@ -222,6 +226,8 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 	k->conf = conf;
 	k->spec = spec;
 	k->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	if (lim != NULL)
+		k->limits = *lim;
 	k->ev = ev;
 	k->arg = arg;
 	k->errfd = -1;
@@ -242,7 +248,12 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 static int
 launch(struct kernel *k, char *err, size_t errlen)
 {
-	struct spawn_opts so = { .stdin_fd = -1 };
+	/*
+	 * A kernel keeps execd's identity: its connection file and the
+	 * runtime directory of its sockets are execd's (0600, 0700).
+	 */
+	struct spawn_opts so = { .stdin_fd = -1, .limits = &k->limits,
+	    .keep_ids = 1 };
 	char **argv = NULL, **env = NULL;
 	unsigned char raw[32];
 	int p[2] = { -1, -1 }, rc;
@@ -1023,7 +1034,7 @@ static void
 reaped(pid_t pid, int st, void *arg)
 {
 	struct kernel *k = arg;
-	char how[128], tail[1024], why[1400];
+	char how[256], tail[1024], why[1400], lim[160];
 	bool was_ready, restart;
 	char err[256];
 	size_t n;
@@ -1039,7 +1050,10 @@ reaped(pid_t pid, int st, void *arg)
 		    LOOP_READ, k);
 	was_ready = k->state == K_READY;
 	describe_exit(st, how, sizeof(how));
-	if (oom_killed(k, st))
+	if (cgroup_why(pid, st, lim, sizeof(lim)))
+		snprintf(how, sizeof(how), "ended, %s%s", lim,
+		    strncmp(lim, "memory", 6) == 0 ? " (out of memory)" : "");
+	else if (oom_killed(k, st))
 		snprintf(how, sizeof(how), "was killed by the out-of-memory "
 		    "killer (signal 9)");
 	stderr_tail(k, tail, sizeof(tail));

@@ -22,6 +22,7 @@
 #include "../kernelproto/kp_kernelspec.h"
 #include "../kernelproto/kp_msg.h"
 
+struct limits;
 struct loop;
 struct kernel;
 struct metrics_src;
@@ -73,11 +74,13 @@ struct kernel_exec_cb {
 };
 
 /*
- * Launch a kernel from spec (which must outlive it) in cwd (NULL: execd's).
+ * Launch a kernel from spec (which must outlive it) in cwd (NULL: execd's),
+ * under limits (NULL: none; copied, for its restarts too).
  * 0 with *out set; ev later reports READY or DEAD.  -errno with a message
  * in err when it could not even be started.
  */
 int	kernel_start(struct loop *, const struct kernel_conf *,
+	    const struct limits *,
 	    const struct kp_kernelspec *spec, const char *cwd,
 	    kernel_event_cb *ev, void *arg, struct kernel **out, char *err,
 	    size_t errlen);

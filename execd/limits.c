@@ -190,6 +190,22 @@ limits_from_json(struct limits *l, const json_t *obj, char *err,
 	return 0;
 }
 
+/* Defaults and a request's over them; see limits.h. */
+int
+limits_for(struct limits *out, const struct limits *defaults,
+    const json_t *body, char *err, size_t errlen)
+{
+	const json_t *v;
+
+	memset(out, 0, sizeof(*out));
+	if (defaults != NULL)
+		*out = *defaults;
+	v = json_is_object(body) ? json_object_get(body, "limits") : NULL;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	return limits_from_json(out, v, err, errlen);
+}
+
 /* src's keys over dst's; see limits.h. */
 void
 limits_over(struct limits *dst, const struct limits *src)

@@ -66,6 +66,13 @@ int	limits_set(struct limits *, const char *key, const char *text,
  */
 int	limits_from_json(struct limits *, const json_t *obj, char *err,
 	    size_t errlen);
+/*
+ * A job's limits: defaults (NULL: none), and over them those of the
+ * "limits" field of a request body, when there and not null.  0, or
+ * -EINVAL with a message in err.
+ */
+int	limits_for(struct limits *out, const struct limits *defaults,
+	    const json_t *body, char *err, size_t errlen);
 /* The keys set in src replace dst's. */
 void	limits_over(struct limits *dst, const struct limits *src);
 /* One key's value as text ("256 MiB", "64", "30 s"), into buf. */

@@ -21,8 +21,10 @@
 #include <uuid/uuid.h>
 
 #include "../sse/sse_fmt.h"
+#include "cgroup.h"
 #include "child.h"
 #include "log.h"
+#include "limits.h"
 #include "loop.h"
 #include "pty.h"
 #include "ring.h"
@@ -43,6 +45,8 @@ struct pty {
 	enum pty_state	 state;
 	bool		 pipe;
 	pid_t		 pid;		/* > 0 until reaped */
+	struct limits	 limits;	/* of every shell it starts */
+	char		 why[160];	/* the limit that ended it, or "" */
 	int		 code;
 	int		 in_fd;		/* the master, or a stdin pipe */
 	int		 out_fd;	/* the master, or a stdout pipe */
@@ -197,7 +201,8 @@ static int
 spawn_pty(struct pty *p, char **argv, char *err, size_t errlen)
 {
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
-	struct spawn_opts so = { .argv = argv, .cwd = p->cwd, .ctty = 1 };
+	struct spawn_opts so = { .argv = argv, .cwd = p->cwd, .ctty = 1,
+	    .limits = &p->limits };
 	int m, s, rc;
 
 	if (openpty(&m, &s, NULL, NULL, &ws) < 0) {
@@ -228,7 +233,8 @@ fail:
 static int
 spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
 {
-	struct spawn_opts so = { .argv = argv, .cwd = p->cwd };
+	struct spawn_opts so = { .argv = argv, .cwd = p->cwd,
+	    .limits = &p->limits };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int rc;
 
@@ -419,6 +425,8 @@ on_reap(pid_t pid, int st, void *arg)
 
 	p->pid = 0;
 	p->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	if (cgroup_why(pid, st, p->why, sizeof(p->why)))
+		log_info("pty=%s %s", p->id, p->why);
 	log_info("pty=%s pid=%ld shell exited (%s %d)", p->id, (long)pid,
 	    WIFEXITED(st) ? "status" : "signal", WIFEXITED(st) ?
 	    WEXITSTATUS(st) : WTERMSIG(st));
@@ -431,6 +439,20 @@ on_reap(pid_t pid, int st, void *arg)
 	else if (p->state == PTY_RUNNING && p->t_grace == 0)
 		p->t_grace = loop_timer_add(p->loop, EXIT_GRACE_MS, on_grace,
 		    p);
+}
+
+/* Limits of the shells to come; see pty.h. */
+void
+pty_set_limits(struct pty *p, const struct limits *l)
+{
+	p->limits = *l;
+}
+
+/* The limit that ended the shell; see pty.h. */
+const char *
+pty_why(const struct pty *p)
+{
+	return p->why;
 }
 
 /* The output never ended after the reap: report the exit anyway. */

@@ -22,6 +22,7 @@
 
 struct loop;
 struct ring;
+struct limits;
 struct pty;
 
 #define PTY_STDOUT	1	/* terminal output, or a pipe's stdout */
@@ -59,6 +60,10 @@ void		 pty_shutdown(void);
 struct pty	*pty_new(const char *cwd, const char *command, size_t ring_cap);
 /* The session with this id, or NULL. */
 struct pty	*pty_find(const char *id);
+/* Its shell, started from now on, runs under l (copied; see spawn.h). */
+void		 pty_set_limits(struct pty *, const struct limits *l);
+/* Once the shell exited: the limit that ended it, or "" (cgroup_why). */
+const char	*pty_why(const struct pty *);
 /*
  * Tell the watcher why (its gone callback), SIGKILL the shell's group,
  * close everything, unregister.  NULL ok.

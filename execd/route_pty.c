@@ -32,8 +32,10 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "conf.h"
 #include "execd.h"
 #include "http.h"
+#include "limits.h"
 #include "log.h"
 #include "loop.h"
 #include "pty.h"
@@ -118,7 +120,8 @@ static void		 send_frame(struct client *, const struct frame *);
 static void		 send_error(struct client *, const char *,
 			    const char *, ...)
 			    __attribute__((format(printf, 3, 4)));
-static void		 send_exit(struct client *, int, const char *);
+static void		 send_exit(struct client *, int, const char *,
+			    const char *);
 static void		 write_stdin(struct client *, const char *, size_t);
 static void		 control(struct client *, const char *, size_t);
 
@@ -139,9 +142,16 @@ route_pty_create(struct http_req *req)
 	json_t *body = http_req_json(req);
 	char path[PATH_MAX] = "", err[PATH_MAX + 128];
 	const char *cwd, *cmd;
+	struct limits lim;
 	struct term *t;
 	bool created;
 
+	if (limits_for(&lim, &app->conf->limits[LIMITS_PTY], body, err,
+	    sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "error parsing "
+		    "request: %s", err);
+		return;
+	}
 	cwd = body_str(body, "cwd", "");
 	cmd = body_str(body, "command", "");
 	if (cwd[0] != '\0') {
@@ -164,6 +174,7 @@ route_pty_create(struct http_req *req)
 	t = xcalloc(1, sizeof(*t));
 	t->pty = pty_new(cwd[0] ? path : NULL, cmd[0] ? cmd : NULL,
 	    app->conf->pty_replay);
+	pty_set_limits(t->pty, &lim);
 	pty_watch(t->pty, on_output, on_exit_shell, on_gone, t);
 	http_reply_json(req, 201, json_pack("{s:s}", "session_id",
 	    pty_id(t->pty)));
@@ -223,7 +234,7 @@ on_gone(struct pty *p, const char *why, void *arg)
 		c->next = NULL;
 		c->t = NULL;
 		if (c->ws != NULL && (c->live || c->waiting))
-			send_exit(c, -1, why);
+			send_exit(c, -1, why, NULL);
 		c->live = c->waiting = false;
 	}
 	free(t);
@@ -395,7 +406,7 @@ on_upgraded(struct http_upgrade *u, int fd, const char *extra, size_t n,
 	wc.max_queue = c->max_queue;
 	c->ws = ws_new(c->loop, fd, extra, n, &wc, on_msg, on_end, c);
 	if (t == NULL) {	/* deleted meanwhile */
-		send_exit(c, -1, "session deleted");
+		send_exit(c, -1, "session deleted", NULL);
 		return;
 	}
 	if (c->evicted) {
@@ -471,7 +482,7 @@ attach(struct client *c)
 	send_frame(c, &f);
 	if (pty_state(p) == PTY_EXITED) {
 		/* Never a second shell: say that this one is gone. */
-		send_exit(c, pty_exit_code(p), "process exited");
+		send_exit(c, pty_exit_code(p), "process exited", pty_why(p));
 		return;
 	}
 	c->live = true;
@@ -525,10 +536,11 @@ send_error(struct client *c, const char *code, const char *fmt, ...)
 
 /* {"type":"exit","exit_code":code}, then a normal close. */
 static void
-send_exit(struct client *c, int code, const char *why)
+send_exit(struct client *c, int code, const char *why, const char *limit)
 {
 	struct frame f = { .type = "exit", .has_exit = true,
-	    .exit_code = code };
+	    .exit_code = code, .error = limit != NULL && limit[0] != '\0' ?
+	    limit : NULL };
 
 	c->live = c->waiting = false;
 	send_frame(c, &f);
@@ -562,7 +574,7 @@ on_exit_shell(struct pty *p, int code, void *arg)
 
 	for (struct client *c = t->clients; c != NULL; c = c->next)
 		if (c->live && c->ws != NULL)
-			send_exit(c, code, "process exited");
+			send_exit(c, code, "process exited", pty_why(p));
 }
 
 /* A message from a client; viewers only get answers to pings. */

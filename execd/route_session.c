@@ -18,9 +18,11 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "conf.h"
 #include "evstream.h"
 #include "execd.h"
 #include "http.h"
+#include "limits.h"
 #include "outstream.h"
 #include "loop.h"
 #include "route.h"
@@ -53,8 +55,15 @@ route_session_create(struct http_req *req)
 	char path[PATH_MAX] = "", err[PATH_MAX + 128];
 	const char *cwd;
 	struct session *s;
+	struct limits lim;
 	bool created;
 
+	if (limits_for(&lim, &((struct execd *)http_req_app(req))->conf->
+	    limits[LIMITS_SESSION], body, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    err);
+		return;
+	}
 	cwd = body_str(body, "cwd", "");
 	if (cwd[0] != '\0') {
 		if (resolve(req, cwd, path, sizeof(path)) < 0)
@@ -67,8 +76,8 @@ route_session_create(struct http_req *req)
 			return;
 		}
 	}
-	if ((s = session_open(cwd[0] ? path : NULL, err, sizeof(err))) ==
-	    NULL) {
+	if ((s = session_open(cwd[0] ? path : NULL, &lim, err,
+	    sizeof(err))) == NULL) {
 		http_reply_error(req, 500, HTTP_E_RUNTIME, "error creating "
 		    "session. %s", err);
 		return;

@@ -15,7 +15,9 @@
 
 #include "../kernelproto/kp_msg.h"
 #include "../sse/sse_fmt.h"
+#include "cgroup.h"
 #include "child.h"
+#include "limits.h"
 #include "log.h"
 #include "loop.h"
 #include "session.h"
@@ -41,6 +43,7 @@ struct session {
 	char		*file;		/* the code of the current run */
 	char		*cwd;
 	unsigned	 grace_ms;
+	struct limits	 limits;	/* of every shell it starts */
 	pid_t		 pid;
 	int		 in_fd, out_fd, err_fd, st_fd;
 	struct buf	 st;		/* status pipe bytes */
@@ -92,7 +95,8 @@ session_shutdown(void)
 
 /* A new session, registered. */
 struct session *
-session_open(const char *cwd, char *err, size_t errlen)
+session_open(const char *cwd, const struct limits *l, char *err,
+    size_t errlen)
 {
 	struct session *s;
 
@@ -100,7 +104,7 @@ session_open(const char *cwd, char *err, size_t errlen)
 		snprintf(err, errlen, "execd is shutting down");
 		return NULL;
 	}
-	if ((s = session_new(reg_loop, reg_dir, cwd, reg_grace_ms, err,
+	if ((s = session_new(reg_loop, reg_dir, cwd, reg_grace_ms, l, err,
 	    errlen)) == NULL)
 		return NULL;
 	s->next = registry;
@@ -137,7 +141,7 @@ session_close(const char *id)
 /* A new session with its shell running; see session.h. */
 struct session *
 session_new(struct loop *loop, const char *dir, const char *cwd,
-    unsigned grace_ms, char *err, size_t errlen)
+    unsigned grace_ms, const struct limits *l, char *err, size_t errlen)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 
@@ -146,6 +150,8 @@ session_new(struct loop *loop, const char *dir, const char *cwd,
 	s->file = xasprintf("%s/session-%s.sh", dir, s->id);
 	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	s->grace_ms = grace_ms;
+	if (l != NULL)
+		s->limits = *l;
 	s->in_fd = s->out_fd = s->err_fd = s->st_fd = -1;
 	buf_init_max(&s->st, 4096);	/* status lines are short */
 	if (start_shell(s, err, errlen) < 0) {
@@ -181,7 +187,7 @@ start_shell(struct session *s, char *err, size_t errlen)
 	    (char *)(uintptr_t)"--noprofile", (char *)(uintptr_t)"--norc",
 	    NULL };
 	struct spawn_opts so = { .argv = argv, .cwd = s->cwd,
-	    .has_fd3 = 1 };
+	    .has_fd3 = 1, .limits = &s->limits };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int st[2] = { -1, -1 }, rc;
 
@@ -424,14 +430,18 @@ on_exit_shell(pid_t pid, int st, void *arg)
 {
 	struct session *s = arg;
 	int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	char err[256], note[256];
+	char err[256], note[256], why[160];
 
 	drain(s);
 	stop_shell(s);
-	snprintf(note, sizeof(note), "the session's shell %s %d; it was "
-	    "restarted with fresh state", WIFEXITED(st) ? "exited with" :
-	    "was killed by signal", WIFEXITED(st) ? WEXITSTATUS(st) :
-	    WTERMSIG(st));
+	if (cgroup_why(pid, st, why, sizeof(why)))
+		snprintf(note, sizeof(note), "the session's shell ended: %s; "
+		    "it was restarted with fresh state", why);
+	else
+		snprintf(note, sizeof(note), "the session's shell %s %d; it "
+		    "was restarted with fresh state", WIFEXITED(st) ?
+		    "exited with" : "was killed by signal", WIFEXITED(st) ?
+		    WEXITSTATUS(st) : WTERMSIG(st));
 	log_info("session=%s %s", s->id, note);
 	if (start_shell(s, err, sizeof(err)) < 0)
 		log_warnx("session=%s: %s", s->id, err);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct limits;
 struct loop;
 struct session;
 
@@ -42,16 +43,24 @@ typedef void session_done_cb(int status, bool timed_out, const char *reset,
 void		 session_init(struct loop *, const char *dir, unsigned grace_ms);
 /* session_free() every registered session (shutdown). */
 void		 session_shutdown(void);
-/* A new registered session whose shell starts in cwd; NULL on failure. */
-struct session	*session_open(const char *cwd, char *err, size_t errlen);
+/*
+ * A new registered session whose shell starts in cwd, under limits l
+ * (NULL: none; copied, for every shell it starts); NULL on failure.
+ */
+struct session	*session_open(const char *cwd, const struct limits *l,
+		    char *err, size_t errlen);
 /* The registered session with this id, or NULL. */
 struct session	*session_find(const char *id);
 /* Unregister and session_free() the session id.  0, or -ENOENT. */
 int		 session_close(const char *id);
 
-/* A session whose shell starts in cwd (NULL: execd's); NULL on failure. */
+/*
+ * A session whose shell starts in cwd (NULL: execd's), under l (NULL:
+ * none); NULL on failure.
+ */
 struct session	*session_new(struct loop *, const char *dir, const char *cwd,
-		    unsigned grace_ms, char *err, size_t errlen);
+		    unsigned grace_ms, const struct limits *l, char *err,
+		    size_t errlen);
 /* Kill the shell's whole process group and free (runs end, reset). */
 void		 session_free(struct session *);
 const char	*session_id(const struct session *);

@@ -17,6 +17,7 @@
  * waits for children: child.c reaps.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,11 +36,15 @@
 #include "limits.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "xmalloc.h"
 
 extern char **environ;
 
 /* What every child enters before exec; NULL: nothing (tests, tools). */
 static const struct sandbox *sandbox;
+
+/* Who children run as by default; NULL: execd's identity. */
+static const struct spawn_user *defuser;
 
 /* Written to each child's oom_score_adj; "" until spawn_oom_init. */
 static char oom_adj[16];
@@ -91,6 +96,10 @@ struct start {
 #endif
 
 static int	start_child(void *);
+static int	start_one(const struct spawn_opts *, pid_t *, char *,
+		    size_t);
+static char	**user_env(char *const *, const struct spawn_user *);
+static void	user_env_free(char **);
 static int	close_from(int, int);
 static int	set_limits(const struct limits *, const struct cgroup *);
 static int	set_oom(void);
@@ -147,7 +156,8 @@ set_limits(const struct limits *l, const struct cgroup *cg)
 		int		res;
 		size_t		off;
 	} map[] = {
-		{ LIMITS_F_MEMORY, RLIMIT_DATA, offsetof(struct limits, memory) },
+		{ LIMITS_F_MEMORY, RLIMIT_DATA, offsetof(struct limits,
+		    memory) },
 		{ LIMITS_F_PROCESSES, RLIMIT_NPROC,
 		    offsetof(struct limits, processes) },
 		{ LIMITS_F_CPU, RLIMIT_CPU, offsetof(struct limits,
@@ -302,6 +312,59 @@ spawn_oom_init(int child_adj, int *self)
 	return oom_lowered ? 0 : -e;
 }
 
+/* The default identity of children; see spawn.h. */
+void
+spawn_default_user(const struct spawn_user *u)
+{
+	defuser = u;
+}
+
+/*
+ * envp (NULL: execd's) with HOME, USER and LOGNAME those of u: an array
+ * the caller frees (with its three new strings, the last three entries
+ * before the NULL); the others are borrowed.
+ */
+static char **
+user_env(char *const *envp, const struct spawn_user *u)
+{
+	static const char *const names[] = { "HOME=", "USER=", "LOGNAME=" };
+	char *const *e = envp != NULL ? envp : environ;
+	size_t n = 0, k = 0;
+	char **out;
+	bool drop;
+
+	while (e[n] != NULL)
+		n++;
+	out = xreallocarray(NULL, n + 4, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		drop = false;
+		for (size_t j = 0; j < 3; j++)
+			if (strncmp(e[i], names[j], strlen(names[j])) == 0)
+				drop = true;
+		if (!drop)
+			out[k++] = e[i];
+	}
+	out[k++] = xasprintf("HOME=%s", u->home);
+	out[k++] = xasprintf("USER=%s", u->name);
+	out[k++] = xasprintf("LOGNAME=%s", u->name);
+	out[k] = NULL;
+	return out;
+}
+
+static void
+user_env_free(char **env)
+{
+	size_t n = 0;
+
+	if (env == NULL)
+		return;
+	while (env[n] != NULL)
+		n++;
+	for (size_t i = n - 3; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
 /* Children from now on enter sb (NULL: none); see spawn.h. */
 void
 spawn_init(const struct sandbox *sb)
@@ -345,9 +408,31 @@ start_child(void *arg)
 	child(st->o, st->cg, st->parent, st->errfd);
 }
 
-/* Fork and exec; see spawn.h. */
+/* Fork and exec, as the default user where it applies; see spawn.h. */
 int
 spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
+{
+	struct spawn_opts uo;
+	char **env;
+	int rc;
+
+	if (defuser == NULL || o->set_ids || o->keep_ids)
+		return start_one(o, pid, err, errlen);
+	uo = *o;
+	uo.set_ids = 1;
+	uo.uid = defuser->uid;
+	uo.gid = defuser->gid;
+	uo.groups = defuser->groups;
+	uo.ngroups = defuser->ngroups;
+	uo.envp = env = user_env(o->envp, defuser);
+	rc = start_one(&uo, pid, err, errlen);
+	user_env_free(env);
+	return rc;
+}
+
+/* Fork and exec o as it is. */
+static int
+start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 {
 	static void *stack;	/* one at a time: execd waits for the child */
 	struct cgroup *cg = NULL;

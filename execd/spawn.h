@@ -30,6 +30,17 @@ struct spawn_opts {
 	int		 ctty;		/* stdin_fd is a terminal: make it
 					   the controlling terminal */
 	const struct limits *limits;	/* NULL: none; see cgroup.h */
+	int		 keep_ids;	/* not the default user: execd's */
+};
+
+/* Who children run as when not set_ids (spawn_default_user). */
+struct spawn_user {
+	uid_t		 uid;
+	gid_t		 gid;
+	const gid_t	*groups;	/* supplementary, as initgroups() */
+	size_t		 ngroups;
+	const char	*name;		/* USER and LOGNAME */
+	const char	*home;		/* HOME */
 };
 
 struct sandbox;
@@ -39,6 +50,12 @@ struct limits;
  * changes identity; NULL, the default, for none.  sb must outlive them.
  */
 void	spawn_init(const struct sandbox *sb);
+/*
+ * Children started without set_ids (nor keep_ids) from now on run as u,
+ * with its HOME, USER and LOGNAME in their environment; NULL, the
+ * default, for execd's own identity.  u must outlive them.
+ */
+void	spawn_default_user(const struct spawn_user *u);
 /*
  * Make execd the OOM killer's last choice: its oom_score_adj as low as it
  * may set it (-1000 with CAP_SYS_RESOURCE), and every child's, written in

@@ -191,7 +191,7 @@ start(const struct kp_kernelspec *spec)
 
 	reset_seen();
 	S.k = NULL;
-	rc = kernel_start(L, &conf, spec, NULL, ev, NULL, &S.k, err,
+	rc = kernel_start(L, &conf, NULL, spec, NULL, ev, NULL, &S.k, err,
 	    sizeof(err));
 	if (rc < 0)
 		fprintf(stderr, "  kernel_start: %s\n", err);
