@@ -16,6 +16,8 @@
 # POST /command, default 256), NGINX (nginx binary),
 # WRK (wrk binary), BENCH_FILE_MIB (size of the file rows, default 512),
 # BENCH_INTS (interrupted runs per side, default 20),
+# BENCH_PROXY_MIB (size of the /proxy download, default 256),
+# BENCH_PROXY_N (small /proxy requests per side, default 500),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -29,6 +31,7 @@
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
+# The /proxy rows run bench/proxy_bench.py against an nginx of their own.
 # The "idle RSS (static)" row runs STATIC_EXECD (default
 # build/static/execd, which `make bench` builds with `make static`).
 #
@@ -77,6 +80,8 @@ JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
 DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
 STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
+PROXY_DL_MIN_RATIO=0.8  # issue 11: /proxy download >= 0.8x of the backend direct
+PROXY_LAT_MAX_RATIO=1.5 # issue 11: a small proxied request <= 1.5x direct
 
 T=
 PIDS=
@@ -605,6 +610,31 @@ row "RSS during transfers" "$(calc "sprintf(\"%.1f\", ($FD_RSS > $FU_RSS ? $FD_R
 	"$(calc "sprintf(\"%.2f\", ($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) / $F_IDLE)")" \
 	"growth < 8 MiB" \
 	"$(verdict_le "$(calc "($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) - $F_IDLE")" 8192)"
+
+# --- 15: /proxy: a large download and a small request vs nginx direct ------
+
+PROXY_MIB=${BENCH_PROXY_MIB:-256}
+P_NGINX_PROXY=$(port) || exit 1
+nginx_conf "$T/nginx-proxy" "$P_NGINX_PROXY"
+start_nginx "$T/nginx-proxy" "$P_NGINX_PROXY"
+# "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us lat_direct_us"
+run_bg 600 "$T/proxy.out" "$T/proxy.log" \
+	/usr/bin/python3 "$HERE/proxy_bench.py" "$EXECD" "$P_NGINX_PROXY" \
+	"$T/nginx-proxy/html" "$PROXY_MIB" "${BENCH_PROXY_N:-500}" ||
+	fail "proxy rows: $(tail -c 600 "$T/proxy.log")"
+stop "$NGINX_PID"
+PX_OUT=$(cat "$T/proxy.out")
+# shellcheck disable=SC2086
+set -- $PX_OUT
+[ $# -eq 5 ] || fail "proxy_bench.py printed '$PX_OUT'"
+RATIO=$(calc "sprintf(\"%.2f\", $3)")
+row "/proxy download $PROXY_MIB MiB" "$1 MB/s" "$2 MB/s nginx" "$RATIO" \
+	"ratio >= $PROXY_DL_MIN_RATIO" \
+	"$(verdict_ge "$RATIO" "$PROXY_DL_MIN_RATIO")"
+RATIO=$(calc "sprintf(\"%.2f\", $4 / $5)")
+row "/proxy small GET (median)" "$(us_ms "$4" 3) ms" \
+	"$(us_ms "$5" 3) ms nginx" "$RATIO" "ratio <= $PROXY_LAT_MAX_RATIO" \
+	"$(verdict_le "$RATIO" "$PROXY_LAT_MAX_RATIO")"
 
 # --- 14: a keystroke's echo through /pty's WebSocket vs a local pty -------
 

@@ -28,6 +28,7 @@ enum opt_id {
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
+	O_PROXY_TIMEOUT,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -97,6 +98,10 @@ static const struct opt opts[] = {
 	{ "max-connections-per-ip", O_MAX_CONNS_IP,
 	    "EXECD_MAX_CONNECTIONS_PER_IP", "N", "2048",
 	    "connections from one address at once (0: no limit)" },
+	{ "proxy-timeout", O_PROXY_TIMEOUT, "EXECD_PROXY_TIMEOUT", "SECONDS",
+	    "60", "a /proxy backend silent this long gets 504 before its "
+	    "response head, or its response cut short after it (0: never; "
+	    "WebSocket tunnels are never timed)" },
 	{ "stream-buffer", O_STREAM_BUF, "EXECD_STREAM_BUFFER", "BYTES", "4M",
 	    "output a stream may queue for a slow client before it is ended" },
 	{ "grace-period", O_GRACE, "EXECD_GRACE_PERIOD", "MS", "2000",
@@ -438,6 +443,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	case O_MAX_OUTPUT:
 		if (parse_size(v, &c->max_output) < 0 || c->max_output == 0)
 			goto bad;
+		return 0;
+	case O_PROXY_TIMEOUT:
+		if (parse_uint(v, 86400, &u) < 0)
+			goto bad;
+		c->proxy_timeout = (unsigned)u;
 		return 0;
 	case O_PTY_REPLAY:
 		if (parse_size(v, &c->pty_replay) < 0 ||

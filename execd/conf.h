@@ -61,6 +61,7 @@ struct conf {
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
 	size_t		 pty_replay;	/* terminal output kept */
+	unsigned	 proxy_timeout;	/* seconds a /proxy backend may be silent */
 	char		*pool;		/* "python=1,javascript=2" */
 	unsigned	 idle_s;	/* cull contexts idle this long */
 	struct sandbox_conf sandbox;	/* what children run under */

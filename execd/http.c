@@ -123,15 +123,19 @@ struct parse_job {
 
 struct http_resp {
 	struct MHD_Response	*r;
+	struct http_reader		*rd;		/* from http_resp_reader */
 	int			 file_fd;	/* from http_resp_fd, or -1 */
 	uint64_t		 file_end;
 };
 
 /* A content reader of ours, behind MHD's callback signature. */
-struct reader {
+struct http_reader {
 	http_read_cb		*read;
 	http_read_done_cb	*done;
 	void			*arg;
+	struct MHD_Connection	*conn;	/* once queued */
+	struct http_server	*srv;
+	bool			 suspended;	/* by HTTP_READ_WAIT */
 };
 
 /* An upgraded connection (http.h); on the server's list once upgraded. */
@@ -198,6 +202,8 @@ struct http_req {
 	char			 uri[URI_LOG_MAX];
 	const char		*method;
 	const char		*path;
+	char			*target;	/* the raw request-target */
+	bool			 paused;	/* body reading stopped */
 	const struct http_route	*route;
 	const char		*pnames[MAX_PARAMS];
 	char			*pvals[MAX_PARAMS];
@@ -808,6 +814,7 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 		conn_phase(req->c, PH_HEAD);
 	req->t0 = loop_now_ms();
 	snprintf(req->uri, sizeof(req->uri), "%s", uri);
+	req->target = xstrdup(uri);
 	buf_init_max(&req->body, req->srv->conf.max_body);
 	req->reading = true;
 	req->rnext = req->srv->reading;
@@ -864,6 +871,18 @@ match(const char *pat, const char *path, struct http_req *req)
 	return *s == '\0' || (s[0] == '/' && s[1] == '\0');
 }
 
+/* A route's path matches: by segments, or by prefix (HTTP_R_PREFIX). */
+static bool
+route_match(const struct http_route *r, const char *path,
+    struct http_req *req)
+{
+	if (r->flags & HTTP_R_PREFIX) {
+		req->nparams = 0;
+		return strncmp(path, r->path, strcspn(r->path, "{")) == 0;
+	}
+	return match(r->path, path, req);
+}
+
 /* 0 with req->route set; -ENOENT no path matched; -EPERM wrong method. */
 static int
 route_find(struct http_req *req, bool *path_known)
@@ -876,10 +895,11 @@ route_find(struct http_req *req, bool *path_known)
 		for (size_t j = 0; j < req->nparams; j++)
 			free(req->pvals[j]);
 		req->nparams = 0;
-		if (!match(r->path, req->path, req))
+		if (!route_match(r, req->path, req))
 			continue;
 		*path_known = true;
-		if (strcmp(r->method, req->method) == 0) {
+		if (strcmp(r->method, "*") == 0 ||
+		    strcmp(r->method, req->method) == 0) {
 			req->route = r;
 			return 0;
 		}
@@ -900,7 +920,7 @@ allow_header(struct http_req *req, struct MHD_Response *resp)
 	buf_init(&b);
 	for (size_t i = 0; i < req->srv->nroutes; i++) {
 		r = &req->srv->routes[i];
-		if (match(r->path, req->path, &tmp))
+		if (route_match(r, req->path, &tmp))
 			buf_addf(&b, "%s%s", b.len ? ", " : "", r->method);
 		for (size_t j = 0; j < tmp.nparams; j++)
 			free(tmp.pvals[j]);
@@ -1304,6 +1324,28 @@ http_req_sink(struct http_req *req, http_body_cb *data, http_body_end_cb *end,
 	req->sink_arg = arg;
 }
 
+/* Stop reading the streamed body for now; see http.h. */
+void
+http_req_pause(struct http_req *req)
+{
+	if (req->paused || req->sink_done || req->replied)
+		return;
+	req->paused = true;
+	conn_phase(req->c, PH_BUSY);	/* waiting on us, not the client */
+	MHD_suspend_connection(req->conn);
+}
+
+/* Read the streamed body again. */
+void
+http_req_resume(struct http_req *req)
+{
+	if (!req->paused)
+		return;
+	req->paused = false;
+	MHD_resume_connection(req->conn);
+	req->srv->kick = true;
+}
+
 /* Check a route's body; see http.h. */
 int
 http_route_check(const struct http_route *r, const json_t *v, char *err,
@@ -1387,6 +1429,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	for (size_t j = 0; j < req->nparams; j++)
 		free(req->pvals[j]);
+	free(req->target);
 	if (req->held != NULL)
 		MHD_destroy_response(req->held);
 	if (req->pjob != NULL)
@@ -1522,6 +1565,11 @@ queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
 	req->replied = true;
 	req->status = status;
 	unlink_deferred(req);
+	if (req->paused) {	/* read the rest of the body, and drop it */
+		req->paused = false;
+		MHD_resume_connection(req->conn);
+		req->srv->kick = true;
+	}
 	if (mid_body) {
 		/* Sent once the rest of the body has been read (above). */
 		req->held = resp;
@@ -1730,15 +1778,24 @@ http_resp_fd(int fd, uint64_t off, uint64_t len)
 struct http_resp *
 http_resp_reader(http_read_cb *read, http_read_done_cb *done, void *arg)
 {
+	return http_resp_reader_len(UINT64_MAX, read, done, arg);
+}
+
+/* A streamed body of a promised length (UINT64_MAX: unknown). */
+struct http_resp *
+http_resp_reader_len(uint64_t len, http_read_cb *read,
+    http_read_done_cb *done, void *arg)
+{
 	struct http_resp *hr = xcalloc(1, sizeof(*hr));
-	struct reader *rd = xcalloc(1, sizeof(*rd));
+	struct http_reader *rd = xcalloc(1, sizeof(*rd));
 
 	rd->read = read;
 	rd->done = done;
 	rd->arg = arg;
+	hr->rd = rd;
 	hr->file_fd = -1;
-	hr->r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536,
-	    reader_read, rd, reader_free);
+	hr->r = MHD_create_response_from_callback(len == UINT64_MAX ?
+	    MHD_SIZE_UNKNOWN : len, 65536, reader_read, rd, reader_free);
 	if (hr->r == NULL)
 		fatalx("cannot make a streamed response");
 	return hr;
@@ -1747,11 +1804,17 @@ http_resp_reader(http_read_cb *read, http_read_done_cb *done, void *arg)
 static ssize_t
 reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct reader *rd = cls;
+	struct http_reader *rd = cls;
 	ssize_t n = rd->read(rd->arg, buf, max);
 
 	if (n > 0)
 		return n;
+	if (n == HTTP_READ_WAIT && rd->conn != NULL) {
+		/* Nothing yet: sleep until http_reader_wake(). */
+		rd->suspended = true;
+		MHD_suspend_connection(rd->conn);
+		return 0;
+	}
 	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM :
 	    MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -1759,11 +1822,29 @@ reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void
 reader_free(void *cls)
 {
-	struct reader *rd = cls;
+	struct http_reader *rd = cls;
 
 	if (rd->done != NULL)
 		rd->done(rd->arg);
 	free(rd);
+}
+
+/* The reader behind hr; see http.h. */
+struct http_reader *
+http_resp_reader_of(struct http_resp *hr)
+{
+	return hr->rd;
+}
+
+/* More to read: wake the connection a HTTP_READ_WAIT put to sleep. */
+void
+http_reader_wake(struct http_reader *rd)
+{
+	if (!rd->suspended)
+		return;
+	rd->suspended = false;
+	MHD_resume_connection(rd->conn);
+	rd->srv->kick = true;
 }
 
 void
@@ -1778,6 +1859,10 @@ http_reply_resp(struct http_req *req, unsigned status, struct http_resp *hr)
 {
 	struct MHD_Response *r = hr->r;
 
+	if (hr->rd != NULL) {
+		hr->rd->conn = req->conn;
+		hr->rd->srv = req->srv;
+	}
 	/* A file's length is promised: sweep() watches that it stays. */
 	if (hr->file_fd >= 0 && req->c != NULL) {
 		req->c->file_fd = hr->file_fd;
@@ -2177,6 +2262,58 @@ const char *
 http_req_header(const struct http_req *req, const char *name)
 {
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *
+http_req_target(const struct http_req *req)
+{
+	return req->target;
+}
+
+struct header_walk {
+	http_header_cb	*fn;
+	void		*arg;
+};
+
+static enum MHD_Result
+header_one(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	struct header_walk *w = cls;
+
+	(void)kind;
+	return w->fn(k, v != NULL ? v : "", w->arg) < 0 ? MHD_NO : MHD_YES;
+}
+
+/* Every request header, in the order sent. */
+void
+http_req_headers(const struct http_req *req, http_header_cb *fn, void *arg)
+{
+	struct header_walk w = { fn, arg };
+
+	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, header_one, &w);
+}
+
+/* The client's numeric address. */
+int
+http_req_peer(const struct http_req *req, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci;
+	const struct sockaddr *sa;
+	const void *a;
+
+	ci = MHD_get_connection_info(req->conn,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci == NULL || (sa = ci->client_addr) == NULL)
+		return -ENOTCONN;
+	if (sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	else
+		return -EAFNOSUPPORT;
+	if (inet_ntop(sa->sa_family, a, buf, (socklen_t)len) == NULL)
+		return -errno;
+	return 0;
 }
 
 json_t *

@@ -71,6 +71,9 @@ typedef void http_handler(struct http_req *);
 #define HTTP_R_STREAM	0x04	/* the handler runs on the headers and
 				   takes the body as it arrives */
 #define HTTP_R_PARSE_LEAD 0x10	/* a bad field: "error parsing request: " */
+#define HTTP_R_PREFIX	0x20	/* the path matches every path that starts
+				   with the pattern's text before its first
+				   '{' (no parameters are filled) */
 
 /*
  * A route names the fields its JSON body may hold (body.h, ended by
@@ -81,7 +84,7 @@ typedef void http_handler(struct http_req *);
  * handlers read fields without checking their types again.
  */
 struct http_route {
-	const char	*method;
+	const char	*method;	/* "*": any method */
 	const char	*path;	/* "/a/{name}/b": {name} is one segment */
 	unsigned	 flags;
 	http_handler	*fn;
@@ -133,6 +136,14 @@ int		 http_req_query_uint(const struct http_req *, const char *,
  */
 int		 http_parse_uint(const char *, uint64_t max, uint64_t *out);
 const char	*http_req_header(const struct http_req *, const char *);
+/* The request-target exactly as the client sent it (path and query). */
+const char	*http_req_target(const struct http_req *);
+/* Call fn for every request header, in order; stop when it returns < 0. */
+typedef int	http_header_cb(const char *name, const char *value, void *arg);
+void		 http_req_headers(const struct http_req *, http_header_cb *fn,
+		    void *arg);
+/* The client's address, numeric, into buf; 0 or -errno. */
+int		 http_req_peer(const struct http_req *, char *buf, size_t len);
 json_t		*http_req_json(const struct http_req *);	/* borrowed */
 /* HTTP_R_RAW routes: the body (borrowed), its length in *len. */
 const void	*http_req_body(const struct http_req *, size_t *len);
@@ -159,6 +170,13 @@ typedef void	http_body_end_cb(struct http_req *, void *arg);
 typedef void	http_body_abort_cb(void *arg);
 void	http_req_sink(struct http_req *, http_body_cb *data,
 	    http_body_end_cb *end, http_body_abort_cb *abort_, void *arg);
+/*
+ * Stop reading a streamed body (from data, or later) until
+ * http_req_resume(): the connection sleeps, and what the client sends
+ * waits in the socket.  A paused body is not timed by --body-timeout.
+ */
+void	http_req_pause(struct http_req *);
+void	http_req_resume(struct http_req *);
 
 /*
  * Called when the server shuts down, or the client goes away, while a
@@ -225,6 +243,20 @@ typedef ssize_t	http_read_cb(void *arg, char *buf, size_t max);
 typedef void	http_read_done_cb(void *arg);
 struct http_resp *http_resp_reader(http_read_cb *read, http_read_done_cb *done,
 	    void *arg);
+/* The same with a promised length, sent as Content-Length. */
+struct http_resp *http_resp_reader_len(uint64_t len, http_read_cb *read,
+	    http_read_done_cb *done, void *arg);
+/*
+ * read may also return HTTP_READ_WAIT when it has nothing yet: the
+ * connection then sleeps until the owner calls http_reader_wake() with
+ * the response's reader (taken with http_resp_reader_of() before the
+ * reply; valid until done runs).  A sleeping response is not idle in
+ * the sense of --connection-timeout; its owner times it.
+ */
+#define HTTP_READ_WAIT	(-2)
+struct http_reader;
+struct http_reader	*http_resp_reader_of(struct http_resp *);
+void		 http_reader_wake(struct http_reader *);
 void	http_resp_header(struct http_resp *, const char *name,
 	    const char *value);
 void	http_reply_resp(struct http_req *, unsigned status, struct http_resp *);

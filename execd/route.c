@@ -149,6 +149,9 @@ const struct http_route route_table[] = {
 	    "find lines matching a regular expression", NULL },
 	{ "GET", "/files/watch", 0, route_files_watch,
 	    "stream filesystem events under a path", NULL },
+	{ "*", "/proxy/{port}/{path}", HTTP_R_STREAM | HTTP_R_PREFIX,
+	    route_proxy, "any method: forward to 127.0.0.1:{port}/{path}, "
+	    "streamed, WebSockets tunnelled", NULL },
 };
 
 const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);

@@ -47,6 +47,9 @@ void	route_pty_get(struct http_req *);
 void	route_pty_delete(struct http_req *);
 void	route_pty_ws(struct http_req *);
 
+/* route_proxy.c: the reverse proxy to servers on 127.0.0.1. */
+void	route_proxy(struct http_req *);
+
 /* route_fs.c: files and directories, answered in JSON. */
 void	route_files_info(struct http_req *);
 void	route_files_delete(struct http_req *);
