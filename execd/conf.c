@@ -758,7 +758,8 @@ limit_one(struct conf *c, const char *s, size_t n, char *err, size_t errlen)
 			if (i == c->nlang_limits) {
 				if (i == CONF_LANG_LIMITS) {
 					snprintf(err, errlen, "--limit: more "
-					    "than %d languages", CONF_LANG_LIMITS);
+					    "than %d languages",
+					    CONF_LANG_LIMITS);
 					return -EINVAL;
 				}
 				memset(&c->lang_limits[i], 0,

@@ -62,6 +62,7 @@ static bool		 stopping;
 static int		 sigfd = -1;
 static struct sandbox	*sandbox;	/* every child enters it */
 #define CHILD_OOM_ADJ	500	/* the OOM killer takes children first */
+static struct spawn_user defuser;	/* --user, for spawn.c */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
@@ -217,6 +218,12 @@ setup_sandbox(const struct conf *c)
 	    sandbox_profile_name(c->sandbox.profile),
 	    c->sandbox.log_only ? " (log only)" : "",
 	    c->sandbox.no_new_privs ? "on" : "off", caps);
+	if (c->user.set) {
+		defuser = (struct spawn_user){ c->user.uid, c->user.gid,
+		    c->user.groups, c->user.ngroups, c->user.name,
+		    c->user.home };
+		spawn_default_user(&defuser);
+	}
 	(void)cgroup_init(c->cgroups_off, err, sizeof(err));
 	if (spawn_oom_init(CHILD_OOM_ADJ, &adj) < 0)
 		log_warnx("cannot lower execd's oom_score_adj");
@@ -294,6 +301,15 @@ setup_dirs(struct conf *c)
 		log_warn("%s", cmd_dir);
 		return -1;
 	}
+	/*
+	 * The default user's shells read their session code here: they may
+	 * pass through (the files are 0644), not list or write, so no one
+	 * can put a link where execd writes.
+	 */
+	if (c->user.set && chmod(cmd_dir, 0711) < 0) {
+		log_warn("%s", cmd_dir);
+		return -1;
+	}
 	return 0;
 }
 
@@ -310,6 +326,7 @@ setup_contexts(const struct conf *c)
 	    .max_frame = 64 << 20, .cgroup = &metrics_src_system };
 	app.contexts = context_set_new(app.loop, &kconf);
 	context_set_shell_dir(app.contexts, cmd_dir);
+	context_set_limits(app.contexts, c);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];

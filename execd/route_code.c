@@ -35,12 +35,14 @@
 #include "../sse/sse_fmt.h"
 #include "body.h"
 #include "command.h"
+#include "conf.h"
 #include "context.h"
 #include "evstream.h"
 #include "execd.h"
 #include "feed.h"
 #include "http.h"
 #include "kevent.h"
+#include "limits.h"
 #include "log.h"
 #include "loop.h"
 #include "route.h"
@@ -188,10 +190,17 @@ route_context_create(struct http_req *req)
 	const char *lang, *cwd;
 	char path[PATH_MAX], err[512];
 	struct context *c;
+	struct limits lim;
 	int rc;
 
 	lang = body_str(body, "language", "");
 	cwd = body_str(body, "cwd", "");
+	/* Only the request's: the context adds its language's defaults. */
+	if (limits_for(&lim, NULL, body, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    err);
+		return;
+	}
 	if (lang[0] == '\0') {
 		unknown_language(req, lang);
 		return;
@@ -199,7 +208,7 @@ route_context_create(struct http_req *req)
 	if (cwd[0] != '\0' && prepare_cwd(req, cwd, path, sizeof(path)) < 0)
 		return;
 	rc = context_create(app->contexts, lang, cwd[0] ? path : NULL, false,
-	    &c, err, sizeof(err));
+	    &lim, &c, err, sizeof(err));
 	if (rc == -ENOENT) {
 		unknown_language(req, lang);
 		return;
@@ -361,7 +370,9 @@ route_context_connection(struct http_req *req)
 static void
 run_command(struct http_req *req, const char *code)
 {
-	struct command_opts o = { .command = code };
+	struct execd *app = http_req_app(req);
+	struct command_opts o = { .command = code,
+	    .limits = &app->conf->limits[LIMITS_COMMAND] };
 	struct command *c;
 	char err[512];
 	int rc;
@@ -412,8 +423,8 @@ route_code_run(struct http_req *req)
 		    lang);
 		return;
 	} else if ((c = context_default(app->contexts, lang)) == NULL) {
-		rc = context_create(app->contexts, lang, NULL, true, &c, err,
-		    sizeof(err));
+		rc = context_create(app->contexts, lang, NULL, true, NULL, &c,
+		    err, sizeof(err));
 		if (rc == -ENOENT) {
 			unknown_language(req, lang);
 			return;
