@@ -135,7 +135,9 @@ struct http_reader {
 	void			*arg;
 	struct MHD_Connection	*conn;	/* once queued */
 	struct http_server	*srv;
-	bool			 suspended;	/* by HTTP_READ_WAIT */
+	bool			 suspended;	/* by HTTP_READ_WAIT ... */
+	bool			 cut;		/* ... and woken at shutdown */
+	struct http_reader	*prev, *next;	/* on srv->sleepers */
 };
 
 /* An upgraded connection (http.h); on the server's list once upgraded. */
@@ -172,6 +174,7 @@ struct http_server {
 	void			*app;
 	struct live_stream	*streams;
 	size_t			 nstreams;
+	struct http_reader	*sleepers;	/* readers waiting (HTTP_READ_WAIT) */
 	struct http_upgrade	*upgrades;
 	size_t			 nupgrades;
 	bool			 kick;		/* MHD has work: run it now */
@@ -280,6 +283,7 @@ static void		 upgraded(void *, struct MHD_Connection *, void *,
 			    const char *, size_t, MHD_socket,
 			    struct MHD_UpgradeResponseHandle *);
 static void		 close_upgrades(struct http_server *);
+static void		 wake_sleepers(struct http_server *);
 static void		 reader_free(void *);
 static void		 notify_cb(void *, struct MHD_Connection *, void **,
 			    enum MHD_ConnectionNotificationCode);
@@ -1328,7 +1332,8 @@ http_req_sink(struct http_req *req, http_body_cb *data, http_body_end_cb *end,
 void
 http_req_pause(struct http_req *req)
 {
-	if (req->paused || req->sink_done || req->replied)
+	if (req->paused || req->sink_done || req->replied ||
+	    req->srv->quiesced)
 		return;
 	req->paused = true;
 	conn_phase(req->c, PH_BUSY);	/* waiting on us, not the client */
@@ -1805,16 +1810,27 @@ static ssize_t
 reader_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct http_reader *rd = cls;
-	ssize_t n = rd->read(rd->arg, buf, max);
+	ssize_t n;
+
+	if (rd->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = rd->read(rd->arg, buf, max);
 
 	if (n > 0)
 		return n;
-	if (n == HTTP_READ_WAIT && rd->conn != NULL) {
+	if (n == HTTP_READ_WAIT && rd->conn != NULL && !rd->srv->quiesced) {
 		/* Nothing yet: sleep until http_reader_wake(). */
 		rd->suspended = true;
+		rd->next = rd->srv->sleepers;
+		if (rd->next != NULL)
+			rd->next->prev = rd;
+		rd->prev = NULL;
+		rd->srv->sleepers = rd;
 		MHD_suspend_connection(rd->conn);
 		return 0;
 	}
+	if (n == HTTP_READ_WAIT)	/* shutting down: cut it short */
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM :
 	    MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -1824,6 +1840,10 @@ reader_free(void *cls)
 {
 	struct http_reader *rd = cls;
 
+	if (rd->suspended) {	/* cannot happen: MHD frees it running */
+		rd->cut = true;
+		http_reader_wake(rd);
+	}
 	if (rd->done != NULL)
 		rd->done(rd->arg);
 	free(rd);
@@ -1843,8 +1863,33 @@ http_reader_wake(struct http_reader *rd)
 	if (!rd->suspended)
 		return;
 	rd->suspended = false;
+	if (rd->prev != NULL)
+		rd->prev->next = rd->next;
+	else
+		rd->srv->sleepers = rd->next;
+	if (rd->next != NULL)
+		rd->next->prev = rd->prev;
+	rd->prev = rd->next = NULL;
 	MHD_resume_connection(rd->conn);
 	rd->srv->kick = true;
+}
+
+/*
+ * Shutdown: wake every connection we put to sleep, since MHD cannot stop
+ * with one suspended.  Sleeping readers are cut short; paused bodies are
+ * read on (and http_req_pause() no longer pauses).
+ */
+static void
+wake_sleepers(struct http_server *srv)
+{
+	struct http_req *req;
+
+	while (srv->sleepers != NULL) {
+		srv->sleepers->cut = true;
+		http_reader_wake(srv->sleepers);
+	}
+	for (req = srv->reading; req != NULL; req = req->rnext)
+		http_req_resume(req);
 }
 
 void
@@ -2135,6 +2180,7 @@ http_shutdown(struct http_server *srv)
 			ls->shutdown(ls->s, ls->arg);
 	}
 	close_upgrades(srv);
+	wake_sleepers(srv);
 }
 
 /* Streams and upgraded connections still open. */
@@ -2151,6 +2197,10 @@ http_free(struct http_server *srv)
 	if (srv == NULL)
 		return;
 	close_upgrades(srv);
+	/* MHD cannot stop with connections suspended: resume ours first. */
+	srv->quiesced = true;
+	wake_sleepers(srv);
+	MHD_run(srv->mhd);	/* where MHD takes resumed connections */
 	loop_del(srv->loop, srv->epfd, NULL);
 	MHD_stop_daemon(srv->mhd);
 	while (srv->lingers != NULL)

@@ -661,3 +661,33 @@ def test_proxy_backend_connections_kept_and_retried():
         # A body is never sent on a kept connection: no retry needed.
         st, _, body = d.request("POST", "/proxy/%d/" % rb.port, body=b"x")
         assert (st, body) == (200, b"ok"), (st, body)
+
+
+def test_proxy_shutdown_with_proxied_requests_open():
+    def hang(rb, c):
+        read_head(c)
+        time.sleep(30)
+
+    with Backend() as be, RawBackend(hang) as h:
+        d = Execd().start()
+        sse = socket.create_connection((d.host, d.port), 10)
+        sse.sendall(b"GET /proxy/%d/sse HTTP/1.1\r\nHost: x\r\n\r\n"
+                    % be.port)
+        got = b""
+        while b"data: one" not in got:
+            b = sse.recv(4096)
+            assert b, got
+            got += b
+        ws, _ = ws_connect(d, "/proxy/%d/ws" % be.port)
+        held = socket.create_connection((d.host, d.port), 10)
+        held.sendall(b"GET /proxy/%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % h.port)
+        upload = socket.create_connection((d.host, d.port), 10)
+        upload.sendall(b"POST /proxy/%d/ HTTP/1.1\r\nHost: x\r\n"
+                       b"Content-Length: 100000000\r\n\r\n" % h.port +
+                       b"u" * (4 << 20))
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        assert d.stop(timeout=15) == 0
+        assert time.monotonic() - t0 < 10
+        for s in (sse, ws, held, upload):
+            s.close()
