@@ -24,6 +24,14 @@ Run with /usr/bin/python3 (standard library only); bench/run.sh calls it.
       event per line, then execution_complete.  The baseline: the same
       generator piped to /dev/null by the shell.  Prints "execd_us base_us
       rss_idle_kib rss_peak_kib events stream_bytes".
+  command_bench.py isolation EXECD N
+      Start two EXECDs: one as shipped (the default seccomp profile, and
+      each command with a memory and a process limit, so with a cgroup
+      of its own where execd can make one), one with isolation off
+      (--seccomp off --cgroups off --limit core=unlimited, no request
+      limits).  Run N foreground POST /command `true` on each, in
+      alternating pairs on keep-alive connections, each timed to the end
+      of its stream.  Prints "on_median_us off_median_us mechanism".
 
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM.
@@ -187,8 +195,54 @@ def cmd_stream(binary, mib, tmp):
                                  nstdout, total))
 
 
+# --- isolation: POST /command true, isolation on and off ---------------------
+
+LIMITS = {"memory": "256MiB", "processes": 64}
+
+
+def run_true(ex, limits):
+    """One POST /command `true` to the end of its stream; microseconds."""
+    body = {"command": "true"}
+    if limits:
+        body["limits"] = limits
+    t0 = now_us()
+    st, data = ex.request("POST", "/command", body)
+    dt = now_us() - t0
+    if st != 200 or b"execution_complete" not in data:
+        die("POST /command true: %d %s" % (st, data[:300]))
+    return dt
+
+
+def cmd_isolation(binary, n, tmp):
+    on = start_execd(binary, tmp)
+    off = Execd(binary, tmp, "--log-level", "warn", "--seccomp", "off",
+                "--cgroups", "off", "--limit", "core=unlimited",
+                name="execd-off", env={"TMPDIR": tmp}, timeout=TIMEOUT)
+    try:
+        mech = on.json("GET", "/metrics")["isolation"]["limits"]
+        for _ in range(20):  # warm both up
+            run_true(on, LIMITS)
+            run_true(off, None)
+        t_on, t_off = [], []
+        for i in range(n):
+            if i % 2:
+                t_on.append(run_true(on, LIMITS))
+                t_off.append(run_true(off, None))
+            else:
+                t_off.append(run_true(off, None))
+                t_on.append(run_true(on, LIMITS))
+    finally:
+        on.close()
+        off.close()
+    t_on.sort()
+    t_off.sort()
+    print("%d %d %s" % (t_on[n // 2], t_off[n // 2],
+                        mech.replace(" ", "-")))
+
+
 if __name__ == "__main__":
     sys.exit(benchlib.main(sys.argv, {"hold": cmd_hold,
-                                      "stream": cmd_stream},
+                                      "stream": cmd_stream,
+                                      "isolation": cmd_isolation},
                            "usage: command_bench.py hold EXECD N | "
-                           "stream EXECD MIB\n"))
+                           "stream EXECD MIB | isolation EXECD N\n"))

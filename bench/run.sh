@@ -18,6 +18,8 @@
 # BENCH_INTS (interrupted runs per side, default 20),
 # BENCH_PROXY_MIB (size of the /proxy download, default 256),
 # BENCH_PROXY_N (small /proxy requests per side, default 500),
+# BENCH_ISO_N (POST /command `true` per side, isolation on and off,
+# default 400),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -579,6 +581,21 @@ row "$STREAM_MIB MiB lines via /command" \
 row "RSS growth, $STREAM_MIB MiB streamed" "$S_GROW KiB" \
 	"$S_RSS0 KiB idle" "$(calc "sprintf(\"%.2f\", $S_RSS / $S_RSS0)")" \
 	"< 8 MiB" "$(verdict_le "$S_GROW" $((STREAM_RSS_MAX_KIB - 1)))"
+
+# --- 12b: POST /command true, isolation on (default profile, limits) vs off
+
+# "on_median_us off_median_us mechanism"
+ISO_N=${BENCH_ISO_N:-400}
+run_bg 300 "$T/iso.out" "$T/iso.log" \
+	/usr/bin/python3 "$HERE/command_bench.py" isolation "$EXECD" "$ISO_N" ||
+	fail "isolation on/off: $(tail -c 600 "$T/iso.log")"
+# shellcheck disable=SC2086
+set -- $(cat "$T/iso.out")
+[ $# -eq 3 ] || fail "command_bench.py isolation printed '$(cat "$T/iso.out")'"
+RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
+row "POST /command true, isolated ($3)" "$(us_ms "$1" 2) ms" \
+	"$(us_ms "$2" 2) ms isolation off" "$RATIO" "<= 1.05x" \
+	"$(verdict_le "$RATIO" 1.05)"
 
 # --- 13: files: download vs nginx, upload vs dd, RSS during both --------
 

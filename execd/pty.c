@@ -140,6 +140,7 @@ pty_free(struct pty *p, const char *why)
 		/* The group, then whatever else the shell's session holds. */
 		kill(-p->pid, SIGKILL);
 		kill_session(p->pid, SIGKILL);
+		(void)cgroup_kill(p->pid);	/* what left the session too */
 		child_forget(p->pid);
 	}
 	close_fds(p);

@@ -527,6 +527,7 @@ session_free(struct session *s)
 		return;
 	if (s->pid > 0) {
 		kill(-s->pid, SIGKILL);
+		(void)cgroup_kill(s->pid);	/* what left the group too */
 		child_forget(s->pid);
 	}
 	stop_shell(s);

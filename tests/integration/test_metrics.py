@@ -10,8 +10,14 @@ FIELDS = ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
           "timestamp"]
 
 
-def check_sample(m):
-    assert sorted(m) == FIELDS, m
+def check_sample(m, isolation=False):
+    """Upstream's fields; GET /metrics adds the isolation object (the
+    watch stream does not)."""
+    assert sorted(m) == sorted(FIELDS + (["isolation"] if isolation else
+                                         [])), m
+    if isolation:
+        assert m["isolation"]["limits"] in ("cgroup v1", "cgroup v2",
+                                            "rlimits"), m
     assert m["cpu_count"] >= 1
     assert 0 <= m["cpu_used_pct"] <= 100, m
     assert m["mem_total_mib"] > 0
@@ -28,7 +34,7 @@ def test_metrics_fields_and_no_sampling_sleep():
             took.append(time.monotonic() - t0)
             assert st == 200
             assert h["content-type"] == "application/json; charset=utf-8"
-            check_sample(json.loads(body))
+            check_sample(json.loads(body), isolation=True)
         # Upstream sleeps a second to sample; a sleep would be in each.
         assert min(took) < 0.9, took
         # Keys come sorted and compact, as upstream's encoder writes them.
