@@ -96,6 +96,8 @@ struct proxy {
 	char			**hdrs;	/* name, value pairs for the reply */
 	enum framing		 framing;
 	uint64_t		 left;	/* FR_LENGTH: body bytes to come */
+	uint64_t		 length;	/* the Content-Length, if has_length */
+	bool			 has_length;
 	struct proxy_chunk	 chunk;
 	bool			 beof;	/* the backend closed its side */
 	struct http_reader	*rd;	/* the response's, until resp_done */
@@ -678,6 +680,11 @@ take_head(struct proxy *p)
 
 	for (;;) {
 		rc = proxy_head_parse(p->in.p, p->in.len, &h);
+		if (rc < 0 && p->reused) {
+			/* Left over from an earlier answer: start afresh. */
+			buf_drain(&p->in, p->in.len);
+			return retry(p) < 0 ? -1 : 0;
+		}
 		if (rc < 0) {
 			fail(p, 502, "malformed response head");
 			return -1;
@@ -743,6 +750,17 @@ take_head(struct proxy *p)
 		p->hdrs[k++] = dupn(h.hdr[i].value, vl);
 	}
 	p->hdrs[k] = NULL;
+	if (cl != NULL) {
+		char *v = dupn(cl, strcspn(cl, "\r\n"));
+
+		rc = http_parse_uint(v, UINT64_MAX - 1, &p->length);
+		free(v);
+		if (rc < 0) {
+			fail(p, 502, "bad Content-Length");
+			return -1;
+		}
+		p->has_length = true;
+	}
 	if (p->head_req || h.status == 101 || h.status == 204 ||
 	    h.status == 304)
 		p->framing = FR_NONE;
@@ -756,18 +774,9 @@ take_head(struct proxy *p)
 			return -1;
 		}
 		p->framing = FR_CHUNKED;
-	} else if (cl != NULL) {
-		char *v = dupn(cl, strcspn(cl, "\r\n"));
-		uint64_t n;
-
-		rc = http_parse_uint(v, UINT64_MAX - 1, &n);
-		free(v);
-		if (rc < 0) {
-			fail(p, 502, "bad Content-Length");
-			return -1;
-		}
+	} else if (p->has_length) {
 		p->framing = FR_LENGTH;
-		p->left = n;
+		p->left = p->length;
 	} else
 		p->framing = FR_EOF;
 	buf_drain(&p->in, h.len);
@@ -796,8 +805,15 @@ maybe_reply(struct proxy *p)
 		    tunnel_up, tunnel_shutdown, p);
 		return 0;
 	}
+	/*
+	 * The length is the backend's, also where no body follows (HEAD,
+	 * 304: that of the body it stands for); MHD sends none then.
+	 */
 	if (p->framing == FR_LENGTH)
 		hr = http_resp_reader_len(p->left, resp_read, resp_done, p);
+	else if (p->framing == FR_NONE)
+		hr = http_resp_reader_len(p->has_length && p->status != 204 ?
+		    p->length : 0, resp_read, resp_done, p);
 	else
 		hr = http_resp_reader(resp_read, resp_done, p);
 	for (size_t i = 0; p->hdrs[i] != NULL; i += 2)
@@ -968,6 +984,11 @@ body_data(struct http_req *req, const char *d, size_t n, void *arg)
 
 	if (p->state == ST_DONE || p->bwrite_eof)
 		return 0;		/* dropped: the backend is gone */
+	/* Paused past OUT_HIGH, so only at shutdown can this fill up. */
+	if (p->out.len + n + 32 > p->out.max) {
+		fail(p, 502, "the backend does not take the request body");
+		return -ENOBUFS;
+	}
 	if (p->chunked_req) {
 		buf_addf(&p->out, "%zx\r\n", n);
 		buf_add(&p->out, d, n);

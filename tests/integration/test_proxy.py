@@ -103,7 +103,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def route(self):
         path = self.path.split("?")[0]
         if path not in ("/slowbody", "/sse", "/chunked", "/big", "/hop",
-                        "/status", "/ws"):
+                        "/status", "/ws", "/nocontent", "/notmodified"):
             body = read_body(self.rfile, self.headers)
             self.server.seen.append(self.headers)
             self.send(200, json.dumps({
@@ -150,7 +150,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Length", str(n))
             self.end_headers()
-            while n > 0:
+            while n > 0 and self.command != "HEAD":
                 b = BLOCK[:n]
                 self.wfile.write(b)
                 n -= len(b)
@@ -161,6 +161,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ("X-Kept", "yes")))
         elif path == "/status":
             self.send(418, b'{"teapot":true}')
+        elif path == "/nocontent":
+            self.send_response(204)
+            self.end_headers()
+        elif path == "/notmodified":
+            self.send_response(304)
+            self.send_header("ETag", '"x"')
+            self.end_headers()
         else:
             self.websocket()
 
@@ -691,3 +698,34 @@ def test_proxy_shutdown_with_proxied_requests_open():
         assert time.monotonic() - t0 < 10
         for s in (sse, ws, held, upload):
             s.close()
+
+
+def test_proxy_responses_without_a_body():
+    with Backend() as be, Execd() as d:
+        st, h, body = d.request("HEAD", "/proxy/%d/big?n=12345" % be.port)
+        assert (st, body) == (200, b"")
+        assert h["content-length"] == "12345", h
+        st, h, body = get(d, "/proxy/%d/nocontent" % be.port)
+        assert (st, body) == (204, b"")
+        assert "transfer-encoding" not in h and "content-length" not in h
+        st, h, body = get(d, "/proxy/%d/notmodified" % be.port)
+        assert (st, body) == (304, b"")
+        assert h["etag"] == '"x"' and "transfer-encoding" not in h
+        # And the kept connection still serves the next request.
+        st, _, body = get(d, "/proxy/%d/echo" % be.port)
+        assert st == 200 and json.loads(body)["target"] == "/echo"
+
+    # A backend that sends a body after a HEAD answer anyway, a little
+    # late: the next request must not read it as its answer.
+    def late_body(rb, c):
+        while read_head(c):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+            time.sleep(0.05)
+            c.sendall(b"ok")
+
+    with RawBackend(late_body) as rb, Execd() as d:
+        for _ in range(3):
+            st, _, _ = d.request("HEAD", "/proxy/%d/" % rb.port)
+            assert st == 200
+            st, _, body = get(d, "/proxy/%d/" % rb.port)
+            assert (st, body) == (200, b"ok"), (st, body)
