@@ -2,7 +2,8 @@
 # What `make test` and CI run: the whole suite three times, plain, under
 # AddressSanitizer (with LeakSanitizer) and under UndefinedBehaviorSanitizer,
 # each in its own build tree, then the unit tests and corpus replays under
-# valgrind.  The last line is "N passed, N failed".
+# valgrind, then the static binary, the Docker images and lint.  The last
+# line is "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -48,6 +49,14 @@ else
 	echo "FAIL make static"
 	failed=$((failed + 1))
 fi
+# The images under images/, run as the OpenSandbox server's two runtimes
+# run an execd image, on a dockerd of the stage's own; "SKIPPED: <reason>"
+# where dockerd cannot start (no root), a failure when
+# EXECD_REQUIRE_DOCKER=1 (CI).
+echo "=== Docker images"
+sh tests/docker.sh >"$log" 2>&1
+cat "$log"
+count "$log" || echo "FAIL docker: no summary line"
 echo "=== make lint"
 if make -s lint; then
 	echo "PASS lint"

@@ -1,0 +1,84 @@
+#!/bin/sh
+# bootstrap.sh -- start execd beside a container's own command.
+#
+#   /opt/opensandbox/bootstrap.sh [COMMAND [ARG...]]
+#
+# The entrypoint a sandbox platform gives the user's container after
+# copying execd and this file into /opt/opensandbox (see docs/deploy.md):
+#  1. EXECD_ENVS defaults to /opt/opensandbox/.env (the KEY=VALUE file
+#     execd merges into every command's environment);
+#  2. the file named by EXECD_BOOTSTRAP_PRE_SCRIPT, if set, is sourced
+#     (a missing one is reported and skipped);
+#  3. $EXECD (default /opt/opensandbox/execd) starts in the background
+#     and listens on 0.0.0.0:44772 (EXECD_LISTEN, or 0.0.0.0:$EXECD_PORT,
+#     when the environment names neither: the platform reaches execd from
+#     outside the container and sets no token; EXECD_ACCESS_TOKEN, when
+#     set, is still required on every request);
+#  4. COMMAND (else the shell command in BOOTSTRAP_CMD) runs as the
+#     container's main process; SIGTERM and SIGINT are passed on to it,
+#     and its exit status is this script's, once execd has stopped.
+#     Without a command, execd itself is waited for.
+# A POSIX shell starts background commands with SIGINT ignored, and only
+# bash lets a subshell undo that: under another shell SIGINT reaches the
+# command as SIGTERM.
+: "${EXECD:=/opt/opensandbox/execd}"
+: "${EXECD_ENVS:=/opt/opensandbox/.env}"
+if [ -z "${EXECD_LISTEN:-}" ]; then
+	EXECD_LISTEN=0.0.0.0:${EXECD_PORT:-44772}
+fi
+export EXECD EXECD_ENVS EXECD_LISTEN
+
+if [ -n "${EXECD_BOOTSTRAP_PRE_SCRIPT:-}" ]; then
+	if [ -r "$EXECD_BOOTSTRAP_PRE_SCRIPT" ]; then
+		# shellcheck disable=SC1090
+		. "$EXECD_BOOTSTRAP_PRE_SCRIPT"
+	else
+		echo "bootstrap: cannot read EXECD_BOOTSTRAP_PRE_SCRIPT" \
+		    "$EXECD_BOOTSTRAP_PRE_SCRIPT; going on without it" >&2
+	fi
+fi
+
+epid=
+if [ -x "$EXECD" ]; then
+	"$EXECD" &
+	epid=$!
+else
+	echo "bootstrap: $EXECD is not executable; execd not started" >&2
+fi
+
+if [ $# -eq 0 ] && [ -n "${BOOTSTRAP_CMD:-}" ]; then
+	set -- /bin/sh -c "$BOOTSTRAP_CMD"
+fi
+if [ $# -eq 0 ]; then
+	[ -n "$epid" ] || exit 127
+	trap 'kill -TERM "$epid" 2>/dev/null' TERM INT
+	while kill -0 "$epid" 2>/dev/null; do
+		wait "$epid"
+		st=$?
+	done
+	exit "${st:-0}"
+fi
+
+if [ -n "${BASH_VERSION:-}" ]; then
+	( trap - INT QUIT; exec "$@" ) &
+	int=INT
+else
+	"$@" &
+	int=TERM
+fi
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM
+trap 'kill -"$int" "$child" 2>/dev/null' INT
+# wait returns early when a trapped signal comes: wait again until the
+# command is really gone.
+st=0
+while :; do
+	wait "$child"
+	st=$?
+	kill -0 "$child" 2>/dev/null || break
+done
+if [ -n "$epid" ]; then
+	kill -TERM "$epid" 2>/dev/null
+	wait "$epid"
+fi
+exit "$st"

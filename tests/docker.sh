@@ -1,0 +1,384 @@
+#!/bin/sh
+# The Docker stage: build every image under images/ and run them the way
+# the OpenSandbox server's two runtimes run an execd image.
+#
+# Usage: sh tests/docker.sh        (as root; from any directory)
+#
+# 1. Installs Debian's docker.io and debootstrap when missing (apt-get,
+#    as scripts/deps.sh does) and starts a dockerd of its own: private
+#    socket, data root (a new temporary directory, removed at the end, or
+#    $EXECD_DOCKER_DATA to keep images between runs; not under build/,
+#    which make searches for *.d files), exec root, --bridge=none
+#    --iptables=false, so containers use the host network and every port
+#    they open is on 127.0.0.1.  That dockerd is stopped by its pid at the
+#    end.
+# 2. A Debian base image from debootstrap + docker import, from the mirror
+#    this machine's apt configuration names (read now, written nowhere);
+#    the tarball is cached in build/docker so reruns skip debootstrap.
+# 3. `make static`, then every images/*/Dockerfile, built against that base.
+# 4. The Docker flow: the execd image started with `tail -f /dev/null`,
+#    /execd and /bootstrap.sh copied out, a user container started with
+#    /opt/opensandbox/bootstrap.sh and the user's command.  The Kubernetes
+#    flow: the init container's `sh -c "cp ... && chmod ..."` into a shared
+#    volume mounted at /opt/opensandbox, then the user's container running
+#    from it.  The code-interpreter image started on its own.
+# 5. An SDK smoke test (tests/sdk/smoke.mjs, the real TypeScript SDK)
+#    against each running execd.
+#
+# Containers get EXECD_LISTEN=127.0.0.1:PORT: with the host network, the
+# drop-in default 0.0.0.0:44772 would open a port without a token to the
+# whole network; tests/integration/test_bootstrap.py checks that default.
+#
+# When docker cannot run here (not root, no apt, dockerd does not start)
+# it prints "SKIPPED: <reason>" and "0 passed, 0 failed", unless
+# EXECD_REQUIRE_DOCKER=1 (CI), which makes that a failure.  Otherwise one
+# PASS or FAIL line per check and, last, "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+W=$top/build/docker
+mkdir -p "$W"
+passed=0
+failed=0
+t0=$(date +%s)
+tag=execd-test
+run=
+dpid=
+
+pass() { echo "PASS docker: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL docker: $1"; failed=$((failed + 1)); }
+note() { echo "== $* ($(($(date +%s) - t0)) s)"; }
+
+finish() {
+	cleanup
+	note "done"
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
+
+# skip REASON: the stage cannot run here.
+skip() {
+	cleanup
+	if [ "${EXECD_REQUIRE_DOCKER:-0}" = 1 ]; then
+		echo "FAIL docker: cannot run the Docker stage: $1"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	echo "SKIPPED: $1"
+	echo "0 passed, 0 failed"
+	exit 0
+}
+
+dk() { docker -H "unix://$run/docker.sock" "$@"; }
+
+cleanup() {
+	if [ -n "$dpid" ]; then
+		dk ps -aq 2>/dev/null | while read -r c; do
+			dk rm -f "$c" >/dev/null 2>&1
+		done
+		kill "$dpid" 2>/dev/null
+		i=0
+		while kill -0 "$dpid" 2>/dev/null && [ $i -lt 100 ]; do
+			sleep 0.2
+			i=$((i + 1))
+		done
+		kill -9 "$dpid" 2>/dev/null
+		dpid=
+	fi
+	if [ -n "$run" ]; then
+		# What dockerd leaves mounted there (its network namespace),
+		# deepest first.
+		awk -v r="$run/" 'index($2, r) == 1 { print $2 }' /proc/mounts |
+		    sort -r | while read -r m; do umount "$m"; done
+		rm -rf "$run"
+		run=
+	fi
+}
+trap 'cleanup; exit 1' INT TERM
+
+# mirror: the Debian archive this machine's apt uses (the first "deb"
+# source of the release itself, not -security or -updates).
+mirror() {
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		awk -v rel="$1" '
+		    /^[ \t]*$/ { if (deb && uri && ok) { print uri; exit }
+			deb = uri = ok = 0; next }
+		    /^Types:/ && / deb( |$)/ { deb = 1 }
+		    /^URIs:/ { uri = $2 }
+		    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == rel) ok = 1 }
+		    END { if (deb && uri && ok) print uri }' "$f"
+	done
+	[ -f /etc/apt/sources.list ] &&
+	    awk -v rel="$1" '$1 == "deb" && $0 !~ /\[/ && $3 == rel { print $2 }
+		$1 == "deb" && $2 ~ /^\[/ && $4 == rel { print $3 }' \
+		/etc/apt/sources.list
+}
+
+# 1. Docker.
+[ "$(id -u)" = 0 ] || skip "needs root to start dockerd"
+missing=
+command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
+command -v debootstrap >/dev/null 2>&1 || missing="$missing debootstrap"
+if [ -n "$missing" ]; then
+	note "installing$missing"
+	command -v apt-get >/dev/null 2>&1 || skip "no apt-get to install$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	# shellcheck disable=SC2086
+	{ apt-get update -q && apt-get install -y -q --no-install-recommends \
+	    $missing; } >"$W/apt.log" 2>&1 ||
+	    { tail -n 20 "$W/apt.log"; skip "cannot install$missing"; }
+fi
+# The docker client of the same package as dockerd.
+PATH=/usr/bin:$PATH
+export DOCKER_BUILDKIT=0
+
+run=$(mktemp -d)
+data=${EXECD_DOCKER_DATA:-$run/data}
+mkdir -p "$run/exec" "$data"
+note "starting dockerd"
+dockerd --host "unix://$run/docker.sock" --data-root "$data" \
+    --exec-root "$run/exec" --pidfile "$run/dockerd.pid" \
+    --bridge=none --iptables=false --ip6tables=false \
+    >"$W/dockerd.log" 2>&1 &
+dpid=$!
+i=0
+until dk version >/dev/null 2>&1; do
+	if ! kill -0 "$dpid" 2>/dev/null || [ $i -ge 150 ]; then
+		tail -n 20 "$W/dockerd.log"
+		dpid=
+		skip "dockerd does not start (its log: build/docker/dockerd.log)"
+	fi
+	sleep 0.2
+	i=$((i + 1))
+done
+pass "dockerd started ($(dk version -f '{{.Server.Version}}'))"
+
+# 2. The base image (the root file system is built outside build/, where
+# make looks for *.d files).
+# shellcheck disable=SC1091
+rel=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$rel" ] || rel=bookworm
+base=$tag-base:$rel
+tarball=$W/$rel.tar
+if [ ! -s "$tarball" ]; then
+	url=$(mirror "$rel" | head -n 1)
+	[ -n "$url" ] || { fail "no Debian mirror for $rel in apt's sources"
+		finish; }
+	note "debootstrap $rel from $url"
+	if ! debootstrap --variant=minbase "$rel" "$run/rootfs" "$url" \
+	    >"$W/debootstrap.log" 2>&1; then
+		tail -n 20 "$W/debootstrap.log"
+		fail "debootstrap $rel"
+		finish
+	fi
+	rm -rf "$run/rootfs/var/cache/apt/archives/"*.deb
+	tar -C "$run/rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+	rm -rf "$run/rootfs"
+fi
+if dk image inspect "$base" >/dev/null 2>&1 ||
+    dk import "$tarball" "$base" >/dev/null; then
+	pass "base image $base"
+else
+	fail "docker import $tarball"
+	finish
+fi
+
+# 3. The static binary and the images.
+note "make static"
+if ! make -s -j"$(nproc 2>/dev/null || echo 2)" static >"$W/static.log" 2>&1
+then
+	tail -n 30 "$W/static.log"
+	fail "make static"
+	finish
+fi
+# build NAME: images/NAME/Dockerfile as $tag-NAME, the repository as context.
+build() {
+	note "building images/$1"
+	if dk build --network host -q -f "images/$1/Dockerfile" \
+	    --build-arg BASE="$base" --build-arg EXECD_IMAGE="$tag-execd" \
+	    -t "$tag-$1" . >"$W/build-$1.log" 2>&1; then
+		pass "image images/$1 built ($(dk image inspect -f \
+		    '{{.Size}}' "$tag-$1") bytes)"
+	else
+		tail -n 30 "$W/build-$1.log"
+		fail "image images/$1 does not build"
+	fi
+}
+# tslab for the code-interpreter image, installed here as the test suite
+# installs it (npm ci from the lockfile), so the image build needs no npm.
+if ! sh tests/kernels/setup.sh "$run/kernels" >"$W/tslab.log" 2>&1; then
+	tail -n 20 "$W/tslab.log"
+	fail "tests/kernels/setup.sh (tslab for the code-interpreter image)"
+fi
+# execd first: code-interpreter starts from it.
+build execd
+for d in images/*/; do
+	d=${d%/}
+	d=${d#images/}
+	[ "$d" = execd ] || build "$d"
+done
+
+# port: a free TCP port on 127.0.0.1.
+port() {
+	/usr/bin/python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# status PORT [TOKEN]: the status of one GET /ping there (0: no answer).
+status() {
+	/usr/bin/python3 - "$1" "${2:-}" <<'EOF' 2>/dev/null || echo 0
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=2)
+h = {"X-EXECD-ACCESS-TOKEN": sys.argv[2]} if sys.argv[2] else {}
+c.request("GET", "/ping", headers=h)
+print(c.getresponse().status)
+EOF
+}
+
+# ping PORT [TOKEN]: wait up to 30 s for a 200 from execd's /ping there.
+ping() {
+	i=0
+	while [ $i -lt 150 ]; do
+		[ "$(status "$@")" = 200 ] && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# smoke NAME PORT [TOKEN [code]]: the SDK smoke test against execd there.
+smoke() {
+	if EXECD_URL="127.0.0.1:$2" EXECD_TOKEN="${3:-}" SMOKE_CODE="${4:-}" \
+	    timeout 300 node tests/sdk/smoke.mjs >"$W/smoke-$1.log" 2>&1
+	then
+		pass "$1: SDK smoke test ($(tail -n 1 "$W/smoke-$1.log"))"
+	else
+		cat "$W/smoke-$1.log"
+		fail "$1: SDK smoke test"
+	fi
+}
+
+# 4a. The Docker runtime's flow.
+note "Docker flow"
+if [ ! -d tests/sdk/node_modules ]; then
+	(cd tests/sdk && npm ci --no-audit --no-fund) >"$W/npm.log" 2>&1 ||
+	    fail "npm ci in tests/sdk"
+fi
+out=$W/out
+rm -rf "$out"
+mkdir -p "$out"
+if dk run -d --name installer "$tag-execd" tail -f /dev/null >/dev/null &&
+    dk cp installer:/execd "$out/execd" &&
+    dk cp installer:/bootstrap.sh "$out/bootstrap.sh"; then
+	pass "execd image runs tail -f /dev/null; /execd, /bootstrap.sh copied"
+else
+	dk logs installer 2>&1 | tail -n 20
+	fail "execd image as the Docker runtime's installer"
+fi
+dk rm -f installer >/dev/null 2>&1
+if [ -x "$out/execd" ] && [ -x "$out/bootstrap.sh" ]; then
+	p=$(port)
+	# Both files in one directory copied as /opt/opensandbox, which the
+	# user's image need not have.
+	mkdir -p "$out/opensandbox"
+	cp "$out/execd" "$out/bootstrap.sh" "$out/opensandbox/"
+	if ! dk create --name user --network host \
+	    -e EXECD_LISTEN="127.0.0.1:$p" \
+	    --entrypoint /opt/opensandbox/bootstrap.sh "$base" \
+	    sh -c 'echo user-command-ran; exec sleep 3600' >/dev/null ||
+	    ! dk cp "$out/opensandbox" user:/opt/ ||
+	    ! dk start user >/dev/null; then
+		fail "Docker flow: the user's container does not start"
+	elif ping "$p"; then
+		pass "Docker flow: execd answers /ping in the user's container"
+		smoke docker "$p"
+	else
+		dk logs user 2>&1 | tail -n 20
+		fail "Docker flow: execd does not answer in the user's container"
+	fi
+	if dk logs user 2>&1 | grep -q user-command-ran; then
+		pass "Docker flow: the user's command ran"
+		s=$(date +%s)
+		dk stop -t 20 user >/dev/null
+		st=$(dk inspect -f '{{.State.ExitCode}}' user)
+		if [ $(($(date +%s) - s)) -lt 15 ]; then
+			pass "Docker flow: docker stop ends it promptly (status $st)"
+		else
+			fail "Docker flow: SIGTERM not passed on (stop waited)"
+		fi
+	else
+		fail "Docker flow: the user's command did not run"
+	fi
+	dk rm -f user >/dev/null 2>&1
+fi
+
+# 4b. The Kubernetes runtime's flow: an init container and an emptyDir.
+note "Kubernetes flow"
+dk volume create opensandbox-bin >/dev/null
+# The pod's "command" replaces the image's entrypoint: --entrypoint.
+if dk run --rm -v opensandbox-bin:/opt/opensandbox -w / \
+    --entrypoint /bin/sh "$tag-execd" -c 'cp ./execd /opt/opensandbox/execd && cp ./bootstrap.sh /opt/opensandbox/bootstrap.sh && chmod +x /opt/opensandbox/execd /opt/opensandbox/bootstrap.sh' \
+    >"$W/init.log" 2>&1; then
+	pass "Kubernetes flow: the init container copied both files"
+	p=$(port)
+	tok=k8s-token-$$
+	dk run -d --name pod --network host -v opensandbox-bin:/opt/opensandbox \
+	    -e EXECD=/opt/opensandbox/execd -e EXECD_LISTEN="127.0.0.1:$p" \
+	    -e EXECD_ACCESS_TOKEN="$tok" \
+	    --entrypoint /opt/opensandbox/bootstrap.sh "$base" \
+	    sleep 3600 >/dev/null
+	if ping "$p" "$tok"; then
+		pass "Kubernetes flow: execd answers, with the access token"
+		for t in wrong-token ""; do
+			st=$(status "$p" "$t")
+			if [ "$st" = 401 ]; then
+				pass "Kubernetes flow: ${t:-no} token: 401"
+			else
+				fail "Kubernetes flow: ${t:-no} token: $st"
+			fi
+		done
+		smoke kubernetes "$p" "$tok"
+	else
+		dk logs pod 2>&1 | tail -n 20
+		fail "Kubernetes flow: execd does not answer"
+	fi
+	dk rm -f pod >/dev/null 2>&1
+else
+	cat "$W/init.log"
+	fail "Kubernetes flow: the init container failed"
+fi
+dk volume rm opensandbox-bin >/dev/null 2>&1
+
+# 4c. The code-interpreter image, execd as its main process.
+if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
+	note "code-interpreter"
+	p=$(port)
+	dk run -d --name ci --network host -e EXECD_LISTEN="127.0.0.1:$p" \
+	    "$tag-code-interpreter" >/dev/null
+	if ping "$p"; then
+		pass "code-interpreter: execd answers"
+		if dk exec ci /opt/opensandbox/execd --kernels \
+		    >"$W/kernels.log" 2>&1; then
+			for l in python javascript typescript r; do
+				if awk '{ print tolower($2) }' "$W/kernels.log" |
+				    grep -qx "$l"; then
+					pass "code-interpreter: a $l kernelspec"
+				else
+					cat "$W/kernels.log"
+					fail "code-interpreter: no $l kernelspec"
+				fi
+			done
+		else
+			cat "$W/kernels.log"
+			fail "code-interpreter: execd --kernels"
+		fi
+		smoke code-interpreter "$p" "" code
+	else
+		dk logs ci 2>&1 | tail -n 20
+		fail "code-interpreter: execd does not answer"
+	fi
+	dk rm -f ci >/dev/null 2>&1
+fi
+finish
