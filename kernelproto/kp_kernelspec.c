@@ -77,6 +77,7 @@ static int	 cmp_spec(const void *, const void *);
 static void	 scan_dir(struct scan *, const char *);
 static void	 scan_one(struct scan *, const char *, const char *);
 static char	*subst(const char *, const char *, const char *);
+static void	 prefix_python(const char *, char **);
 static void	 push_new(char ***, size_t *, char *);
 static void	 push_prefix(char ***, size_t *, const char *, size_t);
 static void	 push_pythons(char ***, size_t *);
@@ -640,6 +641,40 @@ subst(const char *s, const char *cf, const char *rd)
 	return out;
 }
 
+/*
+ * A bare "python" or "python3" in *arg0 becomes <P>/bin/python3 when the
+ * spec lives in <P>/share/jupyter/kernels/<name> and that file is
+ * executable: Jupyter puts its own interpreter there (Debian's octave spec
+ * says "python", which plain Debian lacks), and the interpreter of the
+ * spec's own prefix is the one its package was installed for.
+ */
+static void
+prefix_python(const char *rd, char **arg0)
+{
+	static const char tail[] = "/share/jupyter/kernels/";
+	const char *slash = strrchr(rd, '/'), *p;
+	char *py;
+	size_t plen;
+
+	if (strcmp(*arg0, "python") != 0 && strcmp(*arg0, "python3") != 0)
+		return;
+	if (slash == NULL || (size_t)(slash - rd) + 1 < sizeof(tail) - 1)
+		return;
+	p = slash + 1 - (sizeof(tail) - 1);
+	if (strncmp(p, tail, sizeof(tail) - 1) != 0 ||
+	    strchr(slash + 1, '/') != NULL || slash[1] == '\0')
+		return;
+	plen = (size_t)(p - rd);
+	if (asprintf(&py, "%.*s/bin/python3", (int)plen, rd) < 0)
+		abort();
+	if (access(py, X_OK) != 0) {
+		free(py);
+		return;
+	}
+	free(*arg0);
+	*arg0 = py;
+}
+
 /* See kp_kernelspec.h.  NULL (EINVAL) only if connection_file is NULL. */
 char **
 kp_kernelspec_argv(const struct kp_kernelspec *ks,
@@ -655,5 +690,6 @@ kp_kernelspec_argv(const struct kp_kernelspec *ks,
 	for (size_t i = 0; i < ks->argc; i++)
 		argv[i] = subst(ks->argv[i], connection_file,
 		    ks->resource_dir);
+	prefix_python(ks->resource_dir, &argv[0]);
 	return argv;
 }

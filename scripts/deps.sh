@@ -5,11 +5,15 @@
 # As root it runs apt-get itself; otherwise it prints the exact command.
 set -eu
 
+# Kernels for tests/integration/test_kernels.py: IRkernel (R draws PNGs
+# with cairo, a dependency of r-base-core), octave_kernel (plots through
+# gnuplot, with the font octave asks for).
 pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
 libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev clang
 cppcheck valgrind curl
 python3 python3-yaml python3-pyflakes util-linux
-python3-zmq python3-ipykernel python3-jupyter-client"
+python3-zmq python3-ipykernel python3-jupyter-client
+r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf"
 case "${1:-}" in
 bench) pkgs="wrk nginx-light python3-jupyter-server python3-websocket" ;;
 esac

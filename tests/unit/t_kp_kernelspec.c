@@ -569,6 +569,79 @@ test_system_python3(void)
 	kp_kernelspec_free(ks);
 }
 
+/* argv[0] of spec text in resource dir rd, filled in; freed here. */
+static char *
+argv0_of(const char *text, const char *rd)
+{
+	struct kp_kernelspec *ks = NULL;
+	char **argv, err[256], *a0;
+
+	T_EQ_INT(kp_kernelspec_parse(text, strlen(text), "k", rd, &ks, err,
+	    sizeof(err)), 0);
+	if (ks == NULL)
+		return NULL;
+	argv = kp_kernelspec_argv(ks, "/run/k-1.json");
+	T_OK(argv != NULL);
+	if (argv == NULL) {
+		kp_kernelspec_free(ks);
+		return NULL;
+	}
+	a0 = argv[0];
+	for (size_t i = 1; argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+	kp_kernelspec_free(ks);
+	return a0;
+}
+
+static void
+test_argv_python_of_the_prefix(void)
+{
+	/*
+	 * Debian's octave kernelspec says "python", which Jupyter replaces
+	 * with its own interpreter; execd takes the python3 of the prefix
+	 * the spec is installed in (<P>/share/jupyter/kernels/<name>).
+	 */
+	static const char py[] = "{\"argv\":[\"python\",\"-m\",\"k\"]}";
+	static const char py3[] = "{\"argv\":[\"python3\",\"-m\",\"k\"]}";
+	static const char abs[] = "{\"argv\":[\"/opt/python\",\"-m\"]}";
+	static const char other[] = "{\"argv\":[\"pythonx\",\"-m\"]}";
+	char *root = t_tmpdir(), *rd, *bare, *want, *a0;
+
+	t_mkdir(root, "share");
+	t_mkdir(root, "share/jupyter");
+	t_mkdir(root, "share/jupyter/kernels");
+	t_mkdir(root, "share/jupyter/kernels/k");
+	rd = cat(root, "share/jupyter/kernels/k");
+	/* No python3 in the prefix yet: argv[0] is left alone. */
+	T_EQ_STR((a0 = argv0_of(py, rd)), "python");
+	free(a0);
+	t_mkdir(root, "bin");
+	t_spit(t_path(root, "bin/python3"), "", 0, 0755);
+	want = cat(root, "bin/python3");
+	T_EQ_STR((a0 = argv0_of(py, rd)), want);
+	free(a0);
+	T_EQ_STR((a0 = argv0_of(py3, rd)), want);
+	free(a0);
+	T_EQ_STR((a0 = argv0_of(abs, rd)), "/opt/python");
+	free(a0);
+	T_EQ_STR((a0 = argv0_of(other, rd)), "pythonx");
+	free(a0);
+	/* A resource dir that is not in a share/jupyter/kernels. */
+	t_mkdir(root, "k");
+	bare = cat(root, "k");
+	T_EQ_STR((a0 = argv0_of(py, bare)), "python");
+	free(a0);
+	/* A python3 that is not executable is not taken. */
+	chmod(want, 0644);
+	T_EQ_STR((a0 = argv0_of(py, rd)), "python");
+	free(a0);
+	free(bare);
+	free(want);
+	free(rd);
+	t_tmpdir_free(root);
+}
+
 int
 main(void)
 {
@@ -582,6 +655,8 @@ main(void)
 		{ "find_all on the environment's path", test_find_from_env },
 		{ "argv substitution", test_argv },
 		{ "argv substitution is one pass", test_argv_single_pass },
+		{ "argv: python is the prefix's python3",
+		    test_argv_python_of_the_prefix },
 		{ "installed python3 kernelspec", test_system_python3 },
 	};
 
