@@ -33,11 +33,13 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "loop.h"
 #include "xmalloc.h"
 
 #define ROOT		"/sys/fs/cgroup"
 #define MAXDIRS		2		/* v1: memory and pids */
 #define KILL_ROUNDS	16		/* a forking job is killed in rounds */
+#define READY		2		/* empty cgroups kept made */
 
 struct cgroup {
 	char		 dir[MAXDIRS][PATH_MAX];
@@ -60,6 +62,10 @@ static unsigned long	 seq;
 static struct rec	*recs;
 static struct cgroup	*pending;	/* left running by a job: to remove */
 static size_t		 npending, cappending;
+static struct cgroup	*ready[READY];	/* made, empty, never used */
+static int		 nready;
+static struct loop	*L;
+static uint64_t		 t_tidy;		/* refill and remove, soon */
 
 static int	put(const char *, const char *, const char *);
 static int	get(const char *, const char *, char *, size_t);
@@ -72,6 +78,9 @@ static void	retry_pending(void);
 static void	keep(const struct cgroup *);
 static int	try_v2(char *, size_t);
 static int	try_v1(char *, size_t);
+static struct cgroup *make(void);
+static void	tidy(struct loop *, uint64_t, void *);
+static void	tidy_soon(void);
 
 /* Write text to dir/file.  0 or -errno. */
 static int
@@ -297,10 +306,11 @@ fail:
 
 /* Decide how limits are enforced; see cgroup.h. */
 enum cgroup_mode
-cgroup_init(bool off, char *why, size_t whylen)
+cgroup_init(struct loop *loop, bool off, char *why, size_t whylen)
 {
 	char v2why[256] = "";
 
+	L = loop;
 	mode = CGROUP_NONE;
 	nbase = 0;
 	if (off) {
@@ -341,6 +351,61 @@ cgroup_wanted(const struct limits *l)
 	    (l->set & (LIMITS_F_MEMORY | LIMITS_F_PROCESSES)) != 0;
 }
 
+/*
+ * A new empty cgroup, open for a child to join (its limits not yet
+ * written), or NULL with errno set.
+ */
+static struct cgroup *
+make(void)
+{
+	struct cgroup *cg = xcalloc(1, sizeof(*cg));
+	char path[PATH_MAX];
+	int i, e;
+
+	cg->procs[0] = cg->procs[1] = -1;
+	seq++;
+	for (i = 0; i < nbase; i++) {
+		if ((size_t)snprintf(cg->dir[i], sizeof(cg->dir[i]),
+		    "%s/job-%lu", base[i], seq) >= sizeof(cg->dir[i]) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/cgroup.procs",
+		    cg->dir[i]) >= sizeof(path)) {
+			errno = ENAMETOOLONG;
+			goto fail;
+		}
+		if (mkdir(cg->dir[i], 0755) < 0)
+			goto fail;
+		cg->ndirs = i + 1;
+		if ((cg->procs[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			goto fail;
+	}
+	return cg;
+fail:
+	e = errno;
+	cgroup_free(cg);
+	errno = e;
+	return NULL;
+}
+
+/* Soon, with the loop idle: remove what jobs left, make spare cgroups. */
+static void
+tidy_soon(void)
+{
+	if (L != NULL && t_tidy == 0)
+		t_tidy = loop_timer_add(L, 1, tidy, NULL);
+}
+
+static void
+tidy(struct loop *l, uint64_t id, void *arg)
+{
+	struct cgroup *cg;
+
+	t_tidy = 0;
+	retry_pending();
+	while (nready < READY && mode != CGROUP_NONE &&
+	    (cg = make()) != NULL)
+		ready[nready++] = cg;
+}
+
 /* A job's cgroup; see cgroup.h. */
 int
 cgroup_new(const struct limits *l, struct cgroup **out, char *err,
@@ -348,25 +413,21 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 {
 	struct cgroup *cg;
 	char mem[32] = "max", pids[32] = "max";
-	int rc = 0, i;
+	int rc = 0;
 
-	retry_pending();
-	cg = xcalloc(1, sizeof(*cg));
-	cg->procs[0] = cg->procs[1] = -1;
-	seq++;
+	if (nready > 0)
+		cg = ready[--nready];
+	else if ((cg = make()) == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "cgroup under %s: %s", base[0],
+		    strerror(-rc));
+		return rc;
+	}
+	tidy_soon();
 	if ((l->set & LIMITS_F_MEMORY) && l->memory != UINT64_MAX)
 		snprintf(mem, sizeof(mem), "%" PRIu64, l->memory);
 	if ((l->set & LIMITS_F_PROCESSES) && l->processes != UINT64_MAX)
 		snprintf(pids, sizeof(pids), "%" PRIu64, l->processes);
-	for (i = 0; i < nbase; i++) {
-		snprintf(cg->dir[i], sizeof(cg->dir[i]), "%s/job-%lu", base[i],
-		    seq);
-		if (mkdir(cg->dir[i], 0755) < 0) {
-			rc = -errno;
-			goto fail;
-		}
-		cg->ndirs = i + 1;
-	}
 	if (mode == CGROUP_V2) {
 		if ((rc = put(cg->dir[0], "memory.max", mem)) < 0 ||
 		    (rc = put(cg->dir[0], "pids.max", pids)) < 0)
@@ -382,15 +443,6 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 		if (strcmp(mem, "max") != 0)
 			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
 			    mem);
-	}
-	for (i = 0; i < cg->ndirs; i++) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s/cgroup.procs", cg->dir[i]);
-		if ((cg->procs[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-			rc = -errno;
-			goto fail;
-		}
 	}
 	*out = cg;
 	return 0;
@@ -575,11 +627,12 @@ cgroup_release(pid_t pid)
 	if (r == NULL)
 		return;
 	*pp = r->next;
-	if (r->cg != NULL && !remove_cg(r->cg))
-		keep(r->cg);
+	if (r->cg != NULL) {
+		keep(r->cg);		/* removed by tidy, once empty */
+		tidy_soon();
+	}
 	free(r->cg);
 	free(r);
-	retry_pending();
 }
 
 /* Jobs tracked; see cgroup.h. */
@@ -606,6 +659,11 @@ cgroup_shutdown(void)
 		free(r->cg);
 		free(r);
 	}
+	while (nready > 0)
+		cgroup_free(ready[--nready]);
+	/* The loop may be gone already: its timers went with it. */
+	L = NULL;
+	t_tidy = 0;
 	for (size_t i = 0; i < npending; i++)
 		(void)kill_all(&pending[i]);
 	/* Killed processes take a moment to leave; a second at most. */

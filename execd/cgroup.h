@@ -8,7 +8,11 @@
  * system calls) and takes rlimits for the rest of its limits, and the job
  * is then tracked by its leader's pid: its owner asks why it ended
  * (cgroup_why) when the leader is reaped, and child.c removes the cgroup
- * (cgroup_release), killing whatever it still holds.  Loop thread only.
+ * (cgroup_release), killing whatever it still holds.  Making and
+ * removing directories is slow in the kernel, so both happen on the loop
+ * while nothing waits: a few empty cgroups are kept made, and one a job
+ * is done with is removed after its answer has gone out.  Loop thread
+ * only.
  */
 #ifndef EXECD_CGROUP_H
 #define EXECD_CGROUP_H
@@ -26,14 +30,19 @@ enum cgroup_mode {
 };
 
 struct cgroup;
+struct loop;
 
 /*
  * Find a cgroup execd may write (unless off) and make its directory for
  * jobs there, removing those a dead execd left.  Returns the mode; a
  * message in why says what was found or why there is none.
  */
-enum cgroup_mode cgroup_init(bool off, char *why, size_t whylen);
-/* Remove execd's directory (jobs still running are killed first). */
+enum cgroup_mode cgroup_init(struct loop *, bool off, char *why,
+	    size_t whylen);
+/*
+ * Remove execd's directory (jobs still running are killed first).  It
+ * does not touch the loop, which may already be freed.
+ */
 void	cgroup_shutdown(void);
 enum cgroup_mode cgroup_mode(void);
 /* "cgroup v2", "cgroup v1", "rlimits". */

@@ -764,9 +764,9 @@ limit_one(struct conf *c, const char *s, size_t n, char *err, size_t errlen)
 				}
 				memset(&c->lang_limits[i], 0,
 				    sizeof(c->lang_limits[i]));
-				snprintf(c->lang_limits[i].lang,
-				    sizeof(c->lang_limits[i].lang), "%s",
-				    lang);
+				/* Shorter than lang[], checked above. */
+				memcpy(c->lang_limits[i].lang, lang,
+				    strlen(lang) + 1);
 				c->nlang_limits++;
 			}
 			l[nl++] = &c->lang_limits[i].l;

@@ -224,7 +224,7 @@ setup_sandbox(const struct conf *c)
 		    c->user.home };
 		spawn_default_user(&defuser);
 	}
-	(void)cgroup_init(c->cgroups_off, err, sizeof(err));
+	(void)cgroup_init(app.loop, c->cgroups_off, err, sizeof(err));
 	if (spawn_oom_init(CHILD_OOM_ADJ, &adj) < 0)
 		log_warnx("cannot lower execd's oom_score_adj");
 	log_info("limits: %s; oom_score_adj %d for execd, %d for children%s%s",
