@@ -6,9 +6,9 @@
  * bytes, "unlimited", the smallest values, refusals (unknown key, unit on
  * a count, junk, overflow, 0 where it would keep a job from starting)
  * with the key named in the message, the request's JSON object (numbers,
- * strings, wrong types, negative numbers), limits_over, the text a limit
- * is reported with, and --limit per kind, for all kinds and per language,
- * and --user by name and by number.
+ * strings, wrong types, negative numbers), limits_for over defaults,
+ * limits_over, the text a limit is reported with, and --limit per kind,
+ * for all kinds and per language, and --user by name and by number.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -156,6 +156,36 @@ test_over_format(void)
 	T_EQ_STR(limits_key_name(LIMITS_F_CPU), "cpu_seconds");
 }
 
+/* A request body's "limits" over defaults. */
+static void
+test_for(void)
+{
+	struct limits d = { 0 }, l;
+	char err[256];
+	json_t *b;
+
+	T_EQ_INT(limits_set(&d, "core", "0", err, sizeof(err)), 0);
+	T_EQ_INT(limits_set(&d, "memory", "1GiB", err, sizeof(err)), 0);
+	b = json_loads("{\"command\": \"x\", \"limits\": {\"memory\": "
+	    "\"64MiB\"}}", 0, NULL);
+	T_EQ_INT(limits_for(&l, &d, b, err, sizeof(err)), 0);
+	T_OK(l.memory == 64ULL << 20 && l.core == 0 &&
+	    l.set == (LIMITS_F_MEMORY | LIMITS_F_CORE));
+	json_decref(b);
+	b = json_loads("{\"limits\": null}", 0, NULL);
+	T_EQ_INT(limits_for(&l, &d, b, err, sizeof(err)), 0);
+	T_OK(l.memory == 1ULL << 30);
+	json_decref(b);
+	b = json_loads("{}", 0, NULL);
+	T_EQ_INT(limits_for(&l, NULL, b, err, sizeof(err)), 0);
+	T_EQ_INT(l.set, 0);
+	json_decref(b);
+	b = json_loads("{\"limits\": {\"cpu\": 1}}", 0, NULL);
+	T_EQ_INT(limits_for(&l, &d, b, err, sizeof(err)), -EINVAL);
+	T_OK(strstr(err, "'cpu'") != NULL);
+	json_decref(b);
+}
+
 static int
 parse(struct conf *c, const char *a1, const char *a2, char *err,
     size_t errlen)
@@ -235,6 +265,7 @@ static const struct t_case cases[] = {
 	{ "bad values name the key", test_set_bad },
 	{ "request object", test_json },
 	{ "over and format", test_over_format },
+	{ "defaults and a request", test_for },
 	{ "--limit", test_conf_limit },
 	{ "--user", test_conf_user },
 };
