@@ -174,8 +174,10 @@ static const struct opt opts[] = {
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
 	    "print the installed Jupyter kernels (name, language, directory), "
-	    "found as Jupyter finds them ($JUPYTER_PATH, the user and system "
-	    "data directories), and exit" },
+	    "found as Jupyter finds them ($JUPYTER_PATH, the user's data "
+	    "directories, each Python's sys.prefix, the system's), and exit; "
+	    "a kernel installed later is found when its language is asked "
+	    "for" },
 	{ "print-config", O_PRINT_CONFIG, NULL, NULL, NULL,
 	    "print the options in force as a YAML file that --config "
 	    "accepts, without the access token, and exit" },
