@@ -35,6 +35,7 @@
 #include "xmalloc.h"
 
 #define MSG	256	/* one message from conf.c or limits.c */
+#define LANG_RULE	"a language must be a name (letters, digits, _ + -)"
 
 struct rd {
 	yaml_parser_t	 p;
@@ -47,6 +48,8 @@ struct rd {
 static int	fail(struct rd *, const yaml_mark_t *, const char *, ...)
 		    __attribute__((format(printf, 3, 4)));
 static int	next(struct rd *, yaml_event_t *);
+static int	map_start(struct rd *, const char *);
+static int	map_key(struct rd *, yaml_event_t *, const char *);
 static int	read_top(struct rd *);
 static int	read_option(struct rd *, const yaml_event_t *);
 static int	read_limits(struct rd *);
@@ -94,6 +97,48 @@ next(struct rd *r, yaml_event_t *ev)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * The start of a mapping, or "WANTS, not <what came>" at what came
+ * instead (want says what the mapping is for).
+ */
+static int
+map_start(struct rd *r, const char *want)
+{
+	yaml_event_t ev;
+	int rc;
+
+	if ((rc = next(r, &ev)) < 0)
+		return rc;
+	if (ev.type != YAML_MAPPING_START_EVENT)
+		rc = fail(r, &ev.start_mark, "%s, not %s", want, shape(&ev));
+	yaml_event_delete(&ev);
+	return rc;
+}
+
+/*
+ * The next key of a mapping into key, a scalar the caller deletes: 1; 0
+ * at the mapping's end; or "RULE, not <what came>" for a key that is not
+ * a name.
+ */
+static int
+map_key(struct rd *r, yaml_event_t *key, const char *rule)
+{
+	int rc;
+
+	if ((rc = next(r, key)) < 0)
+		return rc;
+	if (key->type == YAML_MAPPING_END_EVENT) {
+		yaml_event_delete(key);
+		return 0;
+	}
+	if (key->type != YAML_SCALAR_EVENT) {
+		rc = fail(r, &key->start_mark, "%s, not %s", rule, shape(key));
+		yaml_event_delete(key);
+		return rc;
+	}
+	return 1;
 }
 
 /* What an event holds, for messages. */
@@ -208,18 +253,7 @@ read_top(struct rd *r)
 	size_t i;
 	int rc;
 
-	for (;;) {
-		if ((rc = next(r, &key)) < 0)
-			return rc;
-		if (key.type == YAML_MAPPING_END_EVENT) {
-			yaml_event_delete(&key);
-			return 0;
-		}
-		if (key.type != YAML_SCALAR_EVENT) {
-			rc = fail(r, &key.start_mark, "a key must be a name, "
-			    "not %s", shape(&key));
-			goto out;
-		}
+	while ((rc = map_key(r, &key, "a key must be a name")) > 0) {
 		s = (const char *)key.data.scalar.value;
 		snprintf(name, sizeof(name), "%s", s);
 		for (char *p = name; *p != '\0'; p++)
@@ -250,6 +284,7 @@ read_top(struct rd *r)
 			goto out;
 		yaml_event_delete(&key);
 	}
+	return rc;
 out:
 	yaml_event_delete(&key);
 	return rc;
@@ -305,26 +340,10 @@ read_limits(struct rd *r)
 	const char *s;
 	int rc;
 
-	if ((rc = next(r, &ev)) < 0)
+	if ((rc = map_start(r, "limits wants a mapping of command, session, "
+	    "context, pty and languages")) < 0)
 		return rc;
-	if (ev.type != YAML_MAPPING_START_EVENT) {
-		rc = fail(r, &ev.start_mark, "limits wants a mapping of "
-		    "command, session, context, pty and languages, not %s",
-		    shape(&ev));
-		yaml_event_delete(&ev);
-		return rc;
-	}
-	yaml_event_delete(&ev);
-	for (;;) {
-		if ((rc = next(r, &ev)) < 0)
-			return rc;
-		if (ev.type == YAML_MAPPING_END_EVENT)
-			break;
-		if (ev.type != YAML_SCALAR_EVENT) {
-			rc = fail(r, &ev.start_mark, "a key of limits must be "
-			    "a name, not %s", shape(&ev));
-			goto out;
-		}
+	while ((rc = map_key(r, &ev, "a key of limits must be a name")) > 0) {
 		s = (const char *)ev.data.scalar.value;
 		if (strcmp(s, "languages") == 0)
 			bit = 1u << LIMITS_NKINDS;
@@ -350,7 +369,7 @@ read_limits(struct rd *r)
 			goto out;
 		yaml_event_delete(&ev);
 	}
-	rc = 0;
+	return rc;
 out:
 	yaml_event_delete(&ev);
 	return rc;
@@ -365,29 +384,16 @@ read_languages(struct rd *r)
 	const char *s;
 	int rc;
 
-	if ((rc = next(r, &ev)) < 0)
+	if ((rc = map_start(r, "limits.languages wants a mapping of "
+	    "language names")) < 0)
 		return rc;
-	if (ev.type != YAML_MAPPING_START_EVENT) {
-		rc = fail(r, &ev.start_mark, "limits.languages wants a mapping "
-		    "of language names, not %s", shape(&ev));
-		yaml_event_delete(&ev);
-		return rc;
-	}
-	yaml_event_delete(&ev);
-	for (;;) {
-		if ((rc = next(r, &ev)) < 0)
-			return rc;
-		if (ev.type == YAML_MAPPING_END_EVENT)
-			break;
-		s = ev.type == YAML_SCALAR_EVENT ?
-		    (const char *)ev.data.scalar.value : "";
-		if (ev.type != YAML_SCALAR_EVENT || s[0] == '\0' ||
-		    strlen(s) >= 64 || strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	while ((rc = map_key(r, &ev, LANG_RULE)) > 0) {
+		s = (const char *)ev.data.scalar.value;
+		if (s[0] == '\0' || strlen(s) >= 64 ||
+		    strspn(s, "abcdefghijklmnopqrstuvwxyz"
 		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-") != strlen(s)) {
-			rc = fail(r, &ev.start_mark, "a language must be a "
-			    "name (letters, digits, _ + -), not %s",
-			    ev.type == YAML_SCALAR_EVENT ? "this" :
-			    shape(&ev));
+			rc = fail(r, &ev.start_mark, "%s, not this",
+			    LANG_RULE);
 			goto out;
 		}
 		snprintf(where, sizeof(where), "languages.%s", s);
@@ -403,7 +409,7 @@ read_languages(struct rd *r)
 			goto out;
 		yaml_event_delete(&ev);
 	}
-	rc = 0;
+	return rc;
 out:
 	yaml_event_delete(&ev);
 	return rc;
@@ -418,31 +424,17 @@ read_kind(struct rd *r, const char *where, const char *prefix)
 {
 	struct limits one;
 	yaml_event_t key, val;
-	char msg[MSG], what[192], text[256];
+	char msg[MSG], what[192], text[256], want[256];
 	unsigned seen = 0;
 	const char *k, *v;
 	int rc;
 
-	if ((rc = next(r, &key)) < 0)
+	snprintf(want, sizeof(want), "limits.%s wants a mapping of limits "
+	    "(memory, processes, cpu_seconds, file_size, open_files, core)",
+	    where);
+	if ((rc = map_start(r, want)) < 0)
 		return rc;
-	if (key.type != YAML_MAPPING_START_EVENT) {
-		rc = fail(r, &key.start_mark, "limits.%s wants a mapping of "
-		    "limits (memory, processes, cpu_seconds, file_size, "
-		    "open_files, core), not %s", where, shape(&key));
-		yaml_event_delete(&key);
-		return rc;
-	}
-	yaml_event_delete(&key);
-	for (;;) {
-		if ((rc = next(r, &key)) < 0)
-			return rc;
-		if (key.type == YAML_MAPPING_END_EVENT)
-			break;
-		if (key.type != YAML_SCALAR_EVENT) {
-			rc = fail(r, &key.start_mark, "a limit must be a name, "
-			    "not %s", shape(&key));
-			goto out;
-		}
+	while ((rc = map_key(r, &key, "a limit must be a name")) > 0) {
 		k = (const char *)key.data.scalar.value;
 		snprintf(what, sizeof(what), "limits.%s.%.32s", where, k);
 		memset(&one, 0, sizeof(one));
@@ -473,7 +465,7 @@ read_kind(struct rd *r, const char *where, const char *prefix)
 			goto out;
 		yaml_event_delete(&key);
 	}
-	rc = 0;
+	return rc;
 out:
 	yaml_event_delete(&key);
 	return rc;
