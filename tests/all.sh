@@ -57,6 +57,10 @@ echo "=== Docker images"
 sh tests/docker.sh >"$log" 2>&1
 cat "$log"
 count "$log" || echo "FAIL docker: no summary line"
+echo "=== Kubernetes manifests"
+sh tests/k8s/run.sh >"$log" 2>&1
+cat "$log"
+count "$log" || echo "FAIL k8s: no summary line"
 echo "=== make lint"
 if make -s lint; then
 	echo "PASS lint"
