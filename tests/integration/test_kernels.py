@@ -23,6 +23,7 @@ so in the output.
 import base64
 import os
 import signal
+import tempfile
 import threading
 import time
 
@@ -315,8 +316,10 @@ def run_row(name):
             "kernel %r for %s is not installed: run scripts/deps.sh "
             "(and tests/kernels/setup.sh)" % (row["spec"], name))
     env = dict(row.get("env", {}), JUPYTER_PATH=jupyter_path())
-    with Execd(env=env) as d:
-        c = new_context(d, name)
+    # A kernel that dies may leave files in its directory (Octave writes
+    # octave-workspace): a directory of the test's own, not the tree.
+    with Execd(env=env) as d, tempfile.TemporaryDirectory() as cwd:
+        c = new_context(d, name, cwd=cwd)
         assert c["language"] == name, c
         for check, fn in CHECKS:
             if row.get(check, check) is None:
