@@ -137,7 +137,8 @@ fuzz-run: fuzz
 deps:
 	@sh scripts/deps.sh
 
-run: deps
+run:
+	@sh scripts/deps.sh run
 	@$(MAKE) --no-print-directory all
 	exec $(B)/execd $(ARGS)
 

@@ -1,21 +1,26 @@
 #!/bin/sh
 # Install the Debian packages execd needs, when some are missing.
-#   sh scripts/deps.sh          build and test dependencies
+#   sh scripts/deps.sh build    what building execd (and `make static`) needs
+#   sh scripts/deps.sh run      that, and Python contexts (`make run`)
+#   sh scripts/deps.sh          that, and everything the tests use
 #   sh scripts/deps.sh bench    also what `make bench` compares against
 # As root it runs apt-get itself; otherwise it prints the exact command.
 set -eu
 
+build="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
+libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev"
+run="python3 python3-ipykernel"
 # Kernels for tests/integration/test_kernels.py: IRkernel (R draws PNGs
 # with cairo, a dependency of r-base-core), octave_kernel (plots through
 # gnuplot, with the font octave asks for).
-pkgs="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev clang
-cppcheck valgrind curl
-python3 python3-yaml python3-pyflakes util-linux
-python3-zmq python3-ipykernel python3-jupyter-client
+tests="clang cppcheck valgrind curl python3-yaml python3-pyflakes util-linux
+python3-zmq python3-jupyter-client busybox-static
 r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf"
 case "${1:-}" in
+build) pkgs="$build" ;;
+run) pkgs="$build $run" ;;
 bench) pkgs="wrk nginx-light python3-jupyter-server python3-websocket" ;;
+*) pkgs="$build $run $tests" ;;
 esac
 
 missing=""
