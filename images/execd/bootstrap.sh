@@ -38,7 +38,27 @@ if [ -n "${EXECD_BOOTSTRAP_PRE_SCRIPT:-}" ]; then
 	fi
 fi
 
+# The traps come first: a signal that comes while execd or the command
+# starts is kept (in sig) and passed on once there is a process to take
+# it: the command, or execd when there is no command.
+int=TERM
+[ -z "${BASH_VERSION:-}" ] || int=INT
+if [ $# -eq 0 ] && [ -n "${BOOTSTRAP_CMD:-}" ]; then
+	set -- /bin/sh -c "$BOOTSTRAP_CMD"
+fi
 epid=
+child=
+sig=
+if [ $# -eq 0 ]; then
+	trap 'sig=TERM; [ -z "$epid" ] || kill -TERM "$epid" 2>/dev/null' \
+	    TERM INT
+else
+	trap 'sig=TERM; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' \
+	    TERM
+	trap 'sig=$int; [ -z "$child" ] || kill -"$int" "$child" 2>/dev/null' \
+	    INT
+fi
+
 if [ -x "$EXECD" ]; then
 	"$EXECD" &
 	epid=$!
@@ -46,12 +66,9 @@ else
 	echo "bootstrap: $EXECD is not executable; execd not started" >&2
 fi
 
-if [ $# -eq 0 ] && [ -n "${BOOTSTRAP_CMD:-}" ]; then
-	set -- /bin/sh -c "$BOOTSTRAP_CMD"
-fi
 if [ $# -eq 0 ]; then
 	[ -n "$epid" ] || exit 127
-	trap 'kill -TERM "$epid" 2>/dev/null' TERM INT
+	[ -z "$sig" ] || kill -TERM "$epid" 2>/dev/null
 	while kill -0 "$epid" 2>/dev/null; do
 		wait "$epid"
 		st=$?
@@ -59,23 +76,30 @@ if [ $# -eq 0 ]; then
 	exit "${st:-0}"
 fi
 
+if [ -n "$sig" ]; then
+	# Told to stop before the command started: it does not start.
+	set -- /bin/sh -c "exit $((128 + 15))"
+fi
 if [ -n "${BASH_VERSION:-}" ]; then
-	( trap - INT QUIT; exec "$@" ) &
-	int=INT
+	( trap - INT QUIT TERM; exec "$@" ) &
 else
 	"$@" &
-	int=TERM
 fi
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM
-trap 'kill -"$int" "$child" 2>/dev/null' INT
-# wait returns early when a trapped signal comes: wait again until the
-# command is really gone.
-st=0
+[ -z "$sig" ] || kill -"$sig" "$child" 2>/dev/null
+# wait returns early (above 128) when a trapped signal comes: wait again
+# while the command runs on.  If it ended meanwhile, one more wait
+# returns its status (dash, bash and busybox keep it; 127 where a shell
+# does not, and then the first answer stands).
 while :; do
 	wait "$child"
 	st=$?
-	kill -0 "$child" 2>/dev/null || break
+	[ "$st" -gt 128 ] || break
+	kill -0 "$child" 2>/dev/null && continue
+	wait "$child"
+	last=$?
+	[ "$last" -eq 127 ] || st=$last
+	break
 done
 if [ -n "$epid" ]; then
 	kill -TERM "$epid" 2>/dev/null

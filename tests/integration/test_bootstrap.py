@@ -203,3 +203,50 @@ def test_real_execd_with_a_token_then_sigterm():
         assert rc == 128 + signal.SIGTERM, (rc, read(tmp + "/log"))
         assert "stopped" in read(tmp + "/log")
         assert status("boot-token") is None
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return None
+
+
+def test_a_signal_as_the_command_starts_is_passed_on():
+    # SIGTERM at once (before execd or the command started), or as soon
+    # as the command runs: the script ends with everything it started,
+    # never killed itself with the command or execd left running.  (A
+    # signal in the microseconds between the command's fork and its exec
+    # is lost, as under any shell.)
+    for shell in SHELLS:
+        for trial in range(10):
+            with tempfile.TemporaryDirectory() as tmp:
+                mark = "31.%d%d" % (len(shell), trial)
+                p = bootstrap(tmp, ["sleep", mark], shell)
+                if trial > 0:
+                    assert wait_for(lambda: running(["sleep", mark]),
+                                    timeout=20, step=0.001), shell
+                    time.sleep((trial - 1) * 0.001)
+                p.send_signal(signal.SIGTERM)
+                st = p.wait(20)
+                time.sleep(0.05)
+                left = running(["sleep", mark]) + running(None, tmp)
+                for q in left:
+                    os.kill(q, signal.SIGKILL)
+                assert not left and st in (128 + signal.SIGTERM,
+                                           -signal.SIGTERM), (
+                    shell, trial, st, left, read(tmp + "/log"))
+
+
+def running(argv, within=None):
+    """Pids whose command line is argv, or has an argument holding within."""
+    found = []
+    for q in os.listdir("/proc"):
+        if not q.isdigit():
+            continue
+        args = cmdline(q)
+        if args is not None and (args == argv or (within is not None and
+                                 any(within in a for a in args))):
+            found.append(int(q))
+    return found
