@@ -115,7 +115,8 @@ decode(const char *in, size_t n, size_t step, char *out, size_t *olen)
 				return rc;
 			memcpy(out + *olen, held + off, len);
 			*olen += len;
-			memmove(held, held + used, hn - used);
+			if (used > 0)
+				memmove(held, held + used, hn - used);
 			hn -= used;
 			if (rc == 1 || used == 0)
 				break;
