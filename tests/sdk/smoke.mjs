@@ -1,7 +1,7 @@
 // A smoke test of a deployed execd through the official SDK, for
 // tests/docker.sh: ping (the SDK's readiness check), a command, a file
 // written and read back, and, with SMOKE_CODE set, a run in each of
-// Python, JavaScript, TypeScript, R and bash.
+// Python, JavaScript, TypeScript, R, Octave and bash.
 //   EXECD_URL=host:port [EXECD_TOKEN=...] [SMOKE_CODE=1] node smoke.mjs
 // Prints one line per step and, last, what passed; exits non-zero on the
 // first failure.
@@ -40,6 +40,8 @@ try {
       ["javascript", "console.log(6 * 7)", "42\n"],
       ["typescript", "const x: number = 6 * 7; console.log(x)", "42\n"],
       ["r", "cat(6 * 7, '\\n')", "42 \n"],
+      // octave_kernel reads octave-cli through a terminal: CR LF.
+      ["octave", "disp(6 * 7)", "42\r\n"],
       ["bash", "echo $((6 * 7))", "42\n"],
     ]) {
       const ex = await codes.run(code, { language: lang, signal: T() });
