@@ -198,7 +198,7 @@ start_one(uint64_t *us)
 
 	memset(&S, 0, sizeof(S));
 	t0 = now_us();
-	if (kernel_start(L, &conf, spec, NULL, on_event, NULL, &S.k, err,
+	if (kernel_start(L, &conf, NULL, spec, NULL, on_event, NULL, &S.k, err,
 	    sizeof(err)) < 0) {
 		fprintf(stderr, "kbench: kernel_start: %s\n", err);
 		return -1;
