@@ -141,6 +141,16 @@ child_signal_all(int sig)
 	return n + signal_direct_children(sig);
 }
 
+/* Whether pid is one of the registered children. */
+bool
+child_known(pid_t pid)
+{
+	for (size_t i = 0; i < ntab; i++)
+		if (tab[i].pid == pid)
+			return true;
+	return false;
+}
+
 /* Whether any child exists, reaped or not yet. */
 int
 child_any(void)

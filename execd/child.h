@@ -10,6 +10,7 @@
 #ifndef EXECD_CHILD_H
 #define EXECD_CHILD_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Called once, after the child was reaped; status as from waitpid. */
@@ -27,6 +28,8 @@ void	child_reap(void);
  * processes or groups were signalled.
  */
 int	child_signal_all(int sig);
+/* Whether pid is registered: a child execd started, not one it adopted. */
+bool	child_known(pid_t pid);
 /* True while execd has any child at all, registered or not. */
 int	child_any(void);
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "log.h"
 #include "loop.h"
 #include "ptree.h"
@@ -300,7 +301,8 @@ members(struct tree *t, struct proc *p, size_t n)
 		    (ours && p[i].sid == lead))
 			p[i].in = true;
 		else if (p[i].ppid == self && t->id.mark[0] != '\0' &&
-		    p[i].state != 'Z' && marked(p[i].pid, t->id.mark))
+		    p[i].state != 'Z' && !child_known(p[i].pid) &&
+		    marked(p[i].pid, t->id.mark))
 			p[i].in = true;
 	}
 	/* 3. Children of members, to any depth. */
