@@ -59,7 +59,22 @@ else
 	    INT
 fi
 
-if [ -x "$EXECD" ]; then
+# A process that is still the shell that forked it, before its exec, does
+# not take signals as the program will: wait (up to 2 s) until pid is no
+# longer running our own shell.  Where /proc cannot tell, go on at once.
+exec_wait() {
+	n=0
+	# shellcheck disable=SC3013 # -ef: dash, bash and busybox all have it
+	while [ "$n" -lt 20 ] && [ -e "/proc/$1/exe" ] &&
+	    [ "/proc/$1/exe" -ef "/proc/$$/exe" ]; do
+		sleep 0.1 2>/dev/null || break
+		n=$((n + 1))
+	done
+}
+
+if [ -n "$sig" ]; then
+	exit $((128 + 15))	# told to stop before anything started
+elif [ -x "$EXECD" ]; then
 	"$EXECD" &
 	epid=$!
 else
@@ -68,7 +83,10 @@ fi
 
 if [ $# -eq 0 ]; then
 	[ -n "$epid" ] || exit 127
-	[ -z "$sig" ] || kill -TERM "$epid" 2>/dev/null
+	if [ -n "$sig" ]; then
+		exec_wait "$epid"
+		kill -TERM "$epid" 2>/dev/null
+	fi
 	while kill -0 "$epid" 2>/dev/null; do
 		wait "$epid"
 		st=$?
@@ -102,6 +120,7 @@ while :; do
 	break
 done
 if [ -n "$epid" ]; then
+	exec_wait "$epid"
 	kill -TERM "$epid" 2>/dev/null
 	wait "$epid"
 fi
