@@ -1874,6 +1874,19 @@ http_reader_wake(struct http_reader *rd)
 	rd->srv->kick = true;
 }
 
+/* The client's socket, for a body its owner writes; see http.h. */
+int
+http_reader_socket(struct http_reader *rd)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (rd->conn == NULL || rd->srv->quiesced)
+		return -1;
+	ci = MHD_get_connection_info(rd->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci != NULL ? ci->connect_fd : -1;
+}
+
 /*
  * Shutdown: wake every connection we put to sleep, since MHD cannot stop
  * with one suspended.  Sleeping readers are cut short; paused bodies are

@@ -257,6 +257,16 @@ struct http_resp *http_resp_reader_len(uint64_t len, http_read_cb *read,
 struct http_reader;
 struct http_reader	*http_resp_reader_of(struct http_resp *);
 void		 http_reader_wake(struct http_reader *);
+/*
+ * From read, for a body too large to copy through MHD's buffer (the
+ * proxy splices one): the client's socket, or -1 when there is none to
+ * give.  The head has gone out and nothing is queued on the socket.  The
+ * owner then writes the whole body itself while read returns
+ * HTTP_READ_WAIT; woken, read returns 0 once all of it is written (MHD
+ * then closes the connection, so the response must carry "Connection:
+ * close") or -1.  The owner must not touch the socket after that.
+ */
+int			 http_reader_socket(struct http_reader *);
 void	http_resp_header(struct http_resp *, const char *name,
 	    const char *value);
 void	http_reply_resp(struct http_req *, unsigned status, struct http_resp *);

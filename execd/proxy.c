@@ -21,7 +21,11 @@
  * whose next bytes wake it.  A client that does not read is therefore
  * never read for, and nothing is queued for it but the socket buffers.
  * A body of known length is sent with that Content-Length; others are
- * sent chunked.  A 101 answer to an upgrade request
+ * sent chunked.  A body of SPLICE_MIN bytes or more skips both copies:
+ * once the head is out, it is spliced from the backend through a pipe
+ * straight into the client's socket, which http_reader_socket() lends
+ * while MHD sleeps, and the connection is closed after it (the response
+ * says "Connection: close").  A 101 answer to an upgrade request
  * turns the proxy into a tunnel: bytes both ways through two capped
  * queues, each side read only while the other's queue has room, until
  * either side ends and what it sent has been passed on.
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,6 +59,8 @@
 #define POOL_MAX	32		/* idle backend connections kept */
 #define POOL_PER_PORT	8
 #define POOL_IDLE_MS	30000		/* ... each for at most this long */
+#define SPLICE_MIN	(1u << 20)	/* a body this long is spliced */
+#define SPLICE_PIPE	(256u << 10)	/* ... through a pipe this large */
 
 enum state {
 	ST_CONNECT,	/* connect() under way */
@@ -103,6 +110,13 @@ struct proxy {
 	struct http_reader	*rd;	/* the response's, until resp_done */
 	bool			 waiting;	/* rd asleep until the backend sends */
 	bool			 broken;	/* the reader must abort */
+	/* A spliced body (see splice_read()). */
+	bool			 splice;	/* chosen for this response */
+	bool			 spliced;	/* ... and all of it went */
+	int			 sfd;		/* the client, lent meanwhile */
+	int			 pipe[2];
+	size_t			 piped;		/* bytes in the pipe */
+	size_t			 pipe_cap;
 	/* The tunnel. */
 	bool			 up_pending;	/* 101 queued, socket not ours yet */
 	struct http_upgrade	*u;
@@ -124,6 +138,9 @@ static void	 on_backend(struct loop *, int, void *, int, void *);
 static void	 on_client(struct loop *, int, void *, int, void *);
 static void	 on_timer(struct loop *, uint64_t, void *);
 static void	 on_ready(struct loop *, int, void *, int, void *);
+static void	 on_splice(struct loop *, int, void *, int, void *);
+static ssize_t	 splice_read(struct proxy *, char *, size_t);
+static void	 splice_stop(struct proxy *);
 static ssize_t	 resp_read(void *, char *, size_t);
 static void	 resp_done(void *);
 static int	 body_data(struct http_req *, const char *, size_t, void *);
@@ -332,7 +349,8 @@ proxy_start(struct http_req *req, const struct proxy_opts *o)
 	p->req = req;
 	p->port = o->port;
 	p->timeout_ms = o->timeout_ms;
-	p->bfd = p->cfd = -1;
+	p->bfd = p->cfd = p->sfd = -1;
+	p->pipe[0] = p->pipe[1] = -1;
 	p->last = loop_now_ms();
 	buf_init_max(&p->out, OUT_HIGH + READ_CHUNK + PROXY_HEAD_MAX +
 	    (16u << 20));	/* a client's head is capped by MHD */
@@ -465,6 +483,7 @@ retry(struct proxy *p)
 static void
 close_backend(struct proxy *p)
 {
+	splice_stop(p);
 	if (p->timer != 0) {
 		loop_timer_cancel(p->loop, p->timer);
 		p->timer = 0;
@@ -816,6 +835,10 @@ maybe_reply(struct proxy *p)
 		    p->length : 0, resp_read, resp_done, p);
 	else
 		hr = http_resp_reader(resp_read, resp_done, p);
+	if (p->framing == FR_LENGTH && p->left >= SPLICE_MIN) {
+		p->splice = true;
+		http_resp_header(hr, "Connection", "close");
+	}
 	for (size_t i = 0; p->hdrs[i] != NULL; i += 2)
 		http_resp_header(hr, p->hdrs[i], p->hdrs[i + 1]);
 	p->rd = http_resp_reader_of(hr);
@@ -835,6 +858,8 @@ resp_read(void *arg, char *buf, size_t max)
 	ssize_t n;
 	int rc;
 
+	if (p->splice)
+		return splice_read(p, buf, max);
 	if (p->broken)
 		return -1;
 	for (;;) {
@@ -926,6 +951,142 @@ resp_read(void *arg, char *buf, size_t max)
 		if (p->framing == FR_LENGTH && p->left == 0)
 			done_backend(p);
 		return n;
+	}
+}
+
+/*
+ * The reader of a spliced body.  The first call borrows the client's
+ * socket and starts the pump, or falls back to copying when it cannot;
+ * later ones end the response once the pump has sent it all (0) or
+ * failed (-1).
+ */
+static ssize_t
+splice_read(struct proxy *p, char *buf, size_t max)
+{
+	int sz;
+
+	if (p->broken) {
+		splice_stop(p);
+		return -1;
+	}
+	if (p->spliced)
+		return 0;
+	if (p->sfd >= 0)
+		return HTTP_READ_WAIT;
+	if (p->bfd < 0 || (p->sfd = http_reader_socket(p->rd)) < 0 ||
+	    pipe2(p->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		p->sfd = -1;
+		p->splice = false;
+		return resp_read(p, buf, max);
+	}
+	(void)fcntl(p->pipe[1], F_SETPIPE_SZ, (int)SPLICE_PIPE);
+	sz = fcntl(p->pipe[1], F_GETPIPE_SZ);
+	p->pipe_cap = sz > 0 ? (size_t)sz : 65536;
+	/* What came with the head goes first; bytes past the body are not. */
+	if (p->in.len > p->left) {
+		p->in.len = (size_t)p->left;
+		p->keep = false;
+	}
+	p->left -= p->in.len;
+	p->last = loop_now_ms();
+	/* MHD puts the connection to sleep on return: pump from the loop. */
+	loop_add_fd(p->loop, p->sfd, LOOP_WRITE, on_splice, p);
+	return HTTP_READ_WAIT;
+}
+
+/* Backend to pipe, pipe (after what is held) to the client. */
+static void
+splice_pump(struct proxy *p)
+{
+	const unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	size_t want;
+	ssize_t n;
+	bool moved = true;
+	int ev = 0;
+
+	for (int turn = 0; turn < IO_TURNS && moved; turn++) {
+		moved = false;
+		if (p->left > 0 && p->piped < p->pipe_cap) {
+			want = p->pipe_cap - p->piped;
+			if (want > p->left)
+				want = (size_t)p->left;
+			n = splice(p->bfd, NULL, p->pipe[1], NULL, want, fl);
+			if (n == 0) {
+				fail(p, 502, "the response was cut short");
+				return;
+			}
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				fail(p, 502, "read: %s", strerror(errno));
+				return;
+			}
+			if (n > 0) {
+				p->left -= (uint64_t)n;
+				p->piped += (size_t)n;
+				p->last = loop_now_ms();
+				moved = true;
+			}
+		}
+		if (p->in.len > 0)
+			n = send(p->sfd, p->in.p, p->in.len, MSG_NOSIGNAL);
+		else if (p->piped > 0)
+			n = splice(p->pipe[0], NULL, p->sfd, NULL, p->piped,
+			    fl);
+		else
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			/* The client left: cut the response. */
+			log_debug("proxy to port %u: client: %s", p->port,
+			    strerror(errno));
+			p->keep = false;
+			fail(p, 502, "the client left");
+			return;
+		}
+		if (n > 0 && p->in.len > 0)
+			buf_drain(&p->in, (size_t)n);
+		else if (n > 0)
+			p->piped -= (size_t)n;
+		moved = moved || n > 0;
+	}
+	if (p->left == 0 && p->piped == 0 && p->in.len == 0) {
+		p->spliced = true;
+		done_backend(p);	/* stops the pump */
+		p->waiting = false;
+		http_reader_wake(p->rd);
+		return;
+	}
+	/* Wait on the client while it has bytes to take, else the backend. */
+	p->waiting = p->in.len == 0 && p->piped == 0;
+	if (p->in.len > 0 || p->piped > 0)
+		loop_add_fd(p->loop, p->sfd, LOOP_WRITE, on_splice, p);
+	else
+		loop_del(p->loop, p->sfd, NULL);
+	if (p->left > 0 && p->piped < p->pipe_cap)
+		ev = LOOP_READ;
+	if (ev != 0)
+		loop_add_fd(p->loop, p->bfd, ev, on_splice, p);
+	else
+		loop_del(p->loop, p->bfd, NULL);
+}
+
+static void
+on_splice(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	(void)l; (void)fd; (void)zs; (void)rev;
+	splice_pump(arg);
+}
+
+/* Give the client's socket back and drop the pipe; idempotent. */
+static void
+splice_stop(struct proxy *p)
+{
+	if (p->sfd >= 0) {
+		loop_del(p->loop, p->sfd, NULL);
+		p->sfd = -1;
+	}
+	if (p->pipe[0] >= 0) {
+		close(p->pipe[0]);
+		close(p->pipe[1]);
+		p->pipe[0] = p->pipe[1] = -1;
 	}
 }
 

@@ -395,6 +395,8 @@ def test_proxy_large_download_bounded():
         r = c.getresponse()
         assert r.status == 200
         assert r.getheader("Content-Length") == str(n)
+        # Spliced past MHD: the connection ends with the body.
+        assert r.getheader("Connection") == "close"
         got = hashlib.sha256()
         total = 0
         peak = 0
@@ -409,6 +411,75 @@ def test_proxy_large_download_bounded():
         assert total == n
         assert got.hexdigest() == want.hexdigest()
         assert peak - rss0 < 16 * 1024, (rss0, peak)
+
+
+def test_proxy_spliced_body_faults():
+    """A body long enough to be spliced, cut by each side in turn."""
+    n = 8 << 20
+    data = BLOCK * 128                      # 8 MiB
+
+    def head(c):
+        read_head(c)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+
+    def stall(rb, c):
+        head(c)
+        c.sendall(data[:3 << 20])
+        time.sleep(30)
+
+    def die(rb, c):
+        head(c)
+        c.sendall(data[:2 << 20])
+        c.close()
+
+    def flood(rb, c):
+        read_head(c)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1 << 30))
+        c.settimeout(1)
+        try:
+            while True:
+                try:
+                    c.sendall(BLOCK)
+                    rb.sent += len(BLOCK)
+                except socket.timeout:
+                    continue
+        except OSError:
+            rb.gone = True
+
+    with RawBackend(stall) as st, RawBackend(die) as dy, \
+            RawBackend(flood) as fl, Execd("--proxy-timeout", "1") as d:
+        fl.gone = False
+        for be, partial in ((st, 3 << 20), (dy, 2 << 20)):
+            c = d.conn(15)
+            t0 = time.monotonic()
+            c.request("GET", "/proxy/%d/" % be.port)
+            r = c.getresponse()
+            assert r.status == 200
+            assert r.getheader("Content-Length") == str(n)
+            try:
+                r.read()
+                raise AssertionError("a cut body ended as whole")
+            except http.client.IncompleteRead as e:
+                assert len(e.partial) == partial, len(e.partial)
+                assert e.partial == data[:partial]
+            assert time.monotonic() - t0 < 10
+            c.close()
+            assert get(d, "/ping")[0] == 200
+        # A client that stops reading holds the backend back, then leaves.
+        rss0 = rss_kib(d.proc.pid)
+        s = socket.create_connection((d.host, d.port), 10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(b"GET /proxy/%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % fl.port)
+        time.sleep(2)
+        assert get(d, "/ping", timeout=5)[0] == 200
+        assert fl.sent < 64 << 20, fl.sent
+        assert rss_kib(d.proc.pid) - rss0 < 16 * 1024
+        s.close()
+        deadline = time.monotonic() + 10
+        while not fl.gone and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fl.gone, "the backend was not let go of with the client"
+        assert get(d, "/ping", timeout=5)[0] == 200
 
 
 def ws_connect(d, path):
@@ -692,11 +763,15 @@ def test_proxy_shutdown_with_proxied_requests_open():
         upload.sendall(b"POST /proxy/%d/ HTTP/1.1\r\nHost: x\r\n"
                        b"Content-Length: 100000000\r\n\r\n" % h.port +
                        b"u" * (4 << 20))
+        spliced = socket.create_connection((d.host, d.port), 10)
+        spliced.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        spliced.sendall(b"GET /proxy/%d/big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n"
+                        % (be.port, 1 << 30))
         time.sleep(0.5)
         t0 = time.monotonic()
         assert d.stop(timeout=15) == 0
         assert time.monotonic() - t0 < 10
-        for s in (sse, ws, held, upload):
+        for s in (sse, ws, held, upload, spliced):
             s.close()
 
 
