@@ -105,6 +105,7 @@ struct kernel {
 	char				 id[33];
 	char				 session[33];
 	char				*connfile;
+	char				*sockdir;	/* the user's ipc sockets */
 	struct kp_conn			 conn;
 	struct kp_chan			*ch;
 	pid_t				 pid;
@@ -172,7 +173,7 @@ use_tcp(const struct kernel *k)
 
 	if (k->conf->transport == KERNEL_TCP)
 		return true;
-	if (strlen(k->conf->runtime_dir) + sizeof("/kernel--5") + 32 > 100)
+	if (strlen(k->conf->runtime_dir) + sizeof("/kernel-.d/s-5") + 32 > 100)
 		return true;
 	if (k->conf->transport == KERNEL_IPC)
 		return false;
@@ -249,11 +250,12 @@ static int
 launch(struct kernel *k, char *err, size_t errlen)
 {
 	/*
-	 * A kernel keeps execd's identity: its connection file and the
-	 * runtime directory of its sockets are execd's (0600, 0700).
+	 * A kernel runs as the default user when there is one, else as
+	 * execd; either way its connection file (0600) and sockets are its
+	 * own and no one else's.
 	 */
 	struct spawn_opts so = { .stdin_fd = -1, .limits = &k->limits,
-	    .keep_ids = 1 };
+	    .keep_ids = !k->conf->as_user };
 	char **argv = NULL, **env = NULL;
 	unsigned char raw[32];
 	int p[2] = { -1, -1 }, rc;
@@ -292,8 +294,29 @@ launch(struct kernel *k, char *err, size_t errlen)
 		for (int i = 0; i < KP_NCHAN; i++)
 			k->conn.port[i] = i + 1;
 	}
+	if (!k->tcp && k->conf->as_user) {
+		/* The user's kernel binds in a directory of the user's. */
+		free(k->sockdir);
+		k->sockdir = xasprintf("%s/kernel-%s.d", k->conf->runtime_dir,
+		    k->id);
+		snprintf(k->conn.ip, sizeof(k->conn.ip), "%s/s", k->sockdir);
+		if ((mkdir(k->sockdir, 0700) < 0 && errno != EEXIST) ||
+		    chown(k->sockdir, k->conf->uid, k->conf->gid) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", k->sockdir,
+			    strerror(-rc));
+			return rc;
+		}
+	}
 	if ((rc = kp_connfile_write(k->connfile, &k->conn, err, errlen)) < 0)
 		return rc;
+	if (k->conf->as_user &&
+	    chown(k->connfile, k->conf->uid, k->conf->gid) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", k->connfile, strerror(-rc));
+		unlink(k->connfile);
+		return rc;
+	}
 
 	/* 2. The process, with stdout and stderr into one pipe we read. */
 	kp_msg_new_id(k->session);
@@ -1001,6 +1024,8 @@ teardown(struct kernel *k)
 				free(s);
 			}
 		}
+		if (k->sockdir != NULL)
+			rmdir(k->sockdir);
 	}
 	explicit_bzero(k->conn.key, sizeof(k->conn.key));
 	k->pid = 0;
@@ -1011,6 +1036,7 @@ free_kernel(struct kernel *k)
 {
 	json_decref(k->info);
 	free(k->connfile);
+	free(k->sockdir);
 	free(k->cwd);
 	free(k);
 }

@@ -44,6 +44,14 @@ struct kernel_conf {
 	size_t		 max_frame;	/* cap on a received frame */
 	/* Where OOM kills are counted, to name them; NULL: not named. */
 	const struct metrics_src *cgroup;
+	/*
+	 * Kernels run as spawn's default user (spawn_default_user) when
+	 * as_user: their connection file and socket directory are made
+	 * uid's, and runtime_dir must let uid pass (0711).
+	 */
+	bool		 as_user;
+	uid_t		 uid;
+	gid_t		 gid;
 };
 
 enum kernel_event {

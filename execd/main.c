@@ -66,6 +66,7 @@ static struct spawn_user defuser;	/* --user, for spawn.c */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
+static char		*kernel_dir;	/* the default user's kernels' files */
 static struct conf	*live;		/* app.conf, which SIGHUP changes */
 
 static void	on_signal(struct loop *, int, void *, int, void *);
@@ -185,6 +186,9 @@ main(int argc, char **argv)
 	pty_shutdown();
 	session_shutdown();
 	command_shutdown();
+	if (kernel_dir != NULL)
+		rmdir(kernel_dir);
+	free(kernel_dir);
 	rmdir(cmd_dir);
 	free(cmd_dir);
 	zmq_ctx_term(zctx);
@@ -310,6 +314,18 @@ setup_dirs(struct conf *c)
 		log_warn("%s", cmd_dir);
 		return -1;
 	}
+	/*
+	 * Its kernels find their connection files and socket directories
+	 * here too: the runtime directory may be where the user cannot pass.
+	 */
+	if (c->user.set) {
+		kernel_dir = xasprintf("%s/kernels", cmd_dir);
+		if ((mkdir(kernel_dir, 0711) < 0 && errno != EEXIST) ||
+		    chmod(kernel_dir, 0711) < 0) {
+			log_warn("%s", kernel_dir);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -318,12 +334,13 @@ static void
 setup_contexts(const struct conf *c)
 {
 	kconf = (struct kernel_conf){ .zctx = zctx,
-	    .runtime_dir = c->runtime_dir,
+	    .runtime_dir = kernel_dir != NULL ? kernel_dir : c->runtime_dir,
 	    .transport = c->kernel_transport,
 	    .ready_timeout_ms = c->kernel_ready_s * 1000,
 	    .hb_interval_ms = 1000, .hb_misses = 3,
 	    .grace_ms = c->grace_ms, .max_restarts = 3,
-	    .max_frame = 64 << 20, .cgroup = &metrics_src_system };
+	    .max_frame = 64 << 20, .cgroup = &metrics_src_system,
+	    .as_user = c->user.set, .uid = c->user.uid, .gid = c->user.gid };
 	app.contexts = context_set_new(app.loop, &kconf);
 	context_set_shell_dir(app.contexts, cmd_dir);
 	context_set_limits(app.contexts, c);

@@ -325,6 +325,19 @@ def test_limits_default_user_with_groups_and_environment():
         sid = json.loads(data)["session_id"]
         evs = session_run(d, sid, "id -u")
         assert stdout(evs) == str(pw.pw_uid), evs
+        # So do kernels: the code of a context runs as the user.
+        ctx = new_context(d)
+        st, evs = run_code(d, "import os; print(os.getuid(), os.getgid(), "
+                           "os.environ['HOME'])", id=ctx["id"])
+        out = "".join(e["text"] for e in evs if e["type"] == "stdout").strip()
+        assert out == "%d %d %s" % (pw.pw_uid, pw.pw_gid, pw.pw_dir), evs
+        # ... with its connection file its own and no one else's.
+        st, evs = run_code(d, "import os, ipykernel\n"
+                           "st = os.stat(ipykernel.get_connection_file())\n"
+                           "print(st.st_uid, oct(st.st_mode & 0o777))",
+                           id=ctx["id"])
+        out = "".join(e["text"] for e in evs if e["type"] == "stdout").strip()
+        assert out == "%d 0o600" % pw.pw_uid, evs
         st, m = d.get_json("/metrics")
         assert m["isolation"]["user"] == pw.pw_name, m
     with Execd("--user", "65534") as d:
