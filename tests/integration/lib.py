@@ -4,9 +4,11 @@ Every daemon listens on 127.0.0.1 at a port the kernel picks; its stderr
 goes to a file that the runner prints when a test fails.  Daemons still
 running when a test ends are killed by their pid.
 """
+import grp
 import http.client
 import json
 import os
+import pwd
 import re
 import signal
 import socket
@@ -294,3 +296,16 @@ def answered_amid(spans, start, end):
     however fast or slow the machine."""
     a, b = start + (end - start) / 4, end - (end - start) / 4
     return any(a <= s and e <= b for s, e in spans)
+
+
+def user_with_groups():
+    """A user of this machine with a supplementary group."""
+    for g in grp.getgrall():
+        for name in g.gr_mem:
+            try:
+                pw = pwd.getpwnam(name)
+            except KeyError:
+                continue
+            if pw.pw_gid != g.gr_gid:
+                return pw, g
+    raise AssertionError("no user with a supplementary group here")

@@ -3,11 +3,12 @@ import json
 import os
 import socket
 import signal
+import subprocess
 import threading
 import time
 
 from lib import (Execd, events, expect_error, interrupted_run, kinds,
-                 new_context, run_code, texts, wait_for)
+                 new_context, run_code, texts, user_with_groups, wait_for)
 
 
 def test_context_lifecycle_and_listing():
@@ -260,30 +261,42 @@ def test_request_errors_before_any_event():
 
 
 def test_connection_info_lets_jupyter_client_attach():
-    import subprocess
-    with Execd() as d:
-        c = new_context(d)
-        run_code(d, "shared = 'from-execd'", id=c["id"])
-        st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
-        assert st == 200
-        for k in ("shell_port", "iopub_port", "key", "transport",
-                  "signature_scheme", "connection_file"):
-            assert k in conn, conn
-        assert os.stat(conn["connection_file"]).st_mode & 0o777 == 0o600
-        assert conn["transport"] == "ipc", conn     # ipykernel: ipc
-        script = (
-            "from jupyter_client import BlockingKernelClient\n"
-            "c = BlockingKernelClient(connection_file=%r)\n"
-            "c.load_connection_file(); c.start_channels()\n"
-            "c.wait_for_ready(timeout=30)\n"
-            "out = []\n"
-            "c.execute_interactive('print(shared)', timeout=30,"
-            " output_hook=lambda m: out.append("
-            "m['content'].get('text', '')))\n"
-            "print(''.join(out).strip())\n" % conn["connection_file"])
-        r = subprocess.run(["/usr/bin/python3", "-c", script],
-                           capture_output=True, text=True, timeout=60)
-        assert r.stdout.strip() == "from-execd", r
+    # As execd, and as the default user, whose kernel it is then.
+    for pw in (None, user_with_groups()[0]):
+        with Execd(*(("--user", pw.pw_name) if pw else ())) as d:
+            attach_as(d, pw)
+
+
+def attach_as(d, pw):
+    """A Jupyter client, run as pw (None: as this test), joins a kernel."""
+    c = new_context(d)
+    run_code(d, "shared = 'from-execd'", id=c["id"])
+    st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
+    assert st == 200
+    for k in ("shell_port", "iopub_port", "key", "transport",
+              "signature_scheme", "connection_file"):
+        assert k in conn, conn
+    fst = os.stat(conn["connection_file"])
+    assert fst.st_mode & 0o777 == 0o600
+    assert fst.st_uid == (pw.pw_uid if pw else os.getuid()), (fst, pw)
+    assert conn["transport"] == "ipc", conn     # ipykernel: ipc
+    script = (
+        "from jupyter_client import BlockingKernelClient\n"
+        "c = BlockingKernelClient(connection_file=%r)\n"
+        "c.load_connection_file(); c.start_channels()\n"
+        "c.wait_for_ready(timeout=30)\n"
+        "out = []\n"
+        "c.execute_interactive('print(shared)', timeout=30,"
+        " output_hook=lambda m: out.append("
+        "m['content'].get('text', '')))\n"
+        "print(''.join(out).strip())\n" % conn["connection_file"])
+    who = {}
+    if pw:
+        who = dict(user=pw.pw_uid, group=pw.pw_gid, extra_groups=[],
+                   env=dict(os.environ, HOME=pw.pw_dir), cwd="/")
+    r = subprocess.run(["/usr/bin/python3", "-c", script],
+                       capture_output=True, text=True, timeout=60, **who)
+    assert r.stdout.strip() == "from-execd", r
 
 
 def test_shutdown_ends_runs_and_stops_kernels():

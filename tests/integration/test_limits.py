@@ -4,15 +4,13 @@ job, or rlimits), the error a job that hits one ends with, execd's own
 safety (/ping answers throughout, children are the OOM killer's first
 choice), the default user (--user), and the isolation object of
 GET /metrics."""
-import grp
 import json
 import os
-import pwd
 import tempfile
 import time
 
 from lib import (Execd, events, expect_error, new_context, pings_during,
-                 run_code, wait_for)
+                 run_code, user_with_groups, wait_for)
 from test_pty_ws import Conn
 
 PY = "/usr/bin/python3"
@@ -292,19 +290,6 @@ def test_limits_rlimits_when_cgroups_are_off():
         assert "MemoryError" in json.dumps(evs), evs
         st, evs = cmd(d, "cat /proc/self/cgroup | grep -c /job- || true")
         assert stdout(evs) == "0", evs
-
-
-def user_with_groups():
-    """A user of this machine with a supplementary group."""
-    for g in grp.getgrall():
-        for name in g.gr_mem:
-            try:
-                pw = pwd.getpwnam(name)
-            except KeyError:
-                continue
-            if pw.pw_gid != g.gr_gid:
-                return pw, g
-    raise AssertionError("no user with a supplementary group here")
 
 
 def test_limits_default_user_with_groups_and_environment():
