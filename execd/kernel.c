@@ -173,7 +173,8 @@ use_tcp(const struct kernel *k)
 
 	if (k->conf->transport == KERNEL_TCP)
 		return true;
-	if (strlen(k->conf->runtime_dir) + sizeof("/kernel-.d/s-5") + 32 > 100)
+	if (strlen(k->conf->runtime_dir) + (k->conf->as_user ?
+	    sizeof("/kernel-.d/s-5") : sizeof("/kernel--5")) + 32 > 100)
 		return true;
 	if (k->conf->transport == KERNEL_IPC)
 		return false;
@@ -305,17 +306,16 @@ launch(struct kernel *k, char *err, size_t errlen)
 			rc = -errno;
 			snprintf(err, errlen, "%s: %s", k->sockdir,
 			    strerror(-rc));
-			return rc;
+			goto fail;
 		}
 	}
 	if ((rc = kp_connfile_write(k->connfile, &k->conn, err, errlen)) < 0)
-		return rc;
+		goto fail;
 	if (k->conf->as_user &&
 	    chown(k->connfile, k->conf->uid, k->conf->gid) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", k->connfile, strerror(-rc));
-		unlink(k->connfile);
-		return rc;
+		goto fail;
 	}
 
 	/* 2. The process, with stdout and stderr into one pipe we read. */
@@ -375,6 +375,8 @@ launch(struct kernel *k, char *err, size_t errlen)
 	goto out;
 fail:
 	unlink(k->connfile);
+	if (k->sockdir != NULL)
+		rmdir(k->sockdir);
 	if (p[0] >= 0)
 		close(p[0]);
 	if (p[1] >= 0)

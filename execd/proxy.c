@@ -32,13 +32,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1002,7 +1002,6 @@ splice_pump(struct proxy *p)
 	size_t want;
 	ssize_t n;
 	bool moved = true;
-	int ev = 0;
 
 	for (int turn = 0; turn < IO_TURNS && moved; turn++) {
 		moved = false;
@@ -1035,10 +1034,7 @@ splice_pump(struct proxy *p)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			/* The client left: cut the response. */
-			log_debug("proxy to port %u: client: %s", p->port,
-			    strerror(errno));
-			p->keep = false;
-			fail(p, 502, "the client left");
+			fail(p, 502, "the client left: %s", strerror(errno));
 			return;
 		}
 		if (n > 0 && p->in.len > 0)
@@ -1061,9 +1057,7 @@ splice_pump(struct proxy *p)
 	else
 		loop_del(p->loop, p->sfd, NULL);
 	if (p->left > 0 && p->piped < p->pipe_cap)
-		ev = LOOP_READ;
-	if (ev != 0)
-		loop_add_fd(p->loop, p->bfd, ev, on_splice, p);
+		loop_add_fd(p->loop, p->bfd, LOOP_READ, on_splice, p);
 	else
 		loop_del(p->loop, p->bfd, NULL);
 }

@@ -323,6 +323,16 @@ def test_limits_default_user_with_groups_and_environment():
                            id=ctx["id"])
         out = "".join(e["text"] for e in evs if e["type"] == "stdout").strip()
         assert out == "%d 0o600" % pw.pw_uid, evs
+        # A kernel that cannot start leaves none of its files behind.
+        st, conn = d.get_json("/code/contexts/%s/connection" % ctx["id"])
+        kdir = os.path.dirname(conn["connection_file"])
+        before = sorted(os.listdir(kdir))
+        with tempfile.TemporaryDirectory() as private:   # 0700, not the user's
+            st, h, data = d.request("POST", "/code/context", timeout=90,
+                                    body={"language": "python",
+                                          "cwd": private})
+            assert st != 200, data
+        assert sorted(os.listdir(kdir)) == before, (before, kdir)
         st, m = d.get_json("/metrics")
         assert m["isolation"]["user"] == pw.pw_name, m
     with Execd("--user", "65534") as d:
