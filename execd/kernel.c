@@ -150,6 +150,7 @@ static void	 arm_resend(struct kernel *, struct pending *);
 static void	 handle(struct kernel *, enum kp_chan_id, struct kp_msg *);
 static void	 fail_pending(struct kernel *, const char *);
 static void	 teardown(struct kernel *);
+static void	 free_kernel(struct kernel *);
 static int	 send_info_request(struct kernel *);
 static void	 describe_exit(int, char *, size_t);
 static bool	 oom_killed(struct kernel *, int);
@@ -235,8 +236,7 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 	k->errfd = -1;
 	kp_msg_new_id(k->id);
 	if ((rc = launch(k, err, errlen)) < 0) {
-		free(k->cwd);
-		free(k);
+		free_kernel(k);
 		return rc;
 	}
 	*out = k;
