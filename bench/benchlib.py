@@ -207,19 +207,20 @@ class Execd:
 # --- entry point ---------------------------------------------------------------
 
 def main(argv, modes, usage):
-    """The main of a script run as NAME MODE EXECD N: modes maps each MODE
-    to fn(execd, n, tmp), tmp a fresh directory removed afterwards.
+    """The main of a script run as NAME MODE EXECD N [ARG]: modes maps each
+    MODE to fn(execd, n, tmp[, arg]), tmp a fresh directory removed
+    afterwards.
     SIGTERM, SIGINT and SIGHUP unwind; whatever was started is stopped.
     Exit status: 0, 1 when a measurement failed (die), 2 on bad usage."""
     prog = os.path.basename(argv[0])
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
-    if len(argv) != 4 or argv[1] not in modes:
+    if len(argv) not in (4, 5) or argv[1] not in modes:
         sys.stderr.write(usage)
         return 2
     tmp = tempfile.mkdtemp(prefix="execd-%s." % prog.split(".")[0])
     try:
-        modes[argv[1]](argv[2], int(argv[3]), tmp)
+        modes[argv[1]](argv[2], int(argv[3]), tmp, *argv[4:])
     except RuntimeError as e:
         sys.stderr.write("%s: %s\n" % (prog, e))
         return 1

@@ -24,14 +24,17 @@ Run with /usr/bin/python3 (standard library only); bench/run.sh calls it.
       event per line, then execution_complete.  The baseline: the same
       generator piped to /dev/null by the shell.  Prints "execd_us base_us
       rss_idle_kib rss_peak_kib events stream_bytes".
-  command_bench.py isolation EXECD N
+  command_bench.py isolation EXECD N [GAP_MS]
       Start two EXECDs: one as shipped (the default seccomp profile, and
       each command with a memory and a process limit, so with a cgroup
       of its own where execd can make one), one with isolation off
       (--seccomp off --cgroups off --limit core=unlimited, no request
       limits).  Run N foreground POST /command `true` on each, in
       alternating pairs on keep-alive connections, each timed to the end
-      of its stream.  Prints "on_median_us off_median_us mechanism".
+      of its stream, GAP_MS (default 0) after the one before: an agent's
+      commands come far apart, and the kernel's cgroup moves cost most
+      after a quiet spell.  Prints "on_median_us off_median_us
+      mechanism".
 
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM.
@@ -213,7 +216,7 @@ def run_true(ex, limits):
     return dt
 
 
-def cmd_isolation(binary, n, tmp):
+def cmd_isolation(binary, n, tmp, gap_ms="0"):
     on = start_execd(binary, tmp)
     off = Execd(binary, tmp, "--log-level", "warn", "--seccomp", "off",
                 "--cgroups", "off", "--limit", "core=unlimited",
@@ -224,13 +227,18 @@ def cmd_isolation(binary, n, tmp):
             run_true(on, LIMITS)
             run_true(off, None)
         t_on, t_off = [], []
+        gap = float(gap_ms) / 1000
+
+        def one(ex, limits):
+            time.sleep(gap)
+            return run_true(ex, limits)
         for i in range(n):
             if i % 2:
-                t_on.append(run_true(on, LIMITS))
-                t_off.append(run_true(off, None))
+                t_on.append(one(on, LIMITS))
+                t_off.append(one(off, None))
             else:
-                t_off.append(run_true(off, None))
-                t_on.append(run_true(on, LIMITS))
+                t_off.append(one(off, None))
+                t_on.append(one(on, LIMITS))
     finally:
         on.close()
         off.close()
@@ -245,4 +253,4 @@ if __name__ == "__main__":
                                       "stream": cmd_stream,
                                       "isolation": cmd_isolation},
                            "usage: command_bench.py hold EXECD N | "
-                           "stream EXECD MIB | isolation EXECD N\n"))
+                           "stream EXECD MIB | isolation EXECD N [GAP_MS]\n"))

@@ -19,7 +19,7 @@
 # BENCH_PROXY_MIB (size of the /proxy download, default 256),
 # BENCH_PROXY_N (small /proxy requests per side, default 500),
 # BENCH_ISO_N (POST /command `true` per side, isolation on and off,
-# default 400),
+# default 400), BENCH_ISO_GAP_N (the same, 100 ms apart, default 100),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -594,6 +594,21 @@ set -- $(cat "$T/iso.out")
 [ $# -eq 3 ] || fail "command_bench.py isolation printed '$(cat "$T/iso.out")'"
 RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
 row "POST /command true, isolated ($3)" "$(us_ms "$1" 2) ms" \
+	"$(us_ms "$2" 2) ms isolation off" "$RATIO" "<= 1.05x" \
+	"$(verdict_le "$RATIO" 1.05)"
+
+# The same, each command 100 ms after the one before, as an agent's come.
+ISO_GAP_N=${BENCH_ISO_GAP_N:-100}
+run_bg 300 "$T/isogap.out" "$T/isogap.log" \
+	/usr/bin/python3 "$HERE/command_bench.py" isolation "$EXECD" \
+	"$ISO_GAP_N" 100 ||
+	fail "isolation on/off, apart: $(tail -c 600 "$T/isogap.log")"
+# shellcheck disable=SC2086
+set -- $(cat "$T/isogap.out")
+[ $# -eq 3 ] ||
+	fail "command_bench.py isolation printed '$(cat "$T/isogap.out")'"
+RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
+row "POST /command true, isolated, 100 ms apart" "$(us_ms "$1" 2) ms" \
 	"$(us_ms "$2" 2) ms isolation off" "$RATIO" "<= 1.05x" \
 	"$(verdict_le "$RATIO" 1.05)"
 

@@ -17,17 +17,24 @@
  * when it is empty, tried again whenever a cgroup is made or released,
  * and every job still running is killed at shutdown.  Directories of an
  * execd that died (execd-PID with no such process) are removed at start.
+ *
+ * With v1, a job's child is forked by a resident, a thread of execd that
+ * already waits in the job's cgroup (see struct resident), so that no
+ * move into it is on the request's path.
  */
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,13 +46,81 @@
 #define ROOT		"/sys/fs/cgroup"
 #define MAXDIRS		2		/* v1: memory and pids */
 #define KILL_ROUNDS	16		/* a forking job is killed in rounds */
-#define READY		2		/* empty cgroups kept made */
+#define READY		3		/* empty cgroups kept made */
+
+struct resident;
 
 struct cgroup {
 	char		 dir[MAXDIRS][PATH_MAX];
 	int		 ndirs;
 	int		 procs[MAXDIRS];	/* cgroup.procs, for a child */
+	char		 pids[32];	/* the job's pids.max */
+	struct resident	*held;		/* the resident in it, for the fork */
+	bool		 limited;	/* v1: a memory limit was written */
 };
+
+/*
+ * The residents (v1): threads of execd that wait inside the cgroups the
+ * next jobs will get, so that a child one of them forks is born there.
+ * Moving a task into a cgroup makes the kernel wait for an RCU grace
+ * period when the system has been quiet (5 to 7 ms on a small virtual
+ * machine; tens of microseconds when another move came just before),
+ * and holds the cgroup lock meanwhile.  A child that joins pays that
+ * while execd waits for it; a resident pays it instead, after the job
+ * has started, when it moves on into the next cgroup.  There are two, so
+ * that a second job that comes while the first resident moves finds the
+ * other one waiting.
+ *
+ * While a resident is in a job's cgroup it is one of the cgroup's
+ * tasks: the job's pids.max is one higher until it has left, and
+ * kill_all passes over execd's own pid.  Its memory is not the job's (a
+ * process's pages are charged to the cgroup of its leader, the main
+ * thread), and the job's OOM killer looks only at the leaders of the
+ * cgroup's processes, so never at execd.
+ *
+ * A resident also loads the seccomp filter for itself before its first
+ * fork (spawn.c), so that its children are born under it.  A filter
+ * cannot be taken off again: when the policy is read again the residents
+ * retire and new ones start (cgroup_renew), before the new filter is
+ * built, which protects every thread of execd from children.  A retired
+ * resident ends only once every job it forked is over, because a child's
+ * PR_SET_PDEATHSIG is tied to the thread that forked it.  States change
+ * under res_mu; the loop hands over work (R_MOVE, R_RUN), and a resident
+ * tells the loop it is done through res_efd.
+ */
+#define NRES		2		/* residents at work */
+#define NSLOTS		8		/* and retired ones not yet ended */
+
+enum rstate {
+	R_OFF,		/* no thread, or a move failed: children join */
+	R_HOME,		/* in execd's own cgroup, idle */
+	R_MOVE,		/* moving into cg */
+	R_IN,		/* in cg, waiting for a job */
+	R_RUN,		/* running fn in cg for the loop, which waits */
+	R_LEAVE,	/* fn done: moving on into cg (NULL: home) */
+};
+
+struct resident {
+	pthread_t	 t;
+	bool		 started;
+	bool		 retired;	/* never used again; ends when live is 0 */
+	bool		 quit;		/* told to end */
+	int		 live;		/* jobs it forked that are tracked */
+	enum rstate	 state;
+	struct cgroup	*cg;		/* where it is (R_IN) or goes */
+	struct cgroup	 left;		/* R_LEAVE: the job's, to settle */
+	int		 moverr;	/* R_OFF: why the move failed */
+	pid_t		(*fn)(void *);
+	void		*arg;
+	pid_t		 ret;
+	int		 err;
+};
+
+static struct resident	 res[NSLOTS];
+static pthread_mutex_t	 res_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	 res_cv = PTHREAD_COND_INITIALIZER;
+static int		 res_efd = -1;
+static bool		 res_quit;
 
 /* A job by its leader's pid. */
 struct rec {
@@ -58,6 +133,7 @@ struct rec {
 static enum cgroup_mode	 mode;
 static char		 base[MAXDIRS][PATH_MAX];	/* execd-PID dirs */
 static int		 nbase;
+static char		 home[MAXDIRS][PATH_MAX];	/* execd's own */
 static unsigned long	 seq;
 static struct rec	*recs;
 static struct cgroup	*pending;	/* left running by a job: to remove */
@@ -81,6 +157,14 @@ static int	try_v1(char *, size_t);
 static struct cgroup *make(void);
 static void	tidy(struct loop *, uint64_t, void *);
 static void	tidy_soon(void);
+static int	enter(const struct cgroup *);
+static void	*resident(void *);
+static void	resident_start(void);
+static void	resident_end(struct resident *);
+static void	resident_arm(void);
+static bool	resident_moving(void);
+static void	resident_done(struct loop *, int, void *, int, void *);
+static void	resident_stop(void);
 
 /* Write text to dir/file.  0 or -errno. */
 static int
@@ -285,6 +369,7 @@ try_v1(char *why, size_t whylen)
 		    (size_t)snprintf(base[i], sizeof(base[i]), "%s/execd-%ld",
 		    dir, (long)getpid()) >= sizeof(base[i]))
 			goto fail;
+		memcpy(home[i], dir, sizeof(home[i]));
 		sweep(dir);
 		if (mkdir(base[i], 0755) < 0 && errno != EEXIST) {
 			e = errno;
@@ -321,8 +406,11 @@ cgroup_init(struct loop *loop, bool off, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", v2why);
 		return mode = CGROUP_V2;
 	}
-	if (try_v1(why, whylen) == 0)
-		return mode = CGROUP_V1;
+	if (try_v1(why, whylen) == 0) {
+		mode = CGROUP_V1;
+		resident_start();
+		return mode;
+	}
 	snprintf(why + strlen(why), whylen - strlen(why), "%s%s: rlimits "
 	    "only (processes: per user, and not for root)",
 	    v2why[0] ? "; " : "", v2why);
@@ -400,10 +488,268 @@ tidy(struct loop *l, uint64_t id, void *arg)
 	struct cgroup *cg;
 
 	t_tidy = 0;
+	/*
+	 * A move holds the kernel's cgroup lock through its grace period,
+	 * which mkdir and rmdir wait for: not now, then, but when the
+	 * resident is done (resident_done).
+	 */
+	if (resident_moving())
+		return;
 	retry_pending();
-	while (nready < READY && mode != CGROUP_NONE &&
-	    (cg = make()) != NULL)
-		ready[nready++] = cg;
+	for (int round = 0; round < 2; round++) {
+		while (nready < READY && mode != CGROUP_NONE &&
+		    (cg = make()) != NULL)
+			ready[nready++] = cg;
+		if (round == 0)
+			resident_arm();		/* takes some */
+	}
+}
+
+/*
+ * On any thread: move the calling thread into cg (v1 only), or back into
+ * execd's own cgroups when cg is NULL.  0 or -errno.
+ */
+static int
+enter(const struct cgroup *cg)
+{
+	char tid[24];
+	int rc;
+
+	snprintf(tid, sizeof(tid), "%ld", (long)syscall(SYS_gettid));
+	for (int i = 0; i < nbase; i++)
+		if ((rc = put(cg != NULL ? cg->dir[i] : home[i], "tasks",
+		    tid)) < 0)
+			return rc;
+	return 0;
+}
+
+/* A resident thread; see the comment at struct resident. */
+static void *
+resident(void *arg)
+{
+	struct resident *r = arg;
+	struct cgroup *to;
+	bool leaving;
+	int rc;
+
+	pthread_mutex_lock(&res_mu);
+	for (;;) {
+		while (r->state != R_MOVE && r->state != R_RUN && !res_quit &&
+		    !r->quit)
+			pthread_cond_wait(&res_cv, &res_mu);
+		if (res_quit || r->quit)
+			break;
+		if ((leaving = r->state == R_RUN)) {
+			r->ret = r->fn(r->arg);
+			r->err = errno;
+			r->state = R_LEAVE;
+			pthread_cond_broadcast(&res_cv);
+		}
+		to = r->cg;
+		pthread_mutex_unlock(&res_mu);
+		if ((rc = enter(to)) < 0 && to != NULL)
+			(void)enter(NULL);
+		/* Out of the job's cgroup: its own pids.max now. */
+		if (leaving && strcmp(r->left.pids, "max") != 0)
+			(void)put(r->left.dir[r->left.ndirs - 1], "pids.max",
+			    r->left.pids);
+		pthread_mutex_lock(&res_mu);
+		r->moverr = -rc;
+		r->state = rc < 0 ? R_OFF : to != NULL ? R_IN : R_HOME;
+		/* Fails only with the counter full: the loop knows. */
+		(void)eventfd_write(res_efd, 1);
+	}
+	pthread_mutex_unlock(&res_mu);
+	return NULL;
+}
+
+/* With cgroup v1, at start and on renewal: NRES residents, at home. */
+static void
+resident_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int n = 0;
+
+	if (res_efd < 0) {
+		if ((res_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+			return;
+		loop_add_fd(L, res_efd, LOOP_READ, resident_done, NULL);
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < NSLOTS && n < NRES; i++) {
+		if (res[i].started)
+			continue;
+		res[i] = (struct resident){ .state = R_HOME };
+		if (pthread_create(&res[i].t, &attr, resident, &res[i]) != 0)
+			break;
+		res[i].started = true;
+		n++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (n < NRES)
+		log_warnx("cgroup: %d of %d threads to fork jobs in their "
+		    "cgroups started", n, NRES);
+}
+
+/*
+ * End a retired resident whose jobs are all over, once it is idle (a
+ * move holds it; resident_done comes back).  Loop thread.
+ */
+static void
+resident_end(struct resident *r)
+{
+	struct cgroup *cg;
+
+	pthread_mutex_lock(&res_mu);
+	if (!r->started || !r->retired || r->live > 0 ||
+	    r->state == R_MOVE || r->state == R_LEAVE || r->state == R_RUN) {
+		pthread_mutex_unlock(&res_mu);
+		return;
+	}
+	r->quit = true;
+	pthread_cond_broadcast(&res_cv);
+	pthread_mutex_unlock(&res_mu);
+	pthread_join(r->t, NULL);
+	cg = r->cg;
+	*r = (struct resident){ .state = R_OFF };
+	if (cg != NULL)
+		cgroup_free(cg);	/* once the thread is out of it */
+}
+
+/* Retire the residents and start new ones; see cgroup.h. */
+void
+cgroup_renew(void)
+{
+	if (mode != CGROUP_V1 || res_efd < 0)
+		return;
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++)
+		res[i].retired = res[i].started;
+	pthread_mutex_unlock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++)
+		resident_end(&res[i]);
+	resident_start();
+}
+
+/* With the loop idle: send idle residents into ready cgroups. */
+static void
+resident_arm(void)
+{
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS && nready > 0; i++)
+		if (res[i].state == R_HOME && res[i].cg == NULL &&
+		    !res[i].retired) {
+			res[i].cg = ready[--nready];
+			res[i].state = R_MOVE;
+			pthread_cond_broadcast(&res_cv);
+		}
+	pthread_mutex_unlock(&res_mu);
+}
+
+/* True while a resident moves (and holds the kernel's cgroup lock). */
+static bool
+resident_moving(void)
+{
+	bool moving = false;
+
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++)
+		if (res[i].state == R_MOVE || res[i].state == R_LEAVE)
+			moving = true;
+	pthread_mutex_unlock(&res_mu);
+	return moving;
+}
+
+/* A resident has moved: one whose move failed is off for good. */
+static void
+resident_done(struct loop *l, int fd, void *z, int revents, void *arg)
+{
+	struct cgroup *lost[NSLOTS];
+	int err[NSLOTS] = { 0 }, nlost = 0;
+	eventfd_t v;
+
+	(void)eventfd_read(fd, &v);
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++) {
+		if (res[i].state == R_OFF && res[i].cg != NULL) {
+			err[nlost] = res[i].moverr;
+			lost[nlost++] = res[i].cg;
+			res[i].cg = NULL;
+		}
+	}
+	pthread_mutex_unlock(&res_mu);
+	for (int i = 0; i < nlost; i++) {
+		log_warnx("cgroup: a thread of execd cannot move into %s: %s; "
+		    "children join their cgroups themselves", lost[i]->dir[0],
+		    strerror(err[i]));
+		cgroup_free(lost[i]);
+	}
+	for (int i = 0; i < NSLOTS; i++)
+		resident_end(&res[i]);	/* retired, idle now, its jobs over */
+	tidy_soon();		/* what the job left; the next cgroup */
+}
+
+/* At shutdown, every job gone: the residents end, their cgroups go. */
+static void
+resident_stop(void)
+{
+	if (res_efd < 0)
+		return;
+	pthread_mutex_lock(&res_mu);
+	res_quit = true;
+	pthread_cond_broadcast(&res_cv);
+	pthread_mutex_unlock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++) {
+		if (res[i].started)
+			pthread_join(res[i].t, NULL);
+		res[i].started = false;
+		res[i].state = R_OFF;
+		/* The thread takes a moment to leave: kept, then removed. */
+		if (res[i].cg != NULL)
+			cgroup_free(res[i].cg);
+		res[i].cg = NULL;
+	}
+	close(res_efd);
+	res_efd = -1;
+	res_quit = false;
+}
+
+/* fn where its child is born in cg; see cgroup.h. */
+pid_t
+cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), void *arg)
+{
+	struct resident *r = cg != NULL ? cg->held : NULL;
+	pid_t ret;
+	int err;
+
+	if (r == NULL)
+		return fn(arg);
+	pthread_mutex_lock(&res_mu);
+	r->fn = fn;
+	r->arg = arg;
+	memcpy(&r->left, cg, sizeof(r->left));
+	r->cg = nready > 0 ? ready[--nready] : NULL;	/* where next */
+	r->state = R_RUN;
+	pthread_cond_broadcast(&res_cv);
+	while (r->state == R_RUN)
+		pthread_cond_wait(&res_cv, &res_mu);
+	ret = r->ret;
+	err = r->err;
+	pthread_mutex_unlock(&res_mu);
+	errno = err;
+	return ret;
+}
+
+/* The child is born in cg; see cgroup.h. */
+bool
+cgroup_born_in(const struct cgroup *cg)
+{
+	return cg != NULL && cg->held != NULL;
 }
 
 /* A job's cgroup; see cgroup.h. */
@@ -411,13 +757,22 @@ int
 cgroup_new(const struct limits *l, struct cgroup **out, char *err,
     size_t errlen)
 {
-	struct cgroup *cg;
+	struct cgroup *cg = NULL;
 	char mem[32] = "max", pids[32] = "max";
 	int rc = 0;
+	uint64_t n;
 
-	if (nready > 0)
+	/* Best the one the resident is in, then one made ahead. */
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS && cg == NULL; i++)
+		if (res[i].state == R_IN && !res[i].retired) {
+			cg = res[i].cg;
+			cg->held = &res[i];
+		}
+	pthread_mutex_unlock(&res_mu);
+	if (cg == NULL && nready > 0)
 		cg = ready[--nready];
-	else if ((cg = make()) == NULL) {
+	if (cg == NULL && (cg = make()) == NULL) {
 		rc = -errno;
 		snprintf(err, errlen, "cgroup under %s: %s", base[0],
 		    strerror(-rc));
@@ -428,6 +783,11 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 		snprintf(mem, sizeof(mem), "%" PRIu64, l->memory);
 	if ((l->set & LIMITS_F_PROCESSES) && l->processes != UINT64_MAX)
 		snprintf(pids, sizeof(pids), "%" PRIu64, l->processes);
+	memcpy(cg->pids, pids, sizeof(cg->pids));
+	/* The resident counts until it has left (resident_settle). */
+	if (cg->held && strcmp(pids, "max") != 0 &&
+	    (n = strtoull(pids, NULL, 10)) < UINT64_MAX)
+		snprintf(pids, sizeof(pids), "%" PRIu64, n + 1);
 	if (mode == CGROUP_V2) {
 		if ((rc = put(cg->dir[0], "memory.max", mem)) < 0 ||
 		    (rc = put(cg->dir[0], "pids.max", pids)) < 0)
@@ -436,6 +796,11 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 		if (strcmp(mem, "max") != 0)
 			(void)put(cg->dir[0], "memory.swap.max", "0");
 	} else {
+		/* One left unused may have had a limit: raise memsw first. */
+		if (cg->limited)
+			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
+			    "-1");
+		cg->limited = strcmp(mem, "max") != 0;
 		if ((rc = put(cg->dir[0], "memory.limit_in_bytes",
 		    strcmp(mem, "max") == 0 ? "-1" : mem)) < 0 ||
 		    (rc = put(cg->dir[1], "pids.max", pids)) < 0)
@@ -470,7 +835,7 @@ kill_all(const struct cgroup *cg)
 	char buf[8192], *p, *end;
 	const char *dir = cg->dir[cg->ndirs - 1];	/* v1: pids */
 	int sent = 0, n;
-	long pid;
+	long pid, self = (long)getpid();
 
 	if (mode == CGROUP_V2 && put(dir, "cgroup.kill", "1") == 0)
 		return 1;
@@ -481,7 +846,9 @@ kill_all(const struct cgroup *cg)
 			pid = strtol(p, &end, 10);
 			if (end == p)
 				break;
-			if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+			/* execd itself, while the resident is there */
+			if (pid > 0 && pid != self &&
+			    kill((pid_t)pid, SIGKILL) == 0)
 				sent++;
 		}
 	}
@@ -527,14 +894,27 @@ retry_pending(void)
 void
 cgroup_free(struct cgroup *cg)
 {
+	bool back;
+
 	if (cg == NULL)
 		return;
+	/* Taken from a resident, and no child forked: it stays there. */
+	pthread_mutex_lock(&res_mu);
+	if ((back = cg->held != NULL && cg->held->cg == cg &&
+	    cg->held->state == R_IN))
+		cg->held = NULL;
+	pthread_mutex_unlock(&res_mu);
+	if (back)
+		return;
 	for (int i = 0; i < MAXDIRS; i++)
-		if (cg->procs[i] >= 0)
+		if (cg->procs[i] >= 0) {
 			close(cg->procs[i]);
+			cg->procs[i] = -1;
+		}
 	if (cg->ndirs > 0)
 		(void)kill_all(cg);
-	(void)remove_cg(cg);
+	if (!remove_cg(cg))
+		keep(cg);		/* the resident is leaving it */
 	free(cg);
 }
 
@@ -547,6 +927,11 @@ cgroup_track(pid_t pid, const struct limits *l, struct cgroup *cg)
 	r->pid = pid;
 	r->l = *l;
 	r->cg = cg;
+	if (cg != NULL && cg->held != NULL) {
+		pthread_mutex_lock(&res_mu);
+		cg->held->live++;	/* it must outlive the job's leader */
+		pthread_mutex_unlock(&res_mu);
+	}
 	if (cg != NULL)
 		for (int i = 0; i < MAXDIRS; i++) {
 			if (cg->procs[i] >= 0)
@@ -619,6 +1004,7 @@ cgroup_kill(pid_t pid)
 void
 cgroup_release(pid_t pid)
 {
+	struct resident *forker;
 	struct rec **pp, *r;
 
 	for (pp = &recs; (r = *pp) != NULL; pp = &r->next)
@@ -627,6 +1013,12 @@ cgroup_release(pid_t pid)
 	if (r == NULL)
 		return;
 	*pp = r->next;
+	if (r->cg != NULL && (forker = r->cg->held) != NULL) {
+		pthread_mutex_lock(&res_mu);
+		forker->live--;
+		pthread_mutex_unlock(&res_mu);
+		resident_end(forker);	/* when retired and idle */
+	}
 	if (r->cg != NULL) {
 		keep(r->cg);		/* removed by tidy, once empty */
 		tidy_soon();
@@ -652,6 +1044,7 @@ cgroup_shutdown(void)
 {
 	struct rec *r;
 
+	resident_stop();
 	while ((r = recs) != NULL) {
 		recs = r->next;
 		if (r->cg != NULL && (kill_all(r->cg), !remove_cg(r->cg)))

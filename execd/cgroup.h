@@ -4,15 +4,16 @@
  * delegated, or v1 memory and pids hierarchies), rlimits otherwise.
  *
  * cgroup_init() decides once, at start.  spawn.c makes each job's cgroup
- * (cgroup_new) before the fork, the child joins it (cgroup_join, raw
- * system calls) and takes rlimits for the rest of its limits, and the job
+ * (cgroup_new) before the fork, forks through cgroup_fork, the child
+ * joins it (cgroup_join, raw system calls) unless it was born there, and
+ * takes rlimits for the rest of its limits, and the job
  * is then tracked by its leader's pid: its owner asks why it ended
  * (cgroup_why) when the leader is reaped, and child.c removes the cgroup
  * (cgroup_release), killing whatever it still holds.  Making and
  * removing directories is slow in the kernel, so both happen on the loop
  * while nothing waits: a few empty cgroups are kept made, and one a job
  * is done with is removed after its answer has gone out.  Loop thread
- * only.
+ * only (cgroup.c's own thread excepted).
  */
 #ifndef EXECD_CGROUP_H
 #define EXECD_CGROUP_H
@@ -56,8 +57,24 @@ bool	cgroup_wanted(const struct limits *l);
 int	cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 	    size_t errlen);
 /*
- * In the child, before exec: move this process into cg.  Raw system
- * calls only.  0 or -1 with errno set.
+ * Call fn(arg), which forks the job's child, so that the child is born in
+ * cg where it can be: on the thread of execd that waits in cg (cgroup
+ * v1; see cgroup.c), and on the caller's otherwise.  fn's result, with
+ * errno as fn left it.  The caller waits meanwhile.
+ */
+pid_t	cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), void *arg);
+/* True when a child forked through cgroup_fork(cg) is born in cg. */
+bool	cgroup_born_in(const struct cgroup *cg);
+/*
+ * The policy is read again: the threads that fork jobs from inside their
+ * cgroups, which carry the old seccomp filter, retire, and new ones
+ * start.  Call it before the new filter is built (sandbox_new), which
+ * must know every thread of execd.
+ */
+void	cgroup_renew(void);
+/*
+ * In the child, before exec, unless it was born in cg: move this process
+ * into cg.  Raw system calls only.  0 or -1 with errno set.
  */
 int	cgroup_join(const struct cgroup *cg);
 /*

@@ -209,11 +209,13 @@ main(int argc, char **argv)
 static void
 setup_sandbox(const struct conf *c)
 {
-	char err[256], caps[512];
+	char err[256], why[256], caps[512];
 	int adj;
 
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		log_warn("cannot make execd not dumpable");
+	/* First: it may start threads, which the filter protects. */
+	(void)cgroup_init(app.loop, c->cgroups_off, why, sizeof(why));
 	if (sandbox_new(&c->sandbox, &sandbox, err, sizeof(err)) < 0)
 		fatalx("%s", err);
 	spawn_init(sandbox);
@@ -228,11 +230,10 @@ setup_sandbox(const struct conf *c)
 		    c->user.home };
 		spawn_default_user(&defuser);
 	}
-	(void)cgroup_init(app.loop, c->cgroups_off, err, sizeof(err));
 	if (spawn_oom_init(CHILD_OOM_ADJ, &adj) < 0)
 		log_warnx("cannot lower execd's oom_score_adj");
 	log_info("limits: %s; oom_score_adj %d for execd, %d for children%s%s",
-	    err, adj, CHILD_OOM_ADJ, c->user.set ? "; children run as " : "",
+	    why, adj, CHILD_OOM_ADJ, c->user.set ? "; children run as " : "",
 	    c->user.set ? c->user.name : "");
 }
 
@@ -571,6 +572,8 @@ reload_policy(void)
 		log_warnx("SIGHUP: %s; the policy in force is kept", err);
 		return;
 	}
+	/* Threads that carry the old filter go; the new ones it protects. */
+	cgroup_renew();
 	if (sandbox_new(&fresh.sandbox, &sb, err, sizeof(err)) < 0) {
 		log_warnx("SIGHUP: %s; the policy in force is kept", err);
 		conf_reset(&fresh);

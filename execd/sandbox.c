@@ -12,8 +12,11 @@
  * 32-bit system call tables cannot go around the list.
  *
  * The filter is built once, at start, and exported as BPF; a child loads
- * it with one system call.  This file does not know which children there
- * are: spawn.c calls sandbox_enter() in each.
+ * it with one system call, or is born under it, forked by a thread of
+ * execd that loaded it for itself (sandbox_load; loading costs the kernel
+ * a few hundred microseconds, paid once per thread that way).  This file
+ * does not know which children there are: spawn.c calls sandbox_enter()
+ * in each.
  */
 #include <errno.h>
 #include <ctype.h>
@@ -325,7 +328,7 @@ sandbox_new(const struct sandbox_conf *c, struct sandbox **out, char *err,
 		return -ENOMEM;
 	}
 	/* The child sets no_new_privs itself, or not, as configured. */
-	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 || (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0 ||
 	    (rc = add_groups(ctx, c)) < 0 || (rc = add_protect(ctx, ids, nids)) < 0) {
 		snprintf(err, errlen, "cannot build the seccomp filter: %s",
 		    strerror(-rc));
@@ -356,15 +359,35 @@ sandbox_free(struct sandbox *sb)
 	free(sb);
 }
 
+/* no_new_privs where configured, then the filter, on this thread. */
+static int
+load(const struct sandbox *sb)
+{
+	if (sb->no_new_privs &&
+	    syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &sb->prog) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The filter on a thread that forks children; see sandbox.h. */
+int
+sandbox_load(const struct sandbox *sb)
+{
+	return load(sb);
+}
+
 /*
  * In the child: the bounding set first (it needs CAP_SETPCAP, which it
  * may be about to lose), the inheritable set with it (ambient goes too),
- * then no_new_privs, then the filter.  A process without CAP_SETPCAP
- * cannot drop from the bounding set; it has no capabilities to pass on,
- * and no_new_privs keeps exec from granting file capabilities.
+ * then no_new_privs, then the filter unless it has it.  A process without
+ * CAP_SETPCAP cannot drop from the bounding set; it has no capabilities
+ * to pass on, and no_new_privs keeps exec from granting file
+ * capabilities.
  */
 int
-sandbox_enter(const struct sandbox *sb)
+sandbox_enter(const struct sandbox *sb, bool filtered)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
@@ -385,12 +408,9 @@ sandbox_enter(const struct sandbox *sb)
 		if (syscall(SYS_capset, &h, d) < 0)
 			return -errno;
 	}
-	if (sb->no_new_privs &&
-	    syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &sb->prog) < 0)
-		return -errno;
-	return 0;
+	if (filtered)		/* born under it: no_new_privs came too */
+		return 0;
+	return load(sb);
 }
 
 static const char *const profile_names[] = {

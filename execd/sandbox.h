@@ -8,7 +8,8 @@
  * the profile, calls aimed at execd itself (signals, tracing, reading its
  * memory, changing its limits) fail, so a child cannot take the daemon
  * down.  sandbox_enter() runs in a child between fork and exec, in
- * execd's memory: raw system calls only, no allocation.
+ * execd's memory: raw system calls only, no allocation; sandbox_load()
+ * runs on a thread of execd that forks them (see cgroup.c's residents).
  */
 #ifndef EXECD_SANDBOX_H
 #define EXECD_SANDBOX_H
@@ -46,10 +47,19 @@ int	sandbox_new(const struct sandbox_conf *, struct sandbox **out,
 	    char *err, size_t errlen);
 void	sandbox_free(struct sandbox *);		/* NULL ok */
 /*
- * In the child, before exec and while it still has its privileges:
- * drop the capabilities, set no_new_privs, load the filter.  0 or -errno.
+ * On a thread of execd that forks children and does nothing else: set
+ * no_new_privs (where configured) and load the filter into this thread
+ * alone, so that every child it forks from now on is born under them.
+ * Raw system calls.  0 or -errno.
  */
-int	sandbox_enter(const struct sandbox *);
+int	sandbox_load(const struct sandbox *);
+/*
+ * In the child, before exec and while it still has its privileges:
+ * drop the capabilities, set no_new_privs, load the filter, unless it
+ * was born under them (filtered: forked by a thread that ran
+ * sandbox_load with this sb).  0 or -errno.
+ */
+int	sandbox_enter(const struct sandbox *, bool filtered);
 
 /* "off", "default", "strict"; 0 or -EINVAL. */
 int	sandbox_profile_parse(const char *, enum sandbox_profile *);

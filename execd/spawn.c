@@ -9,7 +9,11 @@
  * allocation, no locks, and the identity changes as raw syscalls (glibc's
  * setuid() would try to change every thread of execd).  Where such a
  * clone is refused (valgrind), and in AddressSanitizer builds, a plain
- * fork() does the same.
+ * fork() does the same.  A job with a cgroup is forked by one of
+ * cgroup.c's residents, a thread already inside it (cgroup_fork), which
+ * loads the seccomp filter for itself first, so that the child is born in
+ * its cgroup and under the filter; the loop thread waits meanwhile, as it
+ * waits for its own clone.
  * Signals are blocked around it so that no handler of ours runs in the
  * child; the child resets every disposition and its mask before exec.  The
  * child reports a failed step as {step, errno} on a CLOEXEC pipe and
@@ -42,6 +46,16 @@ extern char **environ;
 
 /* What every child enters before exec; NULL: nothing (tests, tools). */
 static const struct sandbox *sandbox;
+static unsigned sandbox_gen;		/* bumped by each spawn_init */
+
+/*
+ * The sandbox generation whose filter this thread has loaded (0: none).
+ * The loop thread never loads one; a resident of cgroup.c, which forks
+ * children from inside their cgroups, loads it before its first fork so
+ * that its children are born under it.  A resident outlives no policy:
+ * cgroup_renew() retires them when the policy is read again.
+ */
+static __thread unsigned filter_gen;
 
 /* Who children run as by default; NULL: execd's identity. */
 static const struct spawn_user *defuser;
@@ -74,9 +88,15 @@ struct report {
 struct start {
 	const struct spawn_opts	*o;
 	const struct cgroup	*cg;
+	bool			 join;	/* the child moves into cg */
+	bool			 resident; /* forked by a thread in cg */
+	bool			 filtered; /* born under the sandbox */
 	pid_t			 parent;
 	int			 errfd;
 };
+
+/* The child's stack; one at a time: execd waits for the child. */
+static void *stack;
 
 #define CHILD_STACK	(256 << 10)
 
@@ -96,6 +116,7 @@ struct start {
 #endif
 
 static int	start_child(void *);
+static pid_t	clone_child(void *);
 static int	start_one(const struct spawn_opts *, pid_t *, char *,
 		    size_t);
 static char	**user_env(char *const *, const struct spawn_user *);
@@ -103,8 +124,7 @@ static void	user_env_free(char **);
 static int	close_from(int, int);
 static int	set_limits(const struct limits *, const struct cgroup *);
 static int	set_oom(void);
-static void	child(const struct spawn_opts *, const struct cgroup *, pid_t,
-		    int) __attribute__((noreturn));
+static void	child(const struct start *) __attribute__((noreturn));
 static void	fail(int, enum step) __attribute__((noreturn));
 
 static void
@@ -212,9 +232,10 @@ set_oom(void)
 
 /* In the child: set up and exec, or report and exit. */
 static void
-child(const struct spawn_opts *o, const struct cgroup *cg, pid_t parent,
-    int errfd)
+child(const struct start *st)
 {
+	const struct spawn_opts *o = st->o;
+	int errfd = st->errfd;
 	int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd }, null;
 	int fd3 = -1;
 	sigset_t none;
@@ -230,12 +251,12 @@ child(const struct spawn_opts *o, const struct cgroup *cg, pid_t parent,
 	if (setsid() < 0)
 		fail(errfd, S_SETSID);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
+	if (getppid() != st->parent)
 		_exit(127);	/* execd died between fork and prctl */
 	/* 1b. The job's cgroup, limits, OOM score: before anything else. */
-	if (cg != NULL && cgroup_join(cg) < 0)
+	if (st->join && cgroup_join(st->cg) < 0)
 		fail(errfd, S_CGROUP);
-	if (o->limits != NULL && set_limits(o->limits, cg) < 0)
+	if (o->limits != NULL && set_limits(o->limits, st->cg) < 0)
 		fail(errfd, S_RLIMIT);
 	if (set_oom() < 0)
 		fail(errfd, S_OOM);
@@ -268,7 +289,8 @@ child(const struct spawn_opts *o, const struct cgroup *cg, pid_t parent,
 	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		fail(errfd, S_CTTY);
 	/* 3. The sandbox, while the child may still drop capabilities. */
-	if (sandbox != NULL && (errno = -sandbox_enter(sandbox)) != 0)
+	if (sandbox != NULL &&
+	    (errno = -sandbox_enter(sandbox, st->filtered)) != 0)
 		fail(errfd, S_SANDBOX);
 	/*
 	 * 4. Identity: groups first, while we may still change them.  Raw
@@ -370,6 +392,8 @@ void
 spawn_init(const struct sandbox *sb)
 {
 	sandbox = sb;
+	if (++sandbox_gen == 0)	/* never 0, which is "no filter" */
+		sandbox_gen = 1;
 }
 
 /* A pipe for a child; see spawn.h. */
@@ -403,9 +427,41 @@ spawn_pipe_close(int fds[2])
 static int
 start_child(void *arg)
 {
-	const struct start *st = arg;
+	child(arg);
+}
 
-	child(st->o, st->cg, st->parent, st->errfd);
+/*
+ * Fork the child of st (the struct start), on whichever thread
+ * cgroup_fork calls this: a clone that shares execd's memory where it
+ * can, a fork() where it cannot.  The child's pid, or -1 with errno.
+ */
+static pid_t
+clone_child(void *arg)
+{
+	struct start *st = arg;
+	pid_t c = -1;
+
+	/* A resident's first fork under this sandbox: its filter first. */
+	if (st->resident && sandbox != NULL && filter_gen == 0 &&
+	    sandbox_load(sandbox) == 0)
+		filter_gen = sandbox_gen;
+	st->filtered = st->resident && sandbox != NULL &&
+	    filter_gen == sandbox_gen;
+	if (st->resident && filter_gen != 0 && !st->filtered) {
+		errno = ESTALE;		/* a resident of an older policy */
+		return -1;
+	}
+	errno = EINVAL;
+	if (stack != NULL)
+		c = clone(start_child, (char *)stack + CHILD_STACK,
+		    CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+	if (c < 0 && (errno == EINVAL || errno == ENOSYS)) {
+		/* No such clone here: an ordinary fork. */
+		c = fork();
+		if (c == 0)
+			child(arg);
+	}
+	return c;
 }
 
 /* Fork and exec, as the default user where it applies; see spawn.h. */
@@ -434,7 +490,6 @@ spawn_start(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 static int
 start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 {
-	static void *stack;	/* one at a time: execd waits for the child */
 	struct cgroup *cg = NULL;
 	sigset_t all, old;
 	struct report r;
@@ -460,20 +515,12 @@ start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 		if (stack == MAP_FAILED)
 			stack = NULL;
 	}
-	st = (struct start){ o, cg, self, p[1] };
+	st = (struct start){ .o = o, .cg = cg,
+	    .join = cg != NULL && !cgroup_born_in(cg),
+	    .resident = cgroup_born_in(cg), .parent = self, .errfd = p[1] };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	c = -1;
-	errno = EINVAL;
-	if (stack != NULL)
-		c = clone(start_child, (char *)stack + CHILD_STACK,
-		    CLONE_VM | CLONE_VFORK | SIGCHLD, &st);
-	if (c < 0 && (errno == EINVAL || errno == ENOSYS)) {
-		/* No such clone here: an ordinary fork. */
-		c = fork();
-		if (c == 0)
-			child(o, cg, self, p[1]);
-	}
+	c = cgroup_fork(cg, clone_child, &st);
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(p[1]);

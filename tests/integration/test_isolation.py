@@ -117,6 +117,13 @@ def assert_protected(res, who):
 def test_every_child_runs_under_the_default_profile():
     with Execd() as d:
         assert_default(probe_cmd(d), "command")
+        # With limits a child is forked from inside its cgroup, by a
+        # thread of execd that carries the filter (see cgroup.c): it is
+        # born under it, once.
+        for i in range(3):
+            res = probe_cmd(d, limits={"processes": 64})
+            assert_default(res, "command with limits %d" % i)
+            assert res["Seccomp_filters"] == "1", res
         if os.geteuid() == 0:
             res = probe_cmd(d, uid=65534, cwd="/")
             assert_default(res, "command as 65534")

@@ -251,6 +251,42 @@ def test_limits_of_a_context_name_the_oom_kill():
         assert any(e.get("text", "").strip() == "4" for e in evs), evs
 
 
+def test_limits_process_limit_is_exact():
+    # The leader and 7 forks: the 8th is refused, whichever thread of
+    # execd forked the leader into its cgroup (see cgroup.c).
+    with Execd() as d:
+        if mechanism(d) == "rlimits":
+            raise AssertionError("no cgroup found on this machine")
+        for i in range(3):
+            if i == 2:
+                time.sleep(0.2)     # after a quiet spell too
+            st, evs = cmd(d, FORKER, limits={"processes": 8})
+            assert st == 200, evs
+            assert stdout(evs).startswith("refused after 7 "), (i, evs)
+
+
+def test_limits_jobs_stopped_at_once_leave_execd_running():
+    # A job stopped as soon as it has started: everything in its cgroup
+    # is killed, and for a moment execd has a thread there.
+    with Execd() as d:
+        if mechanism(d) == "rlimits":
+            raise AssertionError("no cgroup found on this machine")
+        for i in range(12):
+            time.sleep(0.05 if i % 2 else 0)
+            st, h, data = d.request("POST", "/command", timeout=30, body={
+                "command": "sleep 300", "background": True,
+                "limits": {"processes": 4, "memory": "64MiB"}})
+            assert st == 200, data
+            cid = events(data)[0]["text"]
+            st, h, data = d.request("DELETE", "/command?id=" + cid)
+            assert st == 200, data
+        assert d.proc.poll() is None, "execd died"
+        st, h, data = d.request("GET", "/ping")
+        assert st == 200, data
+        st, evs = cmd(d, "echo fine", limits={"processes": 4})
+        assert st == 200 and stdout(evs) == "fine", evs
+
+
 def test_limits_stop_kills_the_whole_cgroup_and_it_is_removed():
     with Execd() as d:
         if mechanism(d) == "rlimits":

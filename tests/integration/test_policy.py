@@ -35,16 +35,16 @@ def run(*args, env=None):
                           text=True, timeout=20, env=e)
 
 
-def command(d, cmd):
+def command(d, cmd, **opts):
     st, h, data = d.request("POST", "/command", timeout=30,
-                            body={"command": cmd})
+                            body=dict(command=cmd, **opts))
     assert st == 200, data
     return "\n".join(e["text"] for e in events(data)
                      if e["type"] == "stdout")
 
 
-def probe(d):
-    out = command(d, "/usr/bin/python3 %s %d" % (PROBE, d.proc.pid))
+def probe(d, **opts):
+    out = command(d, "/usr/bin/python3 %s %d" % (PROBE, d.proc.pid), **opts)
     for line in out.split("\n"):
         if line.startswith("SYSCALLS "):
             return json.loads(line[len("SYSCALLS "):])
@@ -196,6 +196,49 @@ def test_sighup_puts_the_new_policy_in_force_for_new_jobs():
             assert probe(d)["unshare"] == EPERM
             assert open_files(d) == 300
             assert d.get_json("/ping") is not None
+    finally:
+        os.unlink(path)
+
+
+def threads(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
+    # Jobs with limits are forked by threads of execd that carry the
+    # filter (see cgroup.c): a looser profile must reach them too, and a
+    # job forked before must outlive the threads that forked it.
+    lim = {"processes": 64}
+    path = tmpfile("seccomp: default\n")
+    try:
+        with Execd("--config", path) as d:
+            for _ in range(3):
+                res = probe(d, limits=lim)
+                assert res["unshare"] == EPERM, res
+                assert res["Seccomp_filters"] == "1", res
+            st, h, data = d.request("POST", "/command", timeout=30, body={
+                "command": "sleep 300", "background": True, "limits": lim})
+            assert st == 200, data
+            cid = events(data)[0]["text"]
+            before = threads(d.proc.pid)
+
+            write(path, "seccomp: off\n")
+            d.send(signal.SIGHUP)
+            assert wait_for(lambda: d.read_log().count("read again") == 1,
+                            timeout=10), d.read_log()
+            for _ in range(3):
+                res = probe(d, limits=lim)
+                assert res["unshare"] != EPERM, res
+                assert res["Seccomp_filters"] == "1", res
+            status = lambda: d.get_json("/command/status/" + cid)[1]
+            assert status()["running"] is True, status()
+            st, h, data = d.request("DELETE", "/command?id=" + cid)
+            assert st == 200, data
+            # The retired threads end once their jobs are over.
+            assert wait_for(lambda: threads(d.proc.pid) <= before,
+                            timeout=10), (threads(d.proc.pid), before)
+            res = probe(d, limits=lim)
+            assert res["unshare"] != EPERM, res
     finally:
         os.unlink(path)
 

@@ -100,7 +100,7 @@ def main(pid):
     with open("/proc/self/status") as f:
         for line in f:
             k, v = line.split(":", 1)
-            if k in ("Seccomp", "NoNewPrivs", "CapBnd"):
+            if k in ("Seccomp", "Seccomp_filters", "NoNewPrivs", "CapBnd"):
                 res[k] = v.strip()
     res["EPERM"] = errno.EPERM
     print("SYSCALLS " + json.dumps(res, sort_keys=True))
