@@ -56,7 +56,8 @@ struct cgroup {
 	int		 procs[MAXDIRS];	/* cgroup.procs, for a child */
 	char		 pids[32];	/* the job's pids.max */
 	struct resident	*held;		/* the resident in it, for the fork */
-	bool		 limited;	/* v1: a memory limit was written */
+	char		 wmem[32];	/* the limits written ("": unknown) */
+	char		 wpids[32];
 };
 
 /*
@@ -141,6 +142,7 @@ static size_t		 npending, cappending;
 static struct cgroup	*ready[READY];	/* made, empty, never used */
 static int		 nready;
 static struct loop	*L;
+static char		 last_mem[32], last_pids[32];	/* the last job's */
 static uint64_t		 t_tidy;		/* refill and remove, soon */
 
 static int	put(const char *, const char *, const char *);
@@ -163,6 +165,9 @@ static void	resident_start(void);
 static void	resident_end(struct resident *);
 static void	resident_arm(void);
 static bool	resident_moving(void);
+static int	write_limits(struct cgroup *, const char *, const char *,
+		    bool);
+static void	prewrite(void);
 static void	resident_done(struct loop *, int, void *, int, void *);
 static void	resident_stop(void);
 
@@ -451,6 +456,8 @@ make(void)
 	int i, e;
 
 	cg->procs[0] = cg->procs[1] = -1;
+	snprintf(cg->wmem, sizeof(cg->wmem), "max");
+	snprintf(cg->wpids, sizeof(cg->wpids), "max");
 	seq++;
 	for (i = 0; i < nbase; i++) {
 		if ((size_t)snprintf(cg->dir[i], sizeof(cg->dir[i]),
@@ -503,6 +510,7 @@ tidy(struct loop *l, uint64_t id, void *arg)
 		if (round == 0)
 			resident_arm();		/* takes some */
 	}
+	prewrite();
 }
 
 /*
@@ -530,7 +538,8 @@ resident(void *arg)
 	struct resident *r = arg;
 	struct cgroup *to;
 	bool leaving;
-	int rc;
+	pid_t ret;
+	int rc, err;
 
 	pthread_mutex_lock(&res_mu);
 	for (;;) {
@@ -540,8 +549,12 @@ resident(void *arg)
 		if (res_quit || r->quit)
 			break;
 		if ((leaving = r->state == R_RUN)) {
-			r->ret = r->fn(r->arg);
-			r->err = errno;
+			pthread_mutex_unlock(&res_mu);
+			ret = r->fn(r->arg);
+			err = errno;
+			pthread_mutex_lock(&res_mu);
+			r->ret = ret;
+			r->err = err;
 			r->state = R_LEAVE;
 			pthread_cond_broadcast(&res_cv);
 		}
@@ -721,11 +734,11 @@ resident_stop(void)
 
 /* fn where its child is born in cg; see cgroup.h. */
 pid_t
-cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), void *arg)
+cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), pid_t (*wait)(void *),
+    void *arg)
 {
 	struct resident *r = cg != NULL ? cg->held : NULL;
 	pid_t ret;
-	int err;
 
 	if (r == NULL)
 		return fn(arg);
@@ -736,12 +749,16 @@ cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), void *arg)
 	r->cg = nready > 0 ? ready[--nready] : NULL;	/* where next */
 	r->state = R_RUN;
 	pthread_cond_broadcast(&res_cv);
+	pthread_mutex_unlock(&res_mu);
+	if ((ret = wait(arg)) >= 0)
+		return ret;
+	/* No child: fn's errno, once it has returned. */
+	pthread_mutex_lock(&res_mu);
 	while (r->state == R_RUN)
 		pthread_cond_wait(&res_cv, &res_mu);
 	ret = r->ret;
-	err = r->err;
+	errno = r->err;
 	pthread_mutex_unlock(&res_mu);
-	errno = err;
 	return ret;
 }
 
@@ -752,6 +769,75 @@ cgroup_born_in(const struct cgroup *cg)
 	return cg != NULL && cg->held != NULL;
 }
 
+/*
+ * Give cg the memory and process limits mem and pids ("max": none), one
+ * more process when a resident is in it (it counts until it has left),
+ * writing only what differs from what cg has.  With v1, memsw must stay
+ * at least the memory limit: it is raised first, then set to it.  0 or
+ * -errno.
+ */
+static int
+write_limits(struct cgroup *cg, const char *mem, const char *pids,
+    bool resident)
+{
+	char p[32];
+	bool none = strcmp(mem, "max") == 0;
+	uint64_t n;
+	int rc;
+
+	snprintf(p, sizeof(p), "%s", pids);
+	if (resident && strcmp(pids, "max") != 0 &&
+	    (n = strtoull(pids, NULL, 10)) < UINT64_MAX)
+		snprintf(p, sizeof(p), "%" PRIu64, n + 1);
+	if (strcmp(cg->wmem, mem) != 0) {
+		cg->wmem[0] = '\0';
+		if (mode == CGROUP_V2) {
+			if ((rc = put(cg->dir[0], "memory.max", mem)) < 0)
+				return rc;
+			/* Without swap the limit is the memory's, if allowed. */
+			(void)put(cg->dir[0], "memory.swap.max",
+			    none ? "max" : "0");
+		} else {
+			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
+			    "-1");
+			if ((rc = put(cg->dir[0], "memory.limit_in_bytes",
+			    none ? "-1" : mem)) < 0)
+				return rc;
+			if (!none)
+				(void)put(cg->dir[0],
+				    "memory.memsw.limit_in_bytes", mem);
+		}
+		snprintf(cg->wmem, sizeof(cg->wmem), "%s", mem);
+	}
+	if (strcmp(cg->wpids, p) != 0) {
+		cg->wpids[0] = '\0';
+		if ((rc = put(cg->dir[cg->ndirs - 1], "pids.max", p)) < 0)
+			return rc;
+		snprintf(cg->wpids, sizeof(cg->wpids), "%s", p);
+	}
+	return 0;
+}
+
+/*
+ * With the loop idle: the last job's limits into the cgroups made ahead
+ * and those residents wait in, so that the next job with the same ones
+ * (the policy's defaults, most often) writes nothing.
+ */
+static void
+prewrite(void)
+{
+	if (last_mem[0] == '\0')
+		return;
+	for (int i = 0; i < nready; i++)
+		(void)write_limits(ready[i], last_mem, last_pids, false);
+	pthread_mutex_lock(&res_mu);
+	for (int i = 0; i < NSLOTS; i++)
+		if (res[i].state == R_IN && !res[i].retired)
+			(void)write_limits(res[i].cg, last_mem, last_pids,
+			    true);
+	pthread_mutex_unlock(&res_mu);
+}
+
 /* A job's cgroup; see cgroup.h. */
 int
 cgroup_new(const struct limits *l, struct cgroup **out, char *err,
@@ -760,7 +846,6 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 	struct cgroup *cg = NULL;
 	char mem[32] = "max", pids[32] = "max";
 	int rc = 0;
-	uint64_t n;
 
 	/* Best the one the resident is in, then one made ahead. */
 	pthread_mutex_lock(&res_mu);
@@ -784,38 +869,16 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 	if ((l->set & LIMITS_F_PROCESSES) && l->processes != UINT64_MAX)
 		snprintf(pids, sizeof(pids), "%" PRIu64, l->processes);
 	memcpy(cg->pids, pids, sizeof(cg->pids));
-	/* The resident counts until it has left (resident_settle). */
-	if (cg->held && strcmp(pids, "max") != 0 &&
-	    (n = strtoull(pids, NULL, 10)) < UINT64_MAX)
-		snprintf(pids, sizeof(pids), "%" PRIu64, n + 1);
-	if (mode == CGROUP_V2) {
-		if ((rc = put(cg->dir[0], "memory.max", mem)) < 0 ||
-		    (rc = put(cg->dir[0], "pids.max", pids)) < 0)
-			goto fail;
-		/* Without swap the limit is the memory's; where allowed. */
-		if (strcmp(mem, "max") != 0)
-			(void)put(cg->dir[0], "memory.swap.max", "0");
-	} else {
-		/* One left unused may have had a limit: raise memsw first. */
-		if (cg->limited)
-			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
-			    "-1");
-		cg->limited = strcmp(mem, "max") != 0;
-		if ((rc = put(cg->dir[0], "memory.limit_in_bytes",
-		    strcmp(mem, "max") == 0 ? "-1" : mem)) < 0 ||
-		    (rc = put(cg->dir[1], "pids.max", pids)) < 0)
-			goto fail;
-		if (strcmp(mem, "max") != 0)
-			(void)put(cg->dir[0], "memory.memsw.limit_in_bytes",
-			    mem);
+	memcpy(last_mem, mem, sizeof(last_mem));
+	memcpy(last_pids, pids, sizeof(last_pids));
+	if ((rc = write_limits(cg, mem, pids, cg->held != NULL)) < 0) {
+		snprintf(err, errlen, "cgroup %s: %s", cg->dir[0],
+		    strerror(-rc));
+		cgroup_free(cg);
+		return rc;
 	}
 	*out = cg;
 	return 0;
-fail:
-	snprintf(err, errlen, "cgroup %s: %s", cg->dir[cg->ndirs > 0 ?
-	    cg->ndirs - 1 : 0], strerror(-rc));
-	cgroup_free(cg);
-	return rc;
 }
 
 /* In the child: join; see cgroup.h. */

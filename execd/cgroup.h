@@ -59,10 +59,14 @@ int	cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 /*
  * Call fn(arg), which forks the job's child, so that the child is born in
  * cg where it can be: on the thread of execd that waits in cg (cgroup
- * v1; see cgroup.c), and on the caller's otherwise.  fn's result, with
- * errno as fn left it.  The caller waits meanwhile.
+ * v1; see cgroup.c), and on the caller's otherwise.  The child's pid, or
+ * -1 with errno as fn left it.  On that thread, the caller waits with
+ * wait(arg) meanwhile, which returns the pid once the child has exec'd
+ * or ended, or -1 once fn has failed; fn goes on until the child has
+ * exec'd, and the thread after that, without the caller.
  */
-pid_t	cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), void *arg);
+pid_t	cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *),
+	    pid_t (*wait)(void *), void *arg);
 /* True when a child forked through cgroup_fork(cg) is born in cg. */
 bool	cgroup_born_in(const struct cgroup *cg);
 /*

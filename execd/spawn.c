@@ -34,6 +34,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -93,6 +95,9 @@ struct start {
 	bool			 filtered; /* born under the sandbox */
 	pid_t			 parent;
 	int			 errfd;
+	pid_t			 pid;	/* the child's, set by clone */
+	uint32_t		 alive;	/* 1; 0 (and a wake) at its exec,
+					   at its end, or when no clone */
 };
 
 /* The child's stack; one at a time: execd waits for the child. */
@@ -117,6 +122,8 @@ static void *stack;
 
 static int	start_child(void *);
 static pid_t	clone_child(void *);
+static pid_t	wait_child(void *);
+static void	no_child(struct start *, pid_t);
 static int	start_one(const struct spawn_opts *, pid_t *, char *,
 		    size_t);
 static char	**user_env(char *const *, const struct spawn_user *);
@@ -448,20 +455,57 @@ clone_child(void *arg)
 	st->filtered = st->resident && sandbox != NULL &&
 	    filter_gen == sandbox_gen;
 	if (st->resident && filter_gen != 0 && !st->filtered) {
+		no_child(st, -1);
 		errno = ESTALE;		/* a resident of an older policy */
 		return -1;
 	}
+	/*
+	 * The kernel sets pid before the child runs, and clears alive (with
+	 * a futex wake) when the child execs or ends: wait_child.
+	 */
 	errno = EINVAL;
 	if (stack != NULL)
 		c = clone(start_child, (char *)stack + CHILD_STACK,
-		    CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+		    CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID |
+		    CLONE_CHILD_CLEARTID | SIGCHLD, arg, &st->pid, NULL,
+		    &st->alive);
 	if (c < 0 && (errno == EINVAL || errno == ENOSYS)) {
-		/* No such clone here: an ordinary fork. */
+		/* No such clone here: an ordinary fork, which returns at once;
+		 * the child's exec then ends the wait on the error pipe. */
 		c = fork();
 		if (c == 0)
 			child(arg);
-	}
+		no_child(st, c);
+	} else if (c < 0)
+		no_child(st, c);
 	return c;
+}
+
+/* Tell wait_child there is nothing (more) to wait for: pid c. */
+static void
+no_child(struct start *st, pid_t c)
+{
+	int e = errno;
+
+	st->pid = c;
+	__atomic_store_n(&st->alive, 0, __ATOMIC_RELEASE);
+	/* Not private: the kernel's wake at exec is a shared one. */
+	syscall(SYS_futex, &st->alive, FUTEX_WAKE, 1, NULL, NULL, 0);
+	errno = e;
+}
+
+/*
+ * On the loop, while a resident forks st's child: until the child has
+ * exec'd or ended (or there is none).  Its pid, or -1.
+ */
+static pid_t
+wait_child(void *arg)
+{
+	struct start *st = arg;
+
+	while (__atomic_load_n(&st->alive, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &st->alive, FUTEX_WAIT, 1, NULL, NULL, 0);
+	return st->pid > 0 ? st->pid : -1;
 }
 
 /* Fork and exec, as the default user where it applies; see spawn.h. */
@@ -517,10 +561,11 @@ start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 	}
 	st = (struct start){ .o = o, .cg = cg,
 	    .join = cg != NULL && !cgroup_born_in(cg),
-	    .resident = cgroup_born_in(cg), .parent = self, .errfd = p[1] };
+	    .resident = cgroup_born_in(cg), .parent = self, .errfd = p[1],
+	    .alive = 1 };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	c = cgroup_fork(cg, clone_child, &st);
+	c = cgroup_fork(cg, clone_child, wait_child, &st);
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(p[1]);
