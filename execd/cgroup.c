@@ -46,7 +46,13 @@
 #define ROOT		"/sys/fs/cgroup"
 #define MAXDIRS		2		/* v1: memory and pids */
 #define KILL_ROUNDS	16		/* a forking job is killed in rounds */
-#define READY		3		/* empty cgroups kept made */
+#define READY		4		/* empty cgroups kept made */
+/*
+ * How long after a job starts (or ends) the cgroups are tidied: making
+ * and removing them is kernel work on the loop (and in the kernel's
+ * workers) that would delay the answer of a short job still running.
+ */
+#define TIDY_MS		10
 
 struct resident;
 
@@ -486,7 +492,7 @@ static void
 tidy_soon(void)
 {
 	if (L != NULL && t_tidy == 0)
-		t_tidy = loop_timer_add(L, 1, tidy, NULL);
+		t_tidy = loop_timer_add(L, TIDY_MS, tidy, NULL);
 }
 
 static void
