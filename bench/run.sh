@@ -34,8 +34,11 @@
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
 # The /proxy rows run bench/proxy_bench.py against an nginx of their own.
-# The "idle RSS (static)" row runs STATIC_EXECD (default
-# build/static/execd, which `make bench` builds with `make static`).
+# The "(static)" rows run STATIC_EXECD (default build/static/execd, which
+# `make bench` builds with `make static`): the file deployments run, so
+# the idle RSS and start-up targets apply to it (PRODUCT.md); the same
+# rows of the dynamic build, which loads Debian's shared libraries, are
+# for information.
 #
 # Adding a row: measure, then call
 #   row NAME VALUE BASELINE RATIO TARGET VERDICT
@@ -380,8 +383,7 @@ row "GET /ping req/s (wrk)" "$(calc "sprintf(\"%.0f\", $E_RPS)")" \
 row "idle RSS after 100 pings" \
 	"$E_RSS KiB ($(calc "sprintf(\"%.2f\", $E_RSS / 1024)") MiB)" \
 	"$N_RSS KiB nginx worker" \
-	"$(calc "sprintf(\"%.2f\", $E_RSS / $N_RSS)")" \
-	"< 4 MiB" "$(verdict_le "$E_RSS" $((RSS_MAX_KIB - 1)))"
+	"$(calc "sprintf(\"%.2f\", $E_RSS / $N_RSS)")" "(information)" -
 
 stop "$EXECD_PID"
 E_EXIT=$STOP_STATUS
@@ -412,24 +414,44 @@ fi
 
 # --- 3: start to first 200 on /ping -----------------------------------------
 
-E_START=$("$SP" start "$STARTS" "$P_EXECD_START" /ping -- \
-	"$EXECD" --listen "127.0.0.1:$P_EXECD_START" --log-level warn) ||
-	fail "execd start-up runs"
 N_START=$("$SP" start "$STARTS" "$P_NGINX_START" /ping -- \
 	"$NGINX" -p "$T/nginx-start/" -c "$T/nginx-start/nginx.conf" \
 	-e "$T/nginx-start/error.log" -g 'daemon off;') ||
 	fail "nginx start-up runs"
 # shellcheck disable=SC2086 # split "median min max bad" into words
-set -- $E_START
-E_MED=$1 E_MIN=$2 E_MAX=$3 E_BAD=$4
-# shellcheck disable=SC2086
 set -- $N_START
 N_MED=$1 N_BAD=$4
-E_MS=$(calc "sprintf(\"%.2f\", $E_MED / 1000)")
-row "start to first /ping (median)" "$E_MS ms" \
-	"$(calc "sprintf(\"%.2f\", $N_MED / 1000)") ms nginx" \
-	"$(calc "sprintf(\"%.2f\", $E_MED / $N_MED)")" "< $START_MAX_MS ms" \
-	"$(calc "($E_MED < $START_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
+N_MS=$(calc "sprintf(\"%.2f\", $N_MED / 1000)")
+
+# start_row NAME BINARY info|target: STARTS start-ups of BINARY to its
+# first 200 on /ping against nginx's; sets E_MIN, E_MAX and E_BAD (runs
+# that did not exit 0).
+start_row() {
+	_out=$("$SP" start "$STARTS" "$P_EXECD_START" /ping -- \
+		"$2" --listen "127.0.0.1:$P_EXECD_START" --log-level warn) ||
+		fail "$1 runs"
+	# shellcheck disable=SC2086
+	set -- "$1" "$3" $_out
+	E_MIN=$4 E_MAX=$5 E_BAD=$6
+	if [ "$2" = info ]; then
+		_t="(information)" _v=-
+	else
+		_t="< $START_MAX_MS ms"
+		_v=$(calc "($3 < $START_MAX_MS * 1000) ? \"ok\" : \"MISS\"")
+	fi
+	row "$1" "$(calc "sprintf(\"%.2f\", $3 / 1000)") ms" "$N_MS ms nginx" \
+		"$(calc "sprintf(\"%.2f\", $3 / $N_MED)")" "$_t" "$_v"
+}
+
+start_row "start to first /ping (median)" "$EXECD" info
+E_BAD_DYN=$E_BAD START_OF="the dynamic build"
+if [ -x "$STATIC_EXECD" ]; then
+	start_row "start to first /ping (static)" "$STATIC_EXECD" target
+	E_BAD=$((E_BAD + E_BAD_DYN)) START_OF="the static build"
+else
+	row "start to first /ping (static)" "not built" "-" "-" \
+		"< $START_MAX_MS ms" MISS
+fi
 
 # --- 4: 1+1 round trip on one kernel, execd vs jupyter_client ---------------
 
@@ -590,6 +612,7 @@ run_bg 300 "$T/iso.out" "$T/iso.log" \
 	/usr/bin/python3 "$HERE/command_bench.py" isolation "$EXECD" "$ISO_N" ||
 	fail "isolation on/off: $(tail -c 600 "$T/iso.log")"
 # shellcheck disable=SC2086
+# shellcheck disable=SC2046 # split the numbers into words
 set -- $(cat "$T/iso.out")
 [ $# -eq 3 ] || fail "command_bench.py isolation printed '$(cat "$T/iso.out")'"
 RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
@@ -604,6 +627,7 @@ run_bg 300 "$T/isogap.out" "$T/isogap.log" \
 	"$ISO_GAP_N" 100 ||
 	fail "isolation on/off, apart: $(tail -c 600 "$T/isogap.log")"
 # shellcheck disable=SC2086
+# shellcheck disable=SC2046 # split the numbers into words
 set -- $(cat "$T/isogap.out")
 [ $# -eq 3 ] ||
 	fail "command_bench.py isolation printed '$(cat "$T/isogap.out")'"
@@ -624,6 +648,7 @@ run_bg 900 "$T/files.out" "$T/files.log" \
 	fail "file transfers: $(tail -c 600 "$T/files.log")"
 stop "$NGINX_PID"
 # shellcheck disable=SC2086
+# shellcheck disable=SC2046 # split the numbers into words
 set -- $(cat "$T/files.out")
 [ $# -eq 8 ] || fail "files_bench.py printed '$(cat "$T/files.out")'"
 FD_E=$1 FD_N=$2 FD_RSS=$3 FU_E=$4 FU_DD=$5 FU_RSS=$6 F_IDLE=$7 FD_PAIR=$8
@@ -693,10 +718,10 @@ echo
 note "idle RSS of execd: $E_SPLIT; of the nginx worker: $N_SPLIT"
 [ -n "${S_SPLIT:-}" ] && note "idle RSS of the static execd: $S_SPLIT"
 note "execd RSS after the wrk rounds: $E_RSS_AFTER KiB"
-note "execd start-up over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1000)") ms," \
+note "start-up of $START_OF over $STARTS runs: min $(calc "sprintf(\"%.2f\", $E_MIN / 1000)") ms," \
 	"max $(calc "sprintf(\"%.2f\", $E_MAX / 1000)") ms"
 [ "$E_EXIT" = 0 ] || note "execd exited with status $E_EXIT on SIGTERM (expected 0)"
-[ "$E_BAD" = 0 ] || note "execd exited non-zero on SIGTERM in $E_BAD of $STARTS start-up runs"
+[ "$E_BAD" = 0 ] || note "execd exited non-zero on SIGTERM in $E_BAD start-up runs"
 [ "$N_BAD" = 0 ] || note "nginx exited non-zero on SIGTERM in $N_BAD of $STARTS start-up runs"
 note "$HOLD_N background sleep 30: execd fds $H_FD0 idle, $H_FD held;" \
 	"all interrupted (DELETE /command) and reaped in $(us_ms "$H_STOP" 0)" \
