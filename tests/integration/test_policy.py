@@ -204,20 +204,22 @@ def threads(pid):
     return len(os.listdir("/proc/%d/task" % pid))
 
 
-def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
-    # Jobs with limits are forked by threads of execd that carry the
-    # filter (see cgroup.c): a looser profile must reach them too, and a
-    # job forked before must outlive the threads that forked it.
-    lim = {"processes": 64}
+def sighup_to_a_looser_profile(lim):
+    # A looser profile reaches new jobs, and a job forked before keeps
+    # running.  Jobs with limits are forked by threads of execd that carry
+    # the filter (see cgroup.c's residents): such a job must outlive the
+    # thread that forked it (a child's parent-death signal is tied to that
+    # thread), which retires on SIGHUP.
+    extra = {"limits": lim} if lim else {}
     path = tmpfile("seccomp: default\n")
     try:
         with Execd("--config", path) as d:
             for _ in range(3):
-                res = probe(d, limits=lim)
+                res = probe(d, **extra)
                 assert res["unshare"] == EPERM, res
                 assert res["Seccomp_filters"] == "1", res
-            st, h, data = d.request("POST", "/command", timeout=30, body={
-                "command": "sleep 300", "background": True, "limits": lim})
+            st, h, data = d.request("POST", "/command", timeout=30, body=dict(
+                {"command": "sleep 300", "background": True}, **extra))
             assert st == 200, data
             cid = events(data)[0]["text"]
             before = threads(d.proc.pid)
@@ -227,7 +229,7 @@ def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
             assert wait_for(lambda: d.read_log().count("read again") == 1,
                             timeout=10), d.read_log()
             for _ in range(3):
-                res = probe(d, limits=lim)
+                res = probe(d, **extra)
                 assert res["unshare"] != EPERM, res
                 assert res["Seccomp_filters"] == "1", res
             status = lambda: d.get_json("/command/status/" + cid)[1]
@@ -237,10 +239,18 @@ def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
             # The retired threads end once their jobs are over.
             assert wait_for(lambda: threads(d.proc.pid) <= before,
                             timeout=10), (threads(d.proc.pid), before)
-            res = probe(d, limits=lim)
+            res = probe(d, **extra)
             assert res["unshare"] != EPERM, res
     finally:
         os.unlink(path)
+
+
+def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
+    sighup_to_a_looser_profile({"processes": 64})
+
+
+def test_sighup_to_a_looser_profile_holds_for_jobs_without_limits():
+    sighup_to_a_looser_profile(None)
 
 
 def test_sighup_without_a_file_changes_nothing():
