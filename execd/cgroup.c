@@ -88,15 +88,22 @@ struct cgroup {
  * A resident also loads the seccomp filter for itself before its first
  * fork (spawn.c), so that its children are born under it.  A filter
  * cannot be taken off again: when the policy is read again the residents
- * retire and new ones start (cgroup_renew), before the new filter is
- * built, which protects every thread of execd from children.  A retired
+ * retire and spare ones take their place (cgroup_renew).  The spares are
+ * made at start with the others, and no thread is made later, because
+ * the filter protects execd's threads by their ids (sandbox.c): a thread
+ * made after a child's filter was built could be signalled by that
+ * child, and a signal to a thread's id reaches the whole process.  Once
+ * the spares are used up, children join their cgroups themselves and
+ * load the filter (which knows every thread) on their own.  A retired
  * resident ends only once every job it forked is over, because a child's
  * PR_SET_PDEATHSIG is tied to the thread that forked it.  States change
  * under res_mu; the loop hands over work (R_MOVE, R_RUN), and a resident
  * tells the loop it is done through res_efd.
  */
 #define NRES		2		/* residents at work */
-#define NSLOTS		8		/* and retired ones not yet ended */
+#define NSLOTS		4		/* with spares for one renewal (each
+					   thread costs ~32 KiB of RSS); a
+					   retired one holds its slot */
 
 enum rstate {
 	R_OFF,		/* no thread, or a move failed: children join */
@@ -110,6 +117,7 @@ enum rstate {
 struct resident {
 	pthread_t	 t;
 	bool		 started;
+	bool		 spare;		/* made at start, not at work yet */
 	bool		 retired;	/* never used again; ends when live is 0 */
 	bool		 quit;		/* told to end */
 	int		 live;		/* jobs it forked that are tracked */
@@ -582,7 +590,10 @@ resident(void *arg)
 	return NULL;
 }
 
-/* With cgroup v1, at start and on renewal: NRES residents, at home. */
+/*
+ * With cgroup v1, at start: NRES residents, at home, and spares for
+ * renewals (see struct resident).
+ */
 static void
 resident_start(void)
 {
@@ -599,10 +610,9 @@ resident_start(void)
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int i = 0; i < NSLOTS && n < NRES; i++) {
-		if (res[i].started)
-			continue;
-		res[i] = (struct resident){ .state = R_HOME };
+	for (int i = 0; i < NSLOTS; i++) {
+		res[i] = (struct resident){ .state = R_HOME,
+		    .spare = n >= NRES };
 		if (pthread_create(&res[i].t, &attr, resident, &res[i]) != 0)
 			break;
 		res[i].started = true;
@@ -640,19 +650,30 @@ resident_end(struct resident *r)
 		cgroup_free(cg);	/* once the thread is out of it */
 }
 
-/* Retire the residents and start new ones; see cgroup.h. */
+/* Retire the residents and put spares to work; see cgroup.h. */
 void
 cgroup_renew(void)
 {
+	int n = 0;
+
 	if (mode != CGROUP_V1 || res_efd < 0)
 		return;
 	pthread_mutex_lock(&res_mu);
 	for (int i = 0; i < NSLOTS; i++)
-		res[i].retired = res[i].started;
+		if (res[i].started && !res[i].spare)
+			res[i].retired = true;
+	for (int i = 0; i < NSLOTS && n < NRES; i++)
+		if (res[i].started && res[i].spare) {
+			res[i].spare = false;	/* at work from now on */
+			n++;
+		}
 	pthread_mutex_unlock(&res_mu);
 	for (int i = 0; i < NSLOTS; i++)
 		resident_end(&res[i]);
-	resident_start();
+	if (n < NRES)
+		log_warnx("cgroup: %d spare threads left to fork jobs in "
+		    "their cgroups; %s", n, n > 0 ? "fewer jobs are born in "
+		    "theirs" : "jobs with limits join theirs themselves");
 }
 
 /* With the loop idle: send idle residents into ready cgroups. */
@@ -662,7 +683,7 @@ resident_arm(void)
 	pthread_mutex_lock(&res_mu);
 	for (int i = 0; i < NSLOTS && nready > 0; i++)
 		if (res[i].state == R_HOME && res[i].cg == NULL &&
-		    !res[i].retired) {
+		    !res[i].retired && !res[i].spare) {
 			res[i].cg = ready[--nready];
 			res[i].state = R_MOVE;
 			pthread_cond_broadcast(&res_cv);

@@ -71,9 +71,10 @@ pid_t	cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *),
 bool	cgroup_born_in(const struct cgroup *cg);
 /*
  * The policy is read again: the threads that fork jobs from inside their
- * cgroups, which carry the old seccomp filter, retire, and new ones
- * start.  Call it before the new filter is built (sandbox_new), which
- * must know every thread of execd.
+ * cgroups, which carry the old seccomp filter, retire, and spares made at
+ * start take their place (no thread is made after start: the filters of
+ * running children protect only the threads that existed when they were
+ * built).  Call it before the new filter is built (sandbox_new).
  */
 void	cgroup_renew(void);
 /*

@@ -572,7 +572,7 @@ reload_policy(void)
 		log_warnx("SIGHUP: %s; the policy in force is kept", err);
 		return;
 	}
-	/* Threads that carry the old filter go; the new ones it protects. */
+	/* Threads that carry the old filter retire; spares take over. */
 	cgroup_renew();
 	if (sandbox_new(&fresh.sandbox, &sb, err, sizeof(err)) < 0) {
 		log_warnx("SIGHUP: %s; the policy in force is kept", err);

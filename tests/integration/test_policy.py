@@ -185,6 +185,10 @@ def test_sighup_puts_the_new_policy_in_force_for_new_jobs():
             m = re.search(r"^SYSCALLS (.*)$", out, re.M)
             assert m, out
             assert json.loads(m.group(1))["unshare"] != EPERM, out
+            # Its filter predates the SIGHUP, yet protects every thread
+            # execd has now.
+            assert json.loads(m.group(1))["execd_kill_threads"] == [EPERM], \
+                out
 
             # A bad file: logged with its line, the policy kept.
             write(path, "seccomp: off\nlimits: {command: {open_files: x}}\n")
@@ -251,6 +255,44 @@ def test_sighup_to_a_looser_profile_holds_for_jobs_with_limits():
 
 def test_sighup_to_a_looser_profile_holds_for_jobs_without_limits():
     sighup_to_a_looser_profile(None)
+
+
+def test_sighups_past_the_spare_threads_keep_jobs_working_and_execd_safe():
+    # Renewals use threads made at start (cgroup.c); once those are used
+    # up, children of jobs with limits join their cgroups themselves.
+    lim = {"processes": 64}
+    path = tmpfile("seccomp: default\n")
+    try:
+        with Execd("--config", path) as d:
+            st, h, data = d.request("POST", "/session", body={})
+            assert st == 200, data
+            sid = json.loads(data)["session_id"]
+            before = threads(d.proc.pid)
+            for n in range(1, 6):
+                write(path, "seccomp: %s\n" % ("off" if n % 2 else "default"))
+                d.send(signal.SIGHUP)
+                assert wait_for(lambda: d.read_log().count("read again") == n,
+                                timeout=10), d.read_log()
+                res = probe(d, limits=lim)
+                assert (res["unshare"] == EPERM) == (n % 2 == 0), (n, res)
+                assert res["Seccomp_filters"] == "1", (n, res)
+                assert res["execd_kill_threads"] == [EPERM], (n, res)
+            assert "jobs with limits join theirs themselves" in d.read_log()
+            assert threads(d.proc.pid) <= before, (threads(d.proc.pid), before)
+            # The shell started first is still kept from every thread.
+            st, h, data = d.request(
+                "POST", "/session/%s/run" % sid, timeout=30,
+                body={"command": "/usr/bin/python3 %s %d"
+                      % (PROBE, d.proc.pid)})
+            assert st == 200, data
+            out = "\n".join(e["text"] for e in events(data)
+                            if e["type"] == "stdout")
+            m = re.search(r"^SYSCALLS (.*)$", out, re.M)
+            assert m, out
+            assert json.loads(m.group(1))["execd_kill_threads"] == [EPERM], \
+                out
+    finally:
+        os.unlink(path)
 
 
 def test_sighup_without_a_file_changes_nothing():
