@@ -598,12 +598,16 @@ def sweep_interrupts_after_init(d, cid, code, next_code, next_out, trials,
 
 
 def test_interrupt_right_after_init_python():
+    # may_die: ipykernel swaps in Python's SIGINT handler before it enters
+    # the cell, and a signal that lands in between kills it (an uncaught
+    # KeyboardInterrupt); rare, and execd then runs the context on anew.
     with Execd() as d:
         c = new_context(d)
         run_code(d, "import time", id=c["id"])
         sweep_interrupts_after_init(
             d, c["id"], "for i in range(15):\n    time.sleep(0.2)\n"
-            "print('cell-end')", "print('next-ok')", "next-ok", trials=4)
+            "print('cell-end')", "print('next-ok')", "next-ok", trials=4,
+            may_die=True)
 
 
 def test_interrupt_right_after_init_javascript():

@@ -308,25 +308,38 @@ test_python_interrupt_sleep(void)
  * Interrupts right after the request, before the kernel has even read it:
  * ipykernel ignores SIGINT until it runs the cell, so an early one is lost
  * unless it is sent again.  The cell must never reach its end, the run
- * must end, and the kernel must run the next cell.
+ * must end, and the kernel must run the next cell.  ipykernel swaps in
+ * Python's SIGINT handler before it enters the cell; a signal that lands
+ * in between is raised in ipykernel's own code, and the kernel dies of
+ * it (Python ends by SIGINT on an uncaught KeyboardInterrupt).  Then the
+ * run ends saying so and the kernel is started again, which is what
+ * execd can do about it; most interrupts must still end in the cell.
  */
 static void
 test_python_interrupt_right_after_execute(void)
 {
 	static const unsigned delays[] = { 0, 0, 1, 1, 2, 3 };
+	const size_t n = sizeof(delays) / sizeof(delays[0]);
+	int ready = 1, died = 0;
 
 	if (start(spec_named(specs, "python3")) == NULL)
 		return;
-	T_OK(wait_for(&S.ready, 1, 60000));
-	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+	T_OK(wait_for(&S.ready, ready, 60000));
+	for (size_t i = 0; i < n; i++) {
 		run_interrupted("import time\nfor i in range(50):\n"
 		    "    time.sleep(0.2)\nprint('cell-end')", delays[i]);
 		T_OK(wait_for(&S.done, 1, 20000));
 		T_OK(strstr(S.out, "cell-end") == NULL);
-		T_EQ_STR(S.reply_status, "error");
+		if (S.reply_status[0] == '\0' &&
+		    strstr(S.done_why, "killed by signal 2") != NULL) {
+			died++;
+			T_OK(wait_for(&S.ready, ++ready, 60000));
+		} else
+			T_EQ_STR(S.reply_status, "error");
 		run("print('next')");
 		T_EQ_STR(S.reply_status, "ok");
 	}
+	T_OK(died * 2 < (int)n);
 	stop();
 }
 
