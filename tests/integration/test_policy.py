@@ -51,6 +51,18 @@ def probe(d, **opts):
     raise AssertionError("no probe output: %r" % out)
 
 
+def session_probe(d, sid):
+    """The probe run by session sid's shell."""
+    st, h, data = d.request("POST", "/session/%s/run" % sid, timeout=30,
+                            body={"command": "/usr/bin/python3 %s %d"
+                                  % (PROBE, d.proc.pid)})
+    assert st == 200, data
+    out = "\n".join(e["text"] for e in events(data) if e["type"] == "stdout")
+    m = re.search(r"^SYSCALLS (.*)$", out, re.M)
+    assert m, out
+    return json.loads(m.group(1))
+
+
 def open_files(d):
     out = command(d, "cat /proc/self/limits")
     m = re.search(r"^Max open files\s+(\d+)", out, re.M)
@@ -175,20 +187,11 @@ def test_sighup_puts_the_new_policy_in_force_for_new_jobs():
             assert res["unshare"] == EPERM and res["mount"] == EPERM, res
             assert open_files(d) == 300
             # The session's shell, and what it runs, keep "off".
-            st, h, data = d.request(
-                "POST", "/session/%s/run" % sid, timeout=30,
-                body={"command": "/usr/bin/python3 %s %d"
-                      % (PROBE, d.proc.pid)})
-            assert st == 200, data
-            out = "\n".join(e["text"] for e in events(data)
-                            if e["type"] == "stdout")
-            m = re.search(r"^SYSCALLS (.*)$", out, re.M)
-            assert m, out
-            assert json.loads(m.group(1))["unshare"] != EPERM, out
+            res = session_probe(d, sid)
+            assert res["unshare"] != EPERM, res
             # Its filter predates the SIGHUP, yet protects every thread
             # execd has now.
-            assert json.loads(m.group(1))["execd_kill_threads"] == [EPERM], \
-                out
+            assert res["execd_kill_threads"] == [EPERM], res
 
             # A bad file: logged with its line, the policy kept.
             write(path, "seccomp: off\nlimits: {command: {open_files: x}}\n")
@@ -280,17 +283,7 @@ def test_sighups_past_the_spare_threads_keep_jobs_working_and_execd_safe():
             assert "jobs with limits join theirs themselves" in d.read_log()
             assert threads(d.proc.pid) <= before, (threads(d.proc.pid), before)
             # The shell started first is still kept from every thread.
-            st, h, data = d.request(
-                "POST", "/session/%s/run" % sid, timeout=30,
-                body={"command": "/usr/bin/python3 %s %d"
-                      % (PROBE, d.proc.pid)})
-            assert st == 200, data
-            out = "\n".join(e["text"] for e in events(data)
-                            if e["type"] == "stdout")
-            m = re.search(r"^SYSCALLS (.*)$", out, re.M)
-            assert m, out
-            assert json.loads(m.group(1))["execd_kill_threads"] == [EPERM], \
-                out
+            assert session_probe(d, sid)["execd_kill_threads"] == [EPERM]
     finally:
         os.unlink(path)
 
