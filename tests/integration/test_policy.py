@@ -296,8 +296,19 @@ def test_sighup_without_a_file_changes_nothing():
         assert probe(d)["unshare"] == EPERM
 
 
+def top_keys(text):
+    """The top-level keys of a policy file, set or left as comments
+    ("# key:")."""
+    return {m.group(1) for m in
+            re.finditer(r"^(?:# )?([a-z_]+):", text, re.M)}
+
+
 def test_the_example_file_loads_and_says_the_defaults():
     example = os.path.join(HERE, "..", "..", "docs", "execd.yaml")
     r = run("--config", example, "--print-config")
     assert r.returncode == 0, r
-    assert r.stdout == run("--print-config").stdout
+    printed = run("--print-config").stdout
+    assert r.stdout == printed
+    with open(example) as f:
+        missing = top_keys(printed) - top_keys(f.read())
+    assert not missing, "docs/execd.yaml lacks %s" % sorted(missing)
