@@ -28,7 +28,7 @@ enum opt_id {
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
-	O_PROXY_TIMEOUT,
+	O_PROXY_TIMEOUT, O_BUSY_POLL,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -102,6 +102,13 @@ static const struct opt opts[] = {
 	    "60", "a /proxy backend silent this long gets 504 before its "
 	    "response head, or its response cut short after it (0: never; "
 	    "WebSocket tunnels are never timed)" },
+	{ "busy-poll", O_BUSY_POLL, "EXECD_BUSY_POLL", "USEC", "64",
+	    "before sleeping, keep polling up to this long while requests "
+	    "and answers have been coming that soon (the window adapts, and "
+	    "a quiet execd never spins): a quick exchange such as a /proxy "
+	    "request to a local backend then skips the cross-CPU wakeups, "
+	    "for at most this much CPU time per wait; 0: off, and off "
+	    "anyway when execd may use one CPU only" },
 	{ "stream-buffer", O_STREAM_BUF, "EXECD_STREAM_BUFFER", "BYTES", "4M",
 	    "output a stream may queue for a slow client before it is ended" },
 	{ "grace-period", O_GRACE, "EXECD_GRACE_PERIOD", "MS", "2000",
@@ -450,6 +457,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		if (parse_uint(v, 86400, &u) < 0)
 			goto bad;
 		c->proxy_timeout = (unsigned)u;
+		return 0;
+	case O_BUSY_POLL:
+		if (parse_uint(v, 10000, &u) < 0)
+			goto bad;
+		c->busy_poll_us = (unsigned)u;
 		return 0;
 	case O_PTY_REPLAY:
 		if (parse_size(v, &c->pty_replay) < 0 ||

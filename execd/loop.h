@@ -55,6 +55,13 @@ void	 loop_on_after_poll(struct loop *, loop_hook_cb *, void *);
 int	 loop_run(struct loop *);
 void	 loop_stop(struct loop *);
 
+/*
+ * Before sleeping, poll for up to max_us (0: never) while events have been
+ * coming that soon; see loop.c.  No effect on a thread confined to one
+ * CPU.  Returns the cap in force.
+ */
+unsigned loop_busy_poll(struct loop *, unsigned max_us);
+
 uint64_t loop_now_ms(void);		/* CLOCK_MONOTONIC, ms */
 int64_t	 loop_wall_ms(void);		/* CLOCK_REALTIME, Unix ms */
 

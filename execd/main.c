@@ -128,6 +128,9 @@ main(int argc, char **argv)
 	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_warn("cannot become a child subreaper");
 	app.loop = loop_new();
+	if (conf.busy_poll_us > 0 &&
+	    loop_busy_poll(app.loop, conf.busy_poll_us) == 0)
+		log_debug("one CPU: no busy polling");
 	hc = (struct http_conf){ .addr = conf.addr, .port = conf.port,
 	    .token = conf.token, .max_body = conf.max_body,
 	    .conn_timeout = conf.conn_timeout, .max_conns = conf.max_conns,
