@@ -76,6 +76,7 @@
 #define PARSE_ASYNC_MIN	(256u << 10)	/* JSON bodies parsed off the loop */
 #define BUSY_RETRY	"1"	/* Retry-After of a 503 SERVER_BUSY */
 #define RX_UNKNOWN	UINT64_MAX
+#define READER_BLOCK	65536	/* a streamed body's largest read */
 
 /* Where a connection is in its request; all but PH_BUSY are half-open. */
 enum phase {
@@ -1799,8 +1800,11 @@ http_resp_reader_len(uint64_t len, http_read_cb *read,
 	rd->arg = arg;
 	hr->rd = rd;
 	hr->file_fd = -1;
+	/* MHD allocates and clears the block: no larger than the body. */
 	hr->r = MHD_create_response_from_callback(len == UINT64_MAX ?
-	    MHD_SIZE_UNKNOWN : len, 65536, reader_read, rd, reader_free);
+	    MHD_SIZE_UNKNOWN : len, len < READER_BLOCK ?
+	    (len > 256 ? (size_t)len : 256) : READER_BLOCK, reader_read, rd,
+	    reader_free);
 	if (hr->r == NULL)
 		fatalx("cannot make a streamed response");
 	return hr;
