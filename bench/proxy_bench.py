@@ -1,21 +1,24 @@
 """proxy_bench.py -- the /proxy rows of the bench.
 
-  proxy_bench.py EXECD NGINX_PORT NGINX_ROOT MIB
+  proxy_bench.py EXECD NGINX_PORT NGINX_ROOT MIB N RELAY_PORT
 
 NGINX_ROOT is the document root of an nginx already serving on
 127.0.0.1:NGINX_PORT (bench/run.sh starts it, with an empty file at
-/ping).  A file of MIB MiB is written there as "proxybig".  Then, after a
-warm-up each, alternating:
+/ping), and bench/relay.c listens on RELAY_PORT in front of it.  A file of
+MIB MiB is written there as "proxybig".  Then, after a warm-up each,
+alternating:
 
   download  GET /proxy/NGINX_PORT/proxybig from execd against
-            GET /proxybig from nginx itself, the body read into a reused
-            buffer; 7 pairs, the median of the pairs' rate ratios.
+            GET /proxybig from nginx itself and through the relay, the
+            body read into a reused buffer; 7 rounds, the median of the
+            rounds' rate ratios.
   latency   GET /proxy/NGINX_PORT/ping against GET /ping from nginx, each
             on its own keep-alive connection, in alternating blocks of 50;
             the median of N requests a side.
 
 Prints "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us
-lat_direct_us" (MB = 10^6 bytes, best rates; latencies are medians).
+lat_direct_us dl_relay_mbs dl_relay_ratio" (MB = 10^6 bytes, best rates;
+latencies are medians; the last ratio is execd's rate over the relay's).
 execd is stopped by its pid; the file is removed.
 """
 
@@ -89,10 +92,11 @@ def latencies(port, path, n, buf):
 
 
 def main(argv):
-    if len(argv) != 6:
-        die("usage: proxy_bench.py EXECD NGINX_PORT NGINX_ROOT MIB N")
+    if len(argv) != 7:
+        die("usage: proxy_bench.py EXECD NGINX_PORT NGINX_ROOT MIB N "
+            "RELAY_PORT")
     execd, nport, root = argv[1], int(argv[2]), argv[3]
-    mib, nlat = int(argv[4]), int(argv[5])
+    mib, nlat, rport = int(argv[4]), int(argv[5]), int(argv[6])
     big = os.path.join(root, "proxybig")
     block = os.urandom(BLOCK)
     with open(big, "wb") as f:
@@ -105,10 +109,12 @@ def main(argv):
         ppath = "/proxy/%d/proxybig" % nport
         download(d.port, ppath, buf)
         download(nport, "/proxybig", buf)
-        de, dn = [], []
+        download(rport, "/proxybig", buf)
+        de, dn, dr = [], [], []
         for _ in range(7):
             de.append(download(d.port, ppath, buf))
             dn.append(download(nport, "/proxybig", buf))
+            dr.append(download(rport, "/proxybig", buf))
         latencies(d.port, "/proxy/%d/ping" % nport, 50, buf)
         latencies(nport, "/ping", 50, buf)
         le, ln = [], []
@@ -117,9 +123,11 @@ def main(argv):
             ln += latencies(nport, "/ping", 50, buf)
         size = mib * BLOCK
         pairs = statistics.median(e and n / e for e, n in zip(de, dn))
-        print("%.0f %.0f %.3f %.1f %.1f" % (
+        relay = statistics.median(e and r / e for e, r in zip(de, dr))
+        print("%.0f %.0f %.3f %.1f %.1f %.0f %.3f" % (
             size / min(de) / 1e6, size / min(dn) / 1e6, pairs,
-            statistics.median(le), statistics.median(ln)))
+            statistics.median(le), statistics.median(ln),
+            size / min(dr) / 1e6, relay))
     finally:
         d.close()
         os.unlink(big)

@@ -33,7 +33,8 @@
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
-# The /proxy rows run bench/proxy_bench.py against an nginx of their own.
+# The /proxy rows run bench/proxy_bench.py against an nginx of their own,
+# directly, through execd and through bench/relay.c.
 # The "(static)" rows run STATIC_EXECD (default build/static/execd, which
 # `make bench` builds with `make static`): the file deployments run, so
 # the idle RSS and start-up targets apply to it (PRODUCT.md); the same
@@ -301,6 +302,9 @@ mkdir -p "$B/bench" || fail "mkdir $B/bench"
 SP=$B/bench/startping
 "${CC:-cc}" -O2 -Wall -o "$SP" "$HERE/startping.c" ||
 	fail "cannot compile bench/startping.c"
+RELAY=$B/bench/relay
+"${CC:-cc}" -O2 -Wall -o "$RELAY" "$HERE/relay.c" ||
+	fail "cannot compile bench/relay.c"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/execd-bench.XXXXXX") || fail "mktemp -d"
 
@@ -672,22 +676,30 @@ row "RSS during transfers" "$(calc "sprintf(\"%.1f\", ($FD_RSS > $FU_RSS ? $FD_R
 
 PROXY_MIB=${BENCH_PROXY_MIB:-256}
 P_NGINX_PROXY=$(port) || exit 1
+P_RELAY=$(port) || exit 1
 nginx_conf "$T/nginx-proxy" "$P_NGINX_PROXY"
 start_nginx "$T/nginx-proxy" "$P_NGINX_PROXY"
-# "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us lat_direct_us"
+"$RELAY" "$P_RELAY" "$P_NGINX_PROXY" &
+RELAY_PID=$!
+PIDS="$PIDS $RELAY_PID"
+# "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us lat_direct_us
+#  dl_relay_mbs dl_relay_ratio"
 run_bg 600 "$T/proxy.out" "$T/proxy.log" \
 	/usr/bin/python3 "$HERE/proxy_bench.py" "$EXECD" "$P_NGINX_PROXY" \
-	"$T/nginx-proxy/html" "$PROXY_MIB" "${BENCH_PROXY_N:-500}" ||
-	fail "proxy rows: $(tail -c 600 "$T/proxy.log")"
+	"$T/nginx-proxy/html" "$PROXY_MIB" "${BENCH_PROXY_N:-500}" \
+	"$P_RELAY" || fail "proxy rows: $(tail -c 600 "$T/proxy.log")"
+stop "$RELAY_PID"
 stop "$NGINX_PID"
 PX_OUT=$(cat "$T/proxy.out")
 # shellcheck disable=SC2086
 set -- $PX_OUT
-[ $# -eq 5 ] || fail "proxy_bench.py printed '$PX_OUT'"
+[ $# -eq 7 ] || fail "proxy_bench.py printed '$PX_OUT'"
 RATIO=$(calc "sprintf(\"%.2f\", $3)")
 row "/proxy download $PROXY_MIB MiB" "$1 MB/s" "$2 MB/s nginx" "$RATIO" \
 	"ratio >= $PROXY_DL_MIN_RATIO" \
 	"$(verdict_ge "$RATIO" "$PROXY_DL_MIN_RATIO")"
+row "/proxy download vs a relay" "$1 MB/s" "$6 MB/s splice relay" \
+	"$(calc "sprintf(\"%.2f\", $7)")" "(information)" "-"
 RATIO=$(calc "sprintf(\"%.2f\", $4 / $5)")
 row "/proxy small GET (median)" "$(us_ms "$4" 3) ms" \
 	"$(us_ms "$5" 3) ms nginx" "$RATIO" "ratio <= $PROXY_LAT_MAX_RATIO" \
@@ -757,5 +769,8 @@ note "interrupt: a python time.sleep(30) cell interrupted after 0.3 s," \
 note "POST /code/context over $CTXS runs: with the pool min" \
 	"$(us_ms "$CP_MIN" 2) ms, max $(us_ms "$CP_MAX" 2) ms; without, min" \
 	"$(us_ms "$CN_MIN" 0) ms"
+note "/proxy download vs a relay: bench/relay.c, the least a user-space" \
+	"proxy does (the backend's bytes spliced through a pipe to the client," \
+	"blocking, one connection at a time), in front of the same nginx"
 echo "$((ROWS - MISSES)) of $ROWS targets met."
 exit 0
