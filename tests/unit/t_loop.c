@@ -11,11 +11,10 @@
  * callbacks, a randomised heap run), fd watches (read, write, hang-up,
  * level triggering, replace, delete from a callback, many watches), a
  * ZeroMQ socket, the hooks and their order, loop_stop(), and busy
- * polling (quick answers taken without sleeping, a quiet loop that stops
+ * polling (quick events taken without sleeping, a quiet loop that stops
  * spinning, none on one CPU).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1001,13 +1001,18 @@ test_stop_skips_rest(void)
 	close(r.fd2);
 }
 
-/* Busy polling: an echo thread answers each byte the loop sends. */
-#define ECHO_N		200
-#define ECHO_WARM	50
-#define SPIN_CAP_US	2000	/* long beyond a wakeup on a loaded machine */
+/*
+ * Busy polling.  A timerfd stands for the answer to a request: each tick
+ * is taken and the next armed TICK_US ahead, so every wait ends soon
+ * after it began, whoever else runs on the machine.
+ */
+#define TICK_N		200
+#define TICK_WARM	50
+#define TICK_US		200
+#define SPIN_CAP_US	2000
 
-struct echo {
-	int		 to[2], from[2];	/* loop -> thread, thread -> loop */
+struct ticks {
+	int		 fd;
 	int		 count;
 	long		 nvcsw0;		/* sleeps before the measured part */
 	long		 nvcsw;			/* ... and during it */
@@ -1022,104 +1027,90 @@ thread_sleeps(void)
 	return ru.ru_nvcsw;
 }
 
-static void *
-echo_main(void *arg)
+static void
+tick_arm(int fd)
 {
-	struct echo *e = arg;
-	char c;
+	struct itimerspec its = { .it_value = { 0, TICK_US * 1000 } };
 
-	while (read(e->to[0], &c, 1) == 1 && c != 'q')
-		if (write(e->from[1], &c, 1) != 1)
-			break;
-	return NULL;
+	T_EQ_INT(timerfd_settime(fd, 0, &its, NULL), 0);
 }
 
-/* An answer came: count it, ask again, or stop. */
 static void
-on_echo(struct loop *l, int fd, void *zsock, int rev, void *arg)
+on_tick(struct loop *l, int fd, void *zsock, int rev, void *arg)
 {
-	struct echo *e = arg;
-	char c;
+	struct ticks *k = arg;
+	uint64_t v;
 
-	(void)!read(fd, &c, 1);
-	if (++e->count == ECHO_WARM)
-		e->nvcsw0 = thread_sleeps();
-	if (e->count == ECHO_WARM + ECHO_N) {
-		e->nvcsw = thread_sleeps() - e->nvcsw0;
+	(void)!read(fd, &v, sizeof(v));
+	if (++k->count == TICK_WARM)
+		k->nvcsw0 = thread_sleeps();
+	if (k->count == TICK_WARM + TICK_N) {
+		k->nvcsw = thread_sleeps() - k->nvcsw0;
 		loop_stop(l);
 		return;
 	}
-	(void)!write(e->to[1], "x", 1);
+	tick_arm(fd);
 }
 
-/* ECHO_N exchanges with the loop's busy polling capped at cap_us. */
+/* How often the loop slept for TICK_N ticks, busy polling up to cap_us;
+ * then what 200 quiet ms cost it in CPU time. */
 static long
-echo_sleeps(unsigned cap_us, double *quiet_ms)
+tick_sleeps(unsigned cap_us, double *quiet_ms)
 {
 	struct loop *l = loop_new();
-	struct echo e = { .count = 0 };
+	struct ticks k = { .count = 0 };
 	struct timespec a, b;
-	pthread_t t;
 
-	T_EQ_INT(pipe(e.to), 0);
-	T_EQ_INT(pipe(e.from), 0);
-	T_EQ_INT(pthread_create(&t, NULL, echo_main, &e), 0);
+	k.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	T_OK(k.fd >= 0);
 	loop_busy_poll(l, cap_us);
 	arm(l);
-	T_EQ_INT(loop_add_fd(l, e.from[0], LOOP_READ, on_echo, &e), 0);
-	T_EQ_INT((int)write(e.to[1], "x", 1), 1);
+	T_EQ_INT(loop_add_fd(l, k.fd, LOOP_READ, on_tick, &k), 0);
+	tick_arm(k.fd);
 	T_EQ_INT(loop_run(l), 0);
 	T_EQ_INT(watchdog_fired, 0);
-	T_EQ_INT(e.count, ECHO_WARM + ECHO_N);
-	/* Then nothing comes for 200 ms: what does the wait cost? */
-	loop_del(l, e.from[0], NULL);
+	T_EQ_INT(k.count, TICK_WARM + TICK_N);
+	loop_del(l, k.fd, NULL);
 	loop_timer_add(l, 200, on_timer_stop, NULL);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	T_EQ_INT(loop_run(l), 0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	*quiet_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
 	    (double)(b.tv_nsec - a.tv_nsec) / 1e6;
-	T_EQ_INT((int)write(e.to[1], "q", 1), 1);
-	T_EQ_INT(pthread_join(t, NULL), 0);
 	loop_free(l);
-	close(e.to[0]);
-	close(e.to[1]);
-	close(e.from[0]);
-	close(e.from[1]);
-	return e.nvcsw;
+	close(k.fd);
+	return k.nvcsw;
 }
 
 /*
- * With busy polling, most answers are taken without the loop sleeping;
- * without it, the loop sleeps for more of them.  A quiet loop soon stops
- * spinning: 200 ms of waiting cost a small part of that in CPU time.
+ * With busy polling, events that come soon are taken without the loop
+ * sleeping; without it, it sleeps for most of them.  A quiet loop soon
+ * stops spinning: 200 ms of waiting cost a small part of that in CPU.
  */
 static void
-test_busy_poll_takes_quick_answers(void)
+test_busy_poll_takes_quick_events(void)
 {
 	struct loop *l = loop_new();
+	cpu_set_t cpus;
 	long spun, slept;
 	double quiet_spun, quiet_slept;
 
-	cpu_set_t cpus;
-
 	T_EQ_INT(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
 	if (loop_busy_poll(l, SPIN_CAP_US) == 0) {
-		/* Off only where nobody could answer while we spin. */
-		T_EQ_INT(CPU_COUNT(&cpus), 1);
+		T_EQ_INT(CPU_COUNT(&cpus), 1);	/* off only there */
 		loop_free(l);
 		return;
 	}
 	loop_free(l);
-	spun = echo_sleeps(SPIN_CAP_US, &quiet_spun);
-	slept = echo_sleeps(0, &quiet_slept);
-	T_OK(spun < ECHO_N / 2);
-	T_OK(slept > spun);
+	spun = tick_sleeps(SPIN_CAP_US, &quiet_spun);
+	slept = tick_sleeps(0, &quiet_slept);
+	T_OK(spun < TICK_N / 2);
+	T_OK(slept > TICK_N / 2);
 	T_OK(quiet_spun < 50);
 	if (t_fail_)
-		fprintf(stderr, "sleeps in %d exchanges: %ld busy polling, "
-		    "%ld not; CPU in 200 quiet ms: %.1f ms and %.1f ms\n",
-		    ECHO_N, spun, slept, quiet_spun, quiet_slept);
+		fprintf(stderr, "sleeps in %d ticks: %ld busy polling, %ld "
+		    "not; CPU in 200 quiet ms: %.1f ms and %.1f ms\n", TICK_N,
+		    spun, slept, quiet_spun, quiet_slept);
 }
 
 /* A loop confined to one CPU never spins. */
@@ -1169,7 +1160,7 @@ static const struct t_case cases[] = {
 	{ "timeout hook wakes", test_timeout_hook_wakes },
 	{ "stop in before hook", test_stop_in_before_hook },
 	{ "stop skips rest", test_stop_skips_rest },
-	{ "busy poll takes quick answers", test_busy_poll_takes_quick_answers },
+	{ "busy poll takes quick events", test_busy_poll_takes_quick_events },
 	{ "busy poll off on one CPU", test_busy_poll_off_on_one_cpu },
 };
 
