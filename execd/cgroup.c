@@ -97,8 +97,10 @@ struct cgroup {
  * load the filter (which knows every thread) on their own.  A retired
  * resident ends only once every job it forked is over, because a child's
  * PR_SET_PDEATHSIG is tied to the thread that forked it.  States change
- * under res_mu; the loop hands over work (R_MOVE, R_RUN), and a resident
- * tells the loop it is done through res_efd.
+ * under res_mu; the loop hands over work (R_MOVE, R_RUN) and waits for a
+ * fork on the resident's own condition variable, so that a job wakes its
+ * resident and no other, and a resident tells the loop it has moved
+ * through res_efd.
  */
 #define NRES		2		/* residents at work */
 #define NSLOTS		4		/* with spares for one renewal (each
@@ -129,11 +131,11 @@ struct resident {
 	void		*arg;
 	pid_t		 ret;
 	int		 err;
+	pthread_cond_t	 cv;		/* its state changed; under res_mu */
 };
 
 static struct resident	 res[NSLOTS];
 static pthread_mutex_t	 res_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t	 res_cv = PTHREAD_COND_INITIALIZER;
 static int		 res_efd = -1;
 static bool		 res_quit;
 
@@ -559,7 +561,7 @@ resident(void *arg)
 	for (;;) {
 		while (r->state != R_MOVE && r->state != R_RUN && !res_quit &&
 		    !r->quit)
-			pthread_cond_wait(&res_cv, &res_mu);
+			pthread_cond_wait(&r->cv, &res_mu);
 		if (res_quit || r->quit)
 			break;
 		if ((leaving = r->state == R_RUN)) {
@@ -570,7 +572,7 @@ resident(void *arg)
 			r->ret = ret;
 			r->err = err;
 			r->state = R_LEAVE;
-			pthread_cond_broadcast(&res_cv);
+			pthread_cond_signal(&r->cv);	/* the loop */
 		}
 		to = r->cg;
 		pthread_mutex_unlock(&res_mu);
@@ -613,8 +615,11 @@ resident_start(void)
 	for (int i = 0; i < NSLOTS; i++) {
 		res[i] = (struct resident){ .state = R_HOME,
 		    .spare = n >= NRES };
-		if (pthread_create(&res[i].t, &attr, resident, &res[i]) != 0)
+		pthread_cond_init(&res[i].cv, NULL);
+		if (pthread_create(&res[i].t, &attr, resident, &res[i]) != 0) {
+			pthread_cond_destroy(&res[i].cv);
 			break;
+		}
 		res[i].started = true;
 		n++;
 	}
@@ -641,9 +646,10 @@ resident_end(struct resident *r)
 		return;
 	}
 	r->quit = true;
-	pthread_cond_broadcast(&res_cv);
+	pthread_cond_signal(&r->cv);
 	pthread_mutex_unlock(&res_mu);
 	pthread_join(r->t, NULL);
+	pthread_cond_destroy(&r->cv);
 	cg = r->cg;
 	*r = (struct resident){ .state = R_OFF };
 	if (cg != NULL)
@@ -686,7 +692,7 @@ resident_arm(void)
 		    !res[i].retired && !res[i].spare) {
 			res[i].cg = ready[--nready];
 			res[i].state = R_MOVE;
-			pthread_cond_broadcast(&res_cv);
+			pthread_cond_signal(&res[i].cv);
 		}
 	pthread_mutex_unlock(&res_mu);
 }
@@ -742,11 +748,15 @@ resident_stop(void)
 		return;
 	pthread_mutex_lock(&res_mu);
 	res_quit = true;
-	pthread_cond_broadcast(&res_cv);
+	for (int i = 0; i < NSLOTS; i++)
+		if (res[i].started)
+			pthread_cond_signal(&res[i].cv);
 	pthread_mutex_unlock(&res_mu);
 	for (int i = 0; i < NSLOTS; i++) {
-		if (res[i].started)
+		if (res[i].started) {
 			pthread_join(res[i].t, NULL);
+			pthread_cond_destroy(&res[i].cv);
+		}
 		res[i].started = false;
 		res[i].state = R_OFF;
 		/* The thread takes a moment to leave: kept, then removed. */
@@ -775,14 +785,14 @@ cgroup_fork(struct cgroup *cg, pid_t (*fn)(void *), pid_t (*wait)(void *),
 	memcpy(&r->left, cg, sizeof(r->left));
 	r->cg = nready > 0 ? ready[--nready] : NULL;	/* where next */
 	r->state = R_RUN;
-	pthread_cond_broadcast(&res_cv);
+	pthread_cond_signal(&r->cv);
 	pthread_mutex_unlock(&res_mu);
 	if ((ret = wait(arg)) >= 0)
 		return ret;
 	/* No child: fn's errno, once it has returned. */
 	pthread_mutex_lock(&res_mu);
 	while (r->state == R_RUN)
-		pthread_cond_wait(&res_cv, &res_mu);
+		pthread_cond_wait(&r->cv, &res_mu);
 	ret = r->ret;
 	errno = r->err;
 	pthread_mutex_unlock(&res_mu);
