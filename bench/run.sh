@@ -39,7 +39,9 @@
 # `make bench` builds with `make static`): the file deployments run, so
 # the idle RSS and start-up targets apply to it (PRODUCT.md); the same
 # rows of the dynamic build, which loads Debian's shared libraries, are
-# for information.
+# for information.  They run a copy made with cp, as the installers
+# deliver it: how a file was written decides its page cache's folios, and
+# the kernel maps a large folio whole (see docs/deploy.md).
 #
 # Adding a row: measure, then call
 #   row NAME VALUE BASELINE RATIO TARGET VERDICT
@@ -396,6 +398,9 @@ stop "$NGINX_PID"
 # --- 1b: the same idle RSS of the static build (`make static`) -------------
 
 if [ -x "$STATIC_EXECD" ]; then
+	cp "$STATIC_EXECD" "$T/execd-static" ||
+		fail "cannot copy $STATIC_EXECD"
+	STATIC_EXECD=$T/execd-static
 	_dyn=$EXECD
 	EXECD=$STATIC_EXECD
 	start_execd "$P_EXECD" "$T/execd-static.log"
