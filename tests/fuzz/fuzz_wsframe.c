@@ -229,15 +229,20 @@ encode(bool server, const struct log *l, const uint8_t *key, size_t nkey,
 			    mask);
 			continue;
 		}
-		/* Fragments of 1 to 255 bytes (the first may be empty). */
+		/*
+		 * Fragments of 1 to 255 bytes (the first may be empty), so
+		 * that each fits the decoder's MAX_FRAME: a key byte of 0 on
+		 * a later fragment means 1, never the whole remainder.
+		 */
 		off = 0;
 		first = true;
 		do {
-			cut = nkey > 0 ? key[ki++ % nkey] : r->n;
+			cut = nkey > 0 ? key[ki++ % nkey] : MAX_FRAME;
 			if (cut == 0 && !first)
-				cut = r->n - off;
+				cut = 1;
 			if (cut > r->n - off)
 				cut = r->n - off;
+			CHECK(cut <= MAX_FRAME);
 			put(server, out, &len, &cap, first ? r->op :
 			    WSFRAME_CONT, off + cut == r->n, r->p + off, cut,
 			    mask);
