@@ -5,9 +5,11 @@
  * MHD runs in external-epoll mode with suspend/resume and no thread of its
  * own: the loop polls MHD's epoll fd and calls MHD_run() after every poll.
  * A request's life: the URI log callback allocates its context; the first
- * access-handler call checks the token and finds the route (answering 401,
- * 404, 405 or 413 at once); body calls collect a JSON body under a cap; the
- * last call parses it and runs the handler, which replies before returning.
+ * access-handler call finds the route, whose dialect (dialect.h) says how
+ * the token may come and how errors are worded, then checks the token
+ * (answering 401, 404, 405 or 413 at once); body calls collect a JSON body
+ * under a cap; the last call parses it and runs the handler, which replies
+ * before returning.
  * The completion callback logs the request line with its status and frees
  * the context.  This file knows no endpoint; the route_*.c files do.
  *
@@ -43,8 +45,6 @@
 #include <linux/tcp.h>
 
 #include <microhttpd.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "../sse/sse_fmt.h"
 #include "../util/utf8.h"
@@ -57,9 +57,7 @@
 #define MAX_PARAMS	4
 #define URI_LOG_MAX	256
 #define TOKEN_HEADER	"X-EXECD-ACCESS-TOKEN"
-#define UNAUTHORIZED_BODY \
-	"{\"error\":\"Unauthorized: invalid or missing header " \
-	"X-EXECD-ACCESS-TOKEN\"}"
+#define TOKEN_QUERY	"token"
 #define JSON_TYPE	"application/json; charset=utf-8"
 /*
  * MHD takes a response only before the body is read or after all of it,
@@ -168,7 +166,7 @@ struct http_server {
 	int			 epfd;
 	uint16_t		 port;
 	struct http_conf	 conf;
-	unsigned char		 token_md[32];
+	unsigned char		 token_md[DIALECT_MD_LEN];
 	bool			 has_token;
 	const struct http_route	*routes;
 	size_t			 nroutes;
@@ -209,6 +207,7 @@ struct http_req {
 	char			*target;	/* the raw request-target */
 	bool			 paused;	/* body reading stopped */
 	const struct http_route	*route;
+	const struct dialect	*dialect;	/* never NULL */
 	const char		*pnames[MAX_PARAMS];
 	char			*pvals[MAX_PARAMS];
 	size_t			 nparams;
@@ -259,8 +258,10 @@ static long		 mhd_timeout(struct loop *, void *);
 static void		 mhd_run(struct loop *, void *);
 static int		 listen_on(const struct http_conf *, uint16_t *,
 			    char *, size_t);
-static bool		 token_ok(struct http_server *,
-			    struct MHD_Connection *);
+static bool		 token_ok(struct http_req *);
+static void		 redact_token(char *);
+static int		 hexval(char);
+static bool		 is_token_key(const char *, size_t);
 static int		 route_find(struct http_req *, bool *);
 static bool		 match(const char *, const char *, struct http_req *);
 static void		 queue(struct http_req *, unsigned,
@@ -320,7 +321,6 @@ http_new(struct loop *loop, const struct http_conf *conf,
 {
 	struct http_server *srv;
 	const union MHD_DaemonInfo *info;
-	unsigned int mdlen;
 	int rc;
 
 	srv = xcalloc(1, sizeof(*srv));
@@ -336,8 +336,7 @@ http_new(struct loop *loop, const struct http_conf *conf,
 		 * takes the same time whatever the token's length and
 		 * whatever the client sends.
 		 */
-		if (EVP_Digest(conf->token, strlen(conf->token),
-		    srv->token_md, &mdlen, EVP_sha256(), NULL) != 1) {
+		if (dialect_token_hash(conf->token, srv->token_md) < 0) {
 			snprintf(err, errlen, "cannot hash the access token");
 			rc = -EINVAL;
 			goto fail;
@@ -817,6 +816,7 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	req->c = ci != NULL ? ci->socket_context : NULL;
 	if (req->c != NULL && req->c->phase == PH_IDLE)
 		conn_phase(req->c, PH_HEAD);
+	req->dialect = &dialect_opensandbox;
 	req->t0 = loop_now_ms();
 	snprintf(req->uri, sizeof(req->uri), "%s", uri);
 	req->target = xstrdup(uri);
@@ -829,22 +829,101 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 	return req;
 }
 
-/* Constant-time check of the access token header. */
+/*
+ * Constant-time check of the access token, in the forms the request's
+ * dialect accepts (dialect_token_ok compares digests).
+ */
 static bool
-token_ok(struct http_server *srv, struct MHD_Connection *conn)
+token_ok(struct http_req *req)
 {
-	const char *v;
-	unsigned char md[32];
-	unsigned int mdlen;
+	struct dialect_creds c = { NULL, NULL, NULL };
+	unsigned forms = req->dialect->tokens;
 
-	if (!srv->has_token)
+	if (forms & DIALECT_T_QUERY)
+		redact_token(req->uri);
+	if (!req->srv->has_token)
 		return true;
-	v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, TOKEN_HEADER);
-	if (v == NULL || v[0] == '\0')
-		return false;
-	if (EVP_Digest(v, strlen(v), md, &mdlen, EVP_sha256(), NULL) != 1)
-		return false;
-	return CRYPTO_memcmp(md, srv->token_md, sizeof(md)) == 0;
+	if (forms & DIALECT_T_HEADER)
+		c.header = MHD_lookup_connection_value(req->conn,
+		    MHD_HEADER_KIND, TOKEN_HEADER);
+	if (forms & (DIALECT_T_TOKEN | DIALECT_T_BEARER))
+		c.authorization = MHD_lookup_connection_value(req->conn,
+		    MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (forms & DIALECT_T_QUERY)
+		c.query = MHD_lookup_connection_value(req->conn,
+		    MHD_GET_ARGUMENT_KIND, TOKEN_QUERY);
+	return dialect_token_ok(req->dialect, &c, req->srv->token_md);
+}
+
+/* The value of a hex digit, or -1. */
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Whether the n bytes at k, %-decoded, are TOKEN_QUERY. */
+static bool
+is_token_key(const char *k, size_t n)
+{
+	const char *want = TOKEN_QUERY;
+	char ch;
+
+	for (size_t i = 0; i < n; i++) {
+		ch = k[i];
+		if (ch == '%' && i + 2 < n && hexval(k[i + 1]) >= 0 &&
+		    hexval(k[i + 2]) >= 0) {
+			ch = (char)(hexval(k[i + 1]) << 4 | hexval(k[i + 2]));
+			i += 2;
+		}
+		if (*want == '\0' || ch != *want++)
+			return false;
+	}
+	return *want == '\0';
+}
+
+/*
+ * In the logged URI, hide the value of every token= of the query, for a
+ * dialect that takes the token there: the access log never holds it.
+ */
+static void
+redact_token(char *uri)
+{
+	char out[URI_LOG_MAX];
+	const char *p, *amp, *eq;
+	size_t o, klen;
+	int n;
+
+	if ((p = strchr(uri, '?')) == NULL)
+		return;
+	p++;
+	o = (size_t)(p - uri);
+	memcpy(out, uri, o);
+	while (*p != '\0' && o < sizeof(out) - 1) {
+		amp = p + strcspn(p, "&");
+		eq = memchr(p, '=', (size_t)(amp - p));
+		klen = eq != NULL ? (size_t)(eq - p) : (size_t)(amp - p);
+		if (eq != NULL && is_token_key(p, klen))
+			n = snprintf(out + o, sizeof(out) - o, "%.*s=[hidden]%s",
+			    (int)klen, p, *amp == '&' ? "&" : "");
+		else
+			n = snprintf(out + o, sizeof(out) - o, "%.*s",
+			    (int)(amp - p) + (*amp == '&'), p);
+		if (n < 0 || (size_t)n >= sizeof(out) - o) {
+			o = sizeof(out) - 1;
+			break;
+		}
+		o += (size_t)n;
+		p = *amp == '&' ? amp + 1 : amp;
+	}
+	out[o] = '\0';
+	memcpy(uri, out, o + 1);
 }
 
 /*
@@ -888,11 +967,23 @@ route_match(const struct http_route *r, const char *path,
 	return match(r->path, path, req);
 }
 
-/* 0 with req->route set; -ENOENT no path matched; -EPERM wrong method. */
+/* The dialect a row names. */
+static const struct dialect *
+dialect_of(const struct http_route *r)
+{
+	return r->dialect != NULL ? r->dialect : &dialect_opensandbox;
+}
+
+/*
+ * 0 with req->route set; -ENOENT no path matched; -EPERM wrong method.
+ * Either way req->dialect is set: the route's; else the first route's
+ * whose path matched; else the first group's; else the default.
+ */
 static int
 route_find(struct http_req *req, bool *path_known)
 {
 	const struct http_route *r;
+	const struct dialect *path_d = NULL, *group_d = NULL;
 
 	*path_known = false;
 	for (size_t i = 0; i < req->srv->nroutes; i++) {
@@ -902,16 +993,26 @@ route_find(struct http_req *req, bool *path_known)
 		req->nparams = 0;
 		if (!route_match(r, req->path, req))
 			continue;
+		if (r->fn == NULL) {	/* a group: never a route */
+			if (group_d == NULL)
+				group_d = dialect_of(r);
+			continue;
+		}
 		*path_known = true;
+		if (path_d == NULL)
+			path_d = dialect_of(r);
 		if (strcmp(r->method, "*") == 0 ||
 		    strcmp(r->method, req->method) == 0) {
 			req->route = r;
+			req->dialect = dialect_of(r);
 			return 0;
 		}
 	}
 	for (size_t j = 0; j < req->nparams; j++)
 		free(req->pvals[j]);
 	req->nparams = 0;
+	req->dialect = path_d != NULL ? path_d : group_d != NULL ? group_d :
+	    &dialect_opensandbox;
 	return *path_known ? -EPERM : -ENOENT;
 }
 
@@ -925,7 +1026,7 @@ allow_header(struct http_req *req, struct MHD_Response *resp)
 	buf_init(&b);
 	for (size_t i = 0; i < req->srv->nroutes; i++) {
 		r = &req->srv->routes[i];
-		if (route_match(r, req->path, &tmp))
+		if (r->fn != NULL && route_match(r, req->path, &tmp))
 			buf_addf(&b, "%s%s", b.len ? ", " : "", r->method);
 		for (size_t j = 0; j < tmp.nparams; j++)
 			free(tmp.pvals[j]);
@@ -950,7 +1051,12 @@ arg_nul(void *cls, enum MHD_ValueKind kind, const char *k, size_t klen,
 	return MHD_YES;
 }
 
-/* Decide, from the headers alone, whether the request is refused. */
+/*
+ * Decide, from the headers alone, whether the request is refused.  The
+ * route comes first, since its dialect says where the token may be; the
+ * token is still checked before anything else is said, so that a client
+ * without it learns nothing of which paths and methods exist.
+ */
 static enum reject
 check(struct http_req *req)
 {
@@ -958,9 +1064,12 @@ check(struct http_req *req)
 	bool known;
 	int rc;
 
-	if (!token_ok(req->srv, req->conn))
+	rc = route_find(req, &known);
+	if (!token_ok(req)) {
+		req->route = NULL;	/* nothing of it runs */
 		return REJ_TOKEN;
-	if ((rc = route_find(req, &known)) < 0)
+	}
+	if (rc < 0)
 		return rc == -ENOENT ? REJ_NO_ROUTE : REJ_METHOD;
 	/*
 	 * MHD decodes %00 and hands out C strings, which would cut such a
@@ -1006,10 +1115,16 @@ has_body(struct MHD_Connection *conn)
 static void
 reject(struct http_req *req)
 {
+	struct buf b;
+	unsigned status;
+
 	switch (req->reject) {
 	case REJ_TOKEN:
-		reply_raw(req, MHD_HTTP_UNAUTHORIZED, UNAUTHORIZED_BODY,
-		    strlen(UNAUTHORIZED_BODY), JSON_TYPE);
+		buf_init(&b);
+		status = dialect_deny(req->dialect, &b);
+		http_reply_text(req, status, req->dialect->type, b.p, b.len,
+		    req->dialect->deny_hname, req->dialect->deny_hval);
+		buf_reset(&b);
 		break;
 	case REJ_NO_ROUTE:
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, HTTP_E_NOT_FOUND,
@@ -1189,21 +1304,19 @@ body_release(struct http_req *req)
 	buf_reset(&req->body);
 }
 
-/* 503 SERVER_BUSY with Retry-After, in the usual error shape. */
+/* 503 SERVER_BUSY with Retry-After, in the dialect's error shape. */
 static void
 reply_busy(struct http_req *req)
 {
 	struct buf b;
-	json_t *v;
 
-	v = json_pack("{s:s, s:s}", "code", HTTP_E_BUSY, "message",
-	    "too many request bodies are being received; retry shortly");
 	buf_init(&b);
-	if (v == NULL || sse_fmt_json(&b, v) < 0)
-		fatalx("unencodable JSON reply");
-	json_decref(v);
-	http_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE, JSON_TYPE, b.p,
-	    b.len, MHD_HTTP_HEADER_RETRY_AFTER, BUSY_RETRY);
+	dialect_error(req->dialect, &b, MHD_HTTP_SERVICE_UNAVAILABLE,
+	    HTTP_E_BUSY, "too many request bodies are being received; "
+	    "retry shortly");
+	http_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+	    req->dialect->type, b.p, b.len, MHD_HTTP_HEADER_RETRY_AFTER,
+	    BUSY_RETRY);
 	buf_reset(&b);
 }
 
@@ -1664,6 +1777,7 @@ verror(struct http_req *req, unsigned status, const char *code,
     const char *fmt, va_list ap)
 {
 	char msg[1024], text[sizeof(msg) * 4];
+	struct buf b;
 	int n;
 
 	n = vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -1671,8 +1785,10 @@ verror(struct http_req *req, unsigned status, const char *code,
 		n = 0;
 	utf8_text(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1,
 	    text, sizeof(text));
-	http_reply_json(req, status, json_pack("{s:s, s:s}", "code", code,
-	    "message", text));
+	buf_init(&b);
+	dialect_error(req->dialect, &b, status, code, text);
+	reply_raw(req, status, b.p, b.len, req->dialect->type);
+	buf_reset(&b);
 }
 
 /*
@@ -1706,7 +1822,7 @@ utf8_text(const char *s, size_t n, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-/* An error reply in the one shape every client parses. */
+/* An error reply in the shape of the request's dialect. */
 void
 http_reply_error(struct http_req *req, unsigned status, const char *code,
     const char *fmt, ...)
@@ -2401,6 +2517,12 @@ void *
 http_req_app(const struct http_req *req)
 {
 	return req->srv->app;
+}
+
+const struct dialect *
+http_req_dialect(const struct http_req *req)
+{
+	return req->dialect;
 }
 
 struct loop *

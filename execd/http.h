@@ -5,8 +5,9 @@
  * Every handler runs on the loop thread and replies exactly once before it
  * returns, with one of the http_reply_* calls or by opening a stream.  This
  * module is the only place that maps errno values to HTTP statuses and that
- * writes error bodies, so every non-2xx answer has the same JSON shape,
- * {"code":"...","message":"..."}.
+ * writes error bodies, so every non-2xx answer of a route has the shape of
+ * the route's dialect (dialect.h): OpenSandbox's {"code":"...","message":
+ * "..."} unless the route names another.
  */
 #ifndef EXECD_HTTP_H
 #define EXECD_HTTP_H
@@ -21,6 +22,7 @@
 
 #include "../sse/sse_stream.h"
 #include "body.h"
+#include "dialect.h"
 
 struct loop;
 struct http_server;
@@ -82,14 +84,25 @@ typedef void http_handler(struct http_req *);
  * INVALID_REQUEST_BODY "invalid request, <why>" (HTTP_R_PARSE_LEAD:
  * "error parsing request: <why>", upstream's words for terminals), so
  * handlers read fields without checking their types again.
+ *
+ * A route names its dialect (dialect.h): the token forms it accepts and
+ * the shape of every error it is answered with, by http.c or by its
+ * handler; NULL is OpenSandbox's.  The token is checked once the route
+ * is known.  A row without a handler (fn NULL) is a group, never a route:
+ * a request whose path it matches (HTTP_R_PREFIX: a subtree) and that no
+ * route answers is refused (401, 404, 405) in the group's dialect rather
+ * than the default one.  A path no route and no group matches is
+ * OpenSandbox's; one whose routes all refuse the method takes the
+ * dialect of the first of them.
  */
 struct http_route {
 	const char	*method;	/* "*": any method */
 	const char	*path;	/* "/a/{name}/b": {name} is one segment */
 	unsigned	 flags;
-	http_handler	*fn;
+	http_handler	*fn;		/* NULL: a group */
 	const char	*summary;	/* one line, for --routes */
 	const struct body_field *fields;	/* NULL: none checked */
+	const struct dialect *dialect;	/* NULL: dialect_opensandbox */
 };
 
 /*
@@ -148,6 +161,11 @@ json_t		*http_req_json(const struct http_req *);	/* borrowed */
 /* HTTP_R_RAW routes: the body (borrowed), its length in *len. */
 const void	*http_req_body(const struct http_req *, size_t *len);
 void		*http_req_app(const struct http_req *);
+/*
+ * The dialect req is answered in: its route's, or for a request no
+ * route takes, as struct http_route says.  Never NULL.
+ */
+const struct dialect *http_req_dialect(const struct http_req *);
 struct loop	*http_req_loop(const struct http_req *);
 
 /*
@@ -216,7 +234,10 @@ void	http_reply_text(struct http_req *, unsigned status, const char *type,
 	    const void *body, size_t n, const char *hname, const char *hval);
 /* status with v as JSON (takes ownership of v). */
 void	http_reply_json(struct http_req *, unsigned status, json_t *v);
-/* status with {"code":code,"message":...}. */
+/*
+ * status with an error body in the request's dialect, from code and the
+ * message: {"code":code,"message":...} for OpenSandbox's.
+ */
 void	http_reply_error(struct http_req *, unsigned status, const char *code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /*
