@@ -11,6 +11,23 @@
  * responses (sendfile) or a content reader.  The final sync-and-rename of
  * an upload and the listing of an archive's tree run on a worker thread
  * (http_req_work).  Loop thread only, but for those jobs' fns.
+ *
+ * Files of kernel (pseudo) file systems -- procfs, sysfs, debugfs and the
+ * like, told apart by one fstatfs at open -- are read on the loop too, but
+ * never in a way that waits: their size says nothing (0, or a fake 4096),
+ * and a read may wait for the kernel forever (/proc/kmsg waits for the
+ * next log message).  They keep the O_NONBLOCK they were opened with; a
+ * read that finds nothing puts the response to sleep (HTTP_READ_WAIT) and
+ * watches the fd on the loop, whose poll wakes it when there is more.  The
+ * body is bounded: it ends at EOF, after PSEUDO_CAP bytes, when the file
+ * gives nothing more for PSEUDO_IDLE_MS, or when the waits add up to
+ * PSEUDO_WAIT_MS, so that a file that never ends (kmsg, trace_pipe) gives
+ * a snapshot, not a stream.  Reading on the loop and not on a worker keeps
+ * shutdown and a client leaving immediate (a worker blocked in read()
+ * cannot be called back).  What O_NONBLOCK cannot help -- a read that
+ * sleeps in the kernel regardless (a /proc/<pid> file waiting for another
+ * process's memory lock, a hung FUSE mount) -- still stalls the loop.
+ * Regular files of other file systems take the fast path unchanged.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +52,8 @@
 #include "../sse/sse_fmt.h"
 #include "body.h"
 #include "http.h"
+#include "log.h"
+#include "loop.h"
 #include "multipart.h"
 #include "range.h"
 #include "reqpath.h"
@@ -47,6 +66,10 @@
 #define META_MAX	65536	/* bytes of one metadata part */
 #define PAIRS_MAX	4096	/* metadata/file pairs in one request */
 #define ERRLEN		(PATH_MAX + 256)
+#define PSEUDO_CAP	(16u << 20)	/* bytes of a pseudo file's body */
+#define PSEUDO_IDLE_MS	2000	/* no new byte for this long: the end */
+#define PSEUDO_WAIT_MS	30000	/* all the waits of one body, at most */
+#define PSEUDO_RETRY_MS	50	/* poll said ready, read said EAGAIN */
 
 static const struct body_field meta_fields[] = {
 	{ "path", BODY_STRING, 0 },
@@ -82,9 +105,27 @@ struct upload {
 	char			 msg[ERRLEN];
 };
 
+/*
+ * A file of a pseudo file system being sent, read without ever waiting;
+ * see the top of the file.
+ */
+struct pseudo {
+	int			 fd;		/* O_NONBLOCK */
+	struct loop		*loop;
+	struct http_reader	*rd;
+	uint64_t		 sent;		/* bytes read so far */
+	uint64_t		 since;		/* when this wait began; 0: none */
+	uint64_t		 waited;	/* ms of the waits before it */
+	uint64_t		 timer;		/* 0: none */
+	bool			 watching;	/* fd on the loop */
+	bool			 woke;		/* by the fd, and read found none */
+	bool			 over;		/* a bound was reached */
+};
+
 /* A window of lines of a file, produced as the client reads. */
 struct window {
 	int		 fd;
+	struct pseudo	*ps;		/* the fd's reader, for a pseudo file */
 	uint64_t	 first, count;	/* count 0: to the end */
 	uint64_t	 cur;		/* line number being read, from 1 */
 	uint64_t	 begun;		/* lines of the window begun */
@@ -110,6 +151,12 @@ static int	 up_fail_errno(struct upload *, int, const char *,
 static void	 up_reply(struct http_req *, struct upload *);
 static void	 range_refuse(struct http_req *, const char *, int, uint64_t);
 static bool	 size_unknown(int);
+static struct pseudo *pseudo_new(struct loop *, int);
+static ssize_t	 pseudo_read(struct pseudo *, char *, size_t);
+static void	 pseudo_unwait(struct pseudo *);
+static void	 pseudo_ready(struct loop *, int, void *, int, void *);
+static void	 pseudo_timer(struct loop *, uint64_t, void *);
+static void	 pseudo_free(struct pseudo *);
 static ssize_t	 whole_read(void *, char *, size_t);
 static void	 whole_done(void *);
 static ssize_t	 window_read(void *, char *, size_t);
@@ -535,6 +582,7 @@ route_files_download(struct http_req *req)
 	struct http_resp *hr;
 	struct buf b;
 	struct window *ln;
+	struct pseudo *ps = NULL;
 	struct stat st;
 	uint64_t start, len;
 	int fd, rc;
@@ -573,11 +621,15 @@ route_files_download(struct http_req *req)
 		    "directory)" : "not a regular file: %s", path);
 		return;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	if (os == NULL && ls == NULL && size_unknown(fd)) {
+	/* A pseudo file keeps O_NONBLOCK: a read of it may wait forever. */
+	if (size_unknown(fd))
+		ps = pseudo_new(http_req_loop(req), fd);
+	else
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (os == NULL && ls == NULL && ps != NULL) {
 		/* Whole and chunked: no length to promise, no range of it. */
-		hr = http_resp_reader(whole_read, whole_done,
-		    (void *)(intptr_t)fd);
+		hr = http_resp_reader(whole_read, whole_done, ps);
+		ps->rd = http_resp_reader_of(hr);
 		http_resp_header(hr, "Content-Type",
 		    "application/octet-stream");
 		http_reply_resp(req, 200, hr);
@@ -586,10 +638,13 @@ route_files_download(struct http_req *req)
 	if (os != NULL || ls != NULL) {
 		ln = xcalloc(1, sizeof(*ln));
 		ln->fd = fd;
+		ln->ps = ps;
 		ln->first = off > 0 ? (uint64_t)off : 1;
 		ln->count = (uint64_t)lim;
 		ln->cur = 1;
 		hr = http_resp_reader(window_read, window_done, ln);
+		if (ps != NULL)
+			ps->rd = http_resp_reader_of(hr);
 		http_resp_header(hr, "Content-Type",
 		    "text/plain; charset=utf-8");
 		http_reply_resp(req, 200, hr);
@@ -661,22 +716,133 @@ size_unknown(int fd)
 	}
 }
 
-/* A file of unknown size, read to its end (arg is the fd). */
+/* The reader of a pseudo file's fd (O_NONBLOCK), for a response. */
+static struct pseudo *
+pseudo_new(struct loop *loop, int fd)
+{
+	struct pseudo *ps = xcalloc(1, sizeof(*ps));
+
+	ps->fd = fd;
+	ps->loop = loop;
+	return ps;
+}
+
+/*
+ * Up to max bytes of the file (> 0), 0 at its end or once a bound is
+ * reached, -1 on an error, or HTTP_READ_WAIT with the fd and a timer
+ * watched on the loop, which wake the response (ps->rd) again.
+ */
+static ssize_t
+pseudo_read(struct pseudo *ps, char *out, size_t max)
+{
+	uint64_t now, limit, left;
+	ssize_t n;
+
+	pseudo_unwait(ps);
+	if (ps->over)
+		return 0;
+	if (ps->sent >= PSEUDO_CAP) {
+		log_debug("a pseudo file's download ends at the cap, %u bytes",
+		    PSEUDO_CAP);
+		ps->over = true;
+		return 0;
+	}
+	if (max > PSEUDO_CAP - ps->sent)
+		max = PSEUDO_CAP - ps->sent;
+	do
+		n = read(ps->fd, out, max);
+	while (n < 0 && errno == EINTR);
+	now = loop_now_ms();
+	if (n >= 0 || errno != EAGAIN) {
+		if (ps->since != 0)
+			ps->waited += now - ps->since;
+		ps->since = 0;
+		ps->woke = false;
+		if (n > 0)
+			ps->sent += (uint64_t)n;
+		return n;
+	}
+	/* Nothing yet: wait, within both bounds of time. */
+	if (ps->since == 0)
+		ps->since = now;
+	limit = ps->waited < PSEUDO_WAIT_MS ? PSEUDO_WAIT_MS - ps->waited : 0;
+	if (limit > PSEUDO_IDLE_MS)
+		limit = PSEUDO_IDLE_MS;
+	if (now - ps->since >= limit) {
+		log_debug("a pseudo file's download ends after %llu bytes: "
+		    "nothing more for %llu ms", (unsigned long long)ps->sent,
+		    (unsigned long long)(now - ps->since));
+		ps->over = true;
+		return 0;
+	}
+	left = limit - (now - ps->since);
+	/* poll said ready and there was none: poll by time instead. */
+	if (ps->woke && left > PSEUDO_RETRY_MS)
+		left = PSEUDO_RETRY_MS;
+	else if (!ps->woke) {
+		loop_add_fd(ps->loop, ps->fd, LOOP_READ, pseudo_ready, ps);
+		ps->watching = true;
+	}
+	ps->timer = loop_timer_add(ps->loop, left, pseudo_timer, ps);
+	return HTTP_READ_WAIT;
+}
+
+/* Stop waiting: the fd off the loop, the timer cancelled. */
+static void
+pseudo_unwait(struct pseudo *ps)
+{
+	if (ps->watching)
+		loop_del(ps->loop, ps->fd, NULL);
+	ps->watching = false;
+	if (ps->timer != 0)
+		loop_timer_cancel(ps->loop, ps->timer);
+	ps->timer = 0;
+}
+
+/* The fd is readable (or in error): read again. */
+static void
+pseudo_ready(struct loop *l, int fd, void *zsock, int revents, void *arg)
+{
+	struct pseudo *ps = arg;
+
+	pseudo_unwait(ps);
+	ps->woke = true;
+	http_reader_wake(ps->rd);
+}
+
+/* A bound or a retry is due: read again, which ends the body if due. */
+static void
+pseudo_timer(struct loop *l, uint64_t id, void *arg)
+{
+	struct pseudo *ps = arg;
+
+	ps->timer = 0;
+	pseudo_unwait(ps);
+	http_reader_wake(ps->rd);
+}
+
+/* Stop waiting and close the file; NULL ok. */
+static void
+pseudo_free(struct pseudo *ps)
+{
+	if (ps == NULL)
+		return;
+	pseudo_unwait(ps);
+	close(ps->fd);
+	free(ps);
+}
+
+/* A pseudo file, whole, to its end or a bound (arg is the pseudo). */
 static ssize_t
 whole_read(void *arg, char *out, size_t max)
 {
-	ssize_t n;
-
-	do
-		n = read((int)(intptr_t)arg, out, max);
-	while (n < 0 && errno == EINTR);
-	return n;
+	return pseudo_read(arg, out, max);
 }
 
 static void
 whole_done(void *arg)
 {
-	close((int)(intptr_t)arg);
+	pseudo_free(arg);
 }
 
 /*
@@ -694,7 +860,18 @@ window_read(void *arg, char *out, size_t max)
 
 	while (n < max && !ln->done) {
 		if (ln->pos == ln->len) {
-			got = read(ln->fd, ln->buf, sizeof(ln->buf));
+			if (ln->ps != NULL) {
+				got = pseudo_read(ln->ps, ln->buf,
+				    sizeof(ln->buf));
+				if (got == HTTP_READ_WAIT && n > 0) {
+					/* Send these first: no wait yet. */
+					pseudo_unwait(ln->ps);
+					return (ssize_t)n;
+				}
+				if (got == HTTP_READ_WAIT)
+					return got;
+			} else
+				got = read(ln->fd, ln->buf, sizeof(ln->buf));
 			if (got < 0 && errno == EINTR)
 				continue;
 			if (got < 0)
@@ -753,7 +930,10 @@ window_done(void *arg)
 {
 	struct window *ln = arg;
 
-	close(ln->fd);
+	if (ln->ps != NULL)
+		pseudo_free(ln->ps);	/* which closes the fd */
+	else
+		close(ln->fd);
 	free(ln);
 }
 
