@@ -15,8 +15,10 @@
  * control frames have one slot each, so a peer that pings and never reads
  * cannot grow anything.  The end is always reported from a loop callback
  * of its own (a 0 ms timer), so an owner never sees its end callback run
- * inside its own ws_send() or ws_close().  This file knows nothing of
- * terminals or HTTP.
+ * inside its own ws_send() or ws_close().  The opening handshake is here
+ * too, over http.h's upgrade: checked, and answered with its 101.  This
+ * file knows nothing of terminals, nor of who holds several clients
+ * (wshub.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "ws.h"
@@ -612,4 +615,44 @@ ws_header_has(const char *value, const char *token)
 		p = strchr(p, ',');
 	}
 	return false;
+}
+
+/* Check req's opening handshake; see ws.h. */
+int
+ws_handshake(struct http_req *req, const char **why)
+{
+	const char *up = http_req_header(req, "Upgrade");
+	const char *conn = http_req_header(req, "Connection");
+	const char *ver = http_req_header(req, "Sec-WebSocket-Version");
+	char acc[WS_ACCEPT_LEN];
+
+	if (up == NULL || !ws_header_has(up, "websocket"))
+		*why = "'Upgrade: websocket' is missing";
+	else if (conn == NULL || !ws_header_has(conn, "upgrade"))
+		*why = "'Connection: upgrade' is missing";
+	else if (ver == NULL || strcmp(ver, "13") != 0)
+		*why = "Sec-WebSocket-Version must be 13";
+	else if (ws_accept_key(http_req_header(req, "Sec-WebSocket-Key"),
+	    acc) < 0)
+		*why = "Sec-WebSocket-Key is missing or invalid";
+	else
+		return 0;
+	return -EINVAL;
+}
+
+/* Answer 101 to a valid handshake; see ws.h. */
+int
+ws_upgrade(struct http_req *req, http_upgrade_cb *up,
+    http_upgrade_shutdown_cb *shutdown, void *arg)
+{
+	char acc[WS_ACCEPT_LEN];
+	const char *hdrs[] = { "Upgrade", "websocket", "Sec-WebSocket-Accept",
+	    acc, NULL };
+	const char *why;
+
+	if (ws_handshake(req, &why) < 0 ||
+	    ws_accept_key(http_req_header(req, "Sec-WebSocket-Key"), acc) < 0)
+		return -EINVAL;
+	http_reply_upgrade(req, hdrs, up, shutdown, arg);
+	return 0;
 }

@@ -7,8 +7,10 @@
  * to be sent, pings an idle peer and gives up on a silent one.  It never
  * closes the socket: when the conversation is over it says so, and the
  * owner hands the socket back to whoever gave it (http_upgrade_close).
- * Also here, pure: the opening handshake's Sec-WebSocket-Accept value.
- * Loop thread only.
+ * Also here: the opening handshake, checked and answered with its 101 over
+ * an HTTP request (ws_handshake, ws_upgrade), so that no route computes
+ * Sec-WebSocket-Accept or builds the 101 itself; the accept value alone is
+ * pure.  Loop thread only.
  */
 #ifndef EXECD_WS_H
 #define EXECD_WS_H
@@ -16,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "http.h"
 
 struct loop;
 struct ws;
@@ -87,5 +91,21 @@ bool		 ws_closing(const struct ws *);
 int		 ws_accept_key(const char *key, char out[WS_ACCEPT_LEN]);
 /* Whether a comma-separated header value lists token (any case). */
 bool		 ws_header_has(const char *value, const char *token);
+
+/*
+ * Whether req opens a WebSocket (RFC 6455 4.2.1: Upgrade: websocket,
+ * Connection: upgrade, version 13, a valid key).  0, or -EINVAL with *why
+ * (a static string) saying what is missing.
+ */
+int		 ws_handshake(struct http_req *req, const char **why);
+/*
+ * Answer req's opening handshake: 101 with Upgrade: websocket and its
+ * Sec-WebSocket-Accept, then up and shutdown as http_reply_upgrade() says
+ * (up gets the socket once the 101 is out, for ws_new()).  0; -EINVAL if
+ * req is no handshake (ws_handshake), and then nothing is answered and no
+ * callback fires.
+ */
+int		 ws_upgrade(struct http_req *req, http_upgrade_cb *up,
+		    http_upgrade_shutdown_cb *shutdown, void *arg);
 
 #endif
