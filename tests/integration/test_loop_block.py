@@ -137,3 +137,20 @@ def test_pseudo_files_of_size_zero_download_with_their_content():
         assert len(lines) == 2 and lines[0].startswith(b"Name:") and \
             lines[1].startswith(b"Umask:"), body
         assert wait_for(lambda: ping_ok(d), timeout=5)
+
+
+def test_a_client_leaving_a_waiting_kmsg_download_leaks_nothing():
+    if skip_unless_kmsg():
+        return
+    with Execd() as d:
+        assert ping_ok(d)
+        base = d.fds()
+        for _ in range(3):
+            s = hold_download(d, "path=" + KMSG)
+            time.sleep(0.3)
+            s.close()       # gone while the response sleeps
+        assert ping_ok(d)
+        # The wait ends within its idle bound, and the fd with it.
+        assert wait_for(lambda: d.fds() <= base, timeout=15), \
+            (base, os.listdir("/proc/%d/fd" % d.proc.pid))
+        assert ping_ok(d)
