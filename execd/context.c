@@ -2,8 +2,11 @@
  * context.c -- the registry of code contexts and their kernels.
  *
  * This file maps ids and languages to kernels and tells waiters when a
- * context becomes ready or fails; it knows nothing of HTTP or of the
- * events a run streams (route_code.c does).
+ * context becomes ready or fails, and runs code in a context whichever
+ * serves it: a kernel, or for a bash context without a bash kernel, a
+ * shell session.  Either way a run reports kevents and one end, and is
+ * stopped by its timeout the way its kind is.  It knows nothing of HTTP
+ * or of how a run's events are queued and cut (run.c does).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +29,18 @@ struct waiter {
 	struct waiter	*next;
 };
 
+/* A run in a context: what its callbacks need, until it ends. */
+struct exec {
+	struct context			*c;
+	const struct context_run_cb	*cb;
+	void				*arg;
+	char				 msg_id[33];	/* a kernel's */
+	long long			 timeout_ms;
+	uint64_t			 tmo;
+	bool				 timed_out;
+	struct exec			*next;
+};
+
 struct context {
 	struct context_set	*set;
 	struct kernel		*k;
@@ -40,6 +55,7 @@ struct context {
 	int			 runs;
 	uint64_t		 last_use;	/* loop_now_ms */
 	struct waiter		*waiters;
+	struct exec		*execs;		/* runs not yet ended */
 	struct context		*next;
 };
 
@@ -85,6 +101,16 @@ static const struct kp_kernelspec *lookup(struct context_set *,
 		    const char *);
 static size_t	rescan(struct context_set *);
 static int	cmp_name(const void *, const void *);
+static void	context_use(struct context *, int);
+static void	exec_output(struct kernel *, const struct kp_msg *, void *);
+static void	exec_done(struct kernel *, const struct kp_msg *,
+		    const char *, void *);
+static void	exec_timeout(struct loop *, uint64_t, void *);
+static void	exec_end(struct exec *);
+static void	shell_output(int, const char *, size_t, void *);
+static void	shell_done(int, bool, const char *, void *);
+
+static const struct kernel_exec_cb exec_cb = { exec_output, exec_done };
 
 /* A registry; kernelspecs are discovered once, here. */
 struct context_set *
@@ -440,7 +466,7 @@ on_cull(struct loop *l, uint64_t id, void *arg)
 }
 
 /* Count a run in or out, and note the use. */
-void
+static void
 context_use(struct context *c, int delta)
 {
 	c->runs += delta;
@@ -651,10 +677,172 @@ context_kernel(const struct context *c)
 	return c->k;
 }
 
-struct session *
-context_shell(const struct context *c)
+/* Run code in c: on its kernel, or in its shell. */
+int
+context_run(struct context *c, const char *code, long long timeout_ms,
+    const struct context_run_cb *cb, void *arg)
 {
-	return c->sh;
+	struct exec *x;
+	int rc;
+
+	if (c->deleted || (c->sh == NULL && c->k == NULL))
+		return -ESRCH;
+	x = xcalloc(1, sizeof(*x));
+	x->c = c;
+	x->cb = cb;
+	x->arg = arg;
+	x->timeout_ms = timeout_ms;
+	if (c->sh != NULL)
+		rc = session_run(c->sh, code, NULL, (unsigned)timeout_ms,
+		    shell_output, shell_done, x);
+	else
+		rc = kernel_execute(c->k, code, &exec_cb, x, x->msg_id);
+	if (rc < 0) {
+		free(x);
+		return rc;
+	}
+	if (c->k != NULL && c->sh == NULL && timeout_ms > 0)
+		x->tmo = loop_timer_add(c->set->loop, (uint64_t)timeout_ms,
+		    exec_timeout, x);
+	x->next = c->execs;
+	c->execs = x;
+	context_use(c, +1);
+	return 0;
+}
+
+/* The run named arg no longer reports: it goes on, unheard. */
+void
+context_run_forget(struct context *c, void *arg)
+{
+	struct exec *x;
+
+	for (x = c->execs; x != NULL && x->arg != arg; x = x->next)
+		;
+	if (x == NULL)
+		return;
+	if (c->sh != NULL)
+		session_run_forget(c->sh, x);
+	else if (c->k != NULL)
+		kernel_execute_forget(c->k, x->msg_id);
+	exec_end(x);
+}
+
+int
+context_interrupt(struct context *c)
+{
+	if (c->sh != NULL)
+		return session_interrupt(c->sh);
+	return kernel_interrupt(c->k);
+}
+
+/* The run is over for its caller: unlink and free it. */
+static void
+exec_end(struct exec *x)
+{
+	struct context *c = x->c;
+
+	for (struct exec **pp = &c->execs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	if (x->tmo != 0)
+		loop_timer_cancel(c->set->loop, x->tmo);
+	context_use(c, -1);
+	free(x);
+}
+
+/* The events of one iopub message of a kernel's run. */
+static void
+exec_output(struct kernel *k, const struct kp_msg *m, void *arg)
+{
+	struct exec *x = arg;
+	struct kevent_set set;
+
+	kevent_iopub(m, &set);
+	for (size_t i = 0; i < set.n; i++) {
+		/* An interrupt of ours is reported as the timeout. */
+		if (set.ev[i].kind == KEV_ERROR && x->timed_out &&
+		    strcmp(set.ev[i].ename, "KeyboardInterrupt") == 0) {
+			kevent_clear(&set.ev[i]);
+			continue;
+		}
+		x->cb->event(&set.ev[i], x->arg);
+	}
+}
+
+/* A kernel's run ended: its timeout first, if it had one. */
+static void
+exec_done(struct kernel *k, const struct kp_msg *reply, const char *why,
+    void *arg)
+{
+	struct exec *x = arg;
+	const struct context_run_cb *cb = x->cb;
+	void *carg = x->arg;
+	struct kevent e;
+	char msg[128];
+
+	if (x->timed_out) {
+		snprintf(msg, sizeof(msg), "execution timed out after %lld ms "
+		    "and was interrupted", x->timeout_ms);
+		kevent_error(&e, "TimeoutError", msg, NULL);
+		cb->event(&e, carg);
+	}
+	/* The context may go with its kernel: nothing may reach it now. */
+	exec_end(x);
+	cb->done(reply != NULL ? reply->content : NULL, why, carg);
+}
+
+/* A kernel's run is out of time: interrupt; exec_done reports it. */
+static void
+exec_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct exec *x = arg;
+
+	x->tmo = 0;
+	x->timed_out = true;
+	kernel_interrupt(x->c->k);
+}
+
+/* Shell output, verbatim, as a kernel's stream text would be. */
+static void
+shell_output(int which, const char *p, size_t n, void *arg)
+{
+	struct exec *x = arg;
+	struct kevent e = { .kind = which == 2 ? KEV_STDERR : KEV_STDOUT,
+	    .text = p, .len = n };
+
+	x->cb->event(&e, x->arg);
+}
+
+/* The shell's run ended: a non-zero status is an error, as in Jupyter. */
+static void
+shell_done(int status, bool timed_out, const char *reset, void *arg)
+{
+	struct exec *x = arg;
+	const struct context_run_cb *cb = x->cb;
+	void *carg = x->arg;
+	char value[16], line[64];
+	struct kevent e;
+	json_t *tb, *none;
+
+	if (status != 0 || timed_out) {
+		snprintf(value, sizeof(value), "%d", timed_out ? -1 : status);
+		snprintf(line, sizeof(line), timed_out ? "timed out after %lld "
+		    "ms" : "exit status %lld", timed_out ? x->timeout_ms :
+		    (long long)status);
+		tb = json_pack("[s]", line);
+		if (reset[0] != '\0')
+			json_array_append_new(tb, json_string(reset));
+		kevent_error(&e, timed_out ? "TimeoutError" :
+		    "CommandExecError", value, tb);
+		json_decref(tb);
+		cb->event(&e, carg);
+	}
+	exec_end(x);
+	none = json_object();
+	cb->done(none, NULL, carg);
+	json_decref(none);
 }
 
 /* Where shell contexts keep their run files. */

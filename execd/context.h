@@ -13,12 +13,12 @@
 #include <stddef.h>
 
 #include "kernel.h"
+#include "kevent.h"
 
 struct conf;
 struct execd;
 struct context;
 struct limits;
-struct session;
 
 /* Called once per wait: ok, or why the context could not become ready. */
 typedef void context_wait_cb(struct context *, const char *why, void *arg);
@@ -77,8 +77,42 @@ struct context	*context_default(struct context_set *, const char *language);
 /* Call fn for each live context (of language, when not NULL). */
 void	context_each(struct context_set *, const char *language,
 	    void (*fn)(struct context *, void *), void *arg);
-/* A run starts (+1) or ends (-1): a context with runs is never idle. */
-void	context_use(struct context *, int delta);
+
+/*
+ * What a run of code in a context reports, whichever serves the context
+ * (a kernel, or a bash context's shell).  Loop thread.
+ */
+struct context_run_cb {
+	/*
+	 * Each event of the run, in order (stdout, stderr, count, result,
+	 * error; a run stopped by its timeout reports a TimeoutError); the
+	 * callee owns what ev holds and clears it (kevent_clear).
+	 */
+	void	(*event)(struct kevent *ev, void *arg);
+	/*
+	 * Exactly once, unless context_run_forget() came first: the run is
+	 * over.  reply is the kernel's execute_reply content (borrowed; an
+	 * empty object for a shell), or NULL with why when the run could
+	 * not finish (the kernel died, restarted or shut down).  The context
+	 * may be freed as soon as this returns.
+	 */
+	void	(*done)(const json_t *reply, const char *why, void *arg);
+};
+
+/*
+ * Run code in c (which must be ready), stopped after timeout_ms (0:
+ * never) the way c's kind stops a run: a kernel is interrupted and a
+ * TimeoutError reported in place of its KeyboardInterrupt; a shell's run
+ * is ended and the shell reset.  arg names the run for
+ * context_run_forget().  0; -EINVAL when code is not valid UTF-8; another
+ * -errno when c cannot run code: then no callback fires.
+ */
+int	context_run(struct context *c, const char *code, long long timeout_ms,
+	    const struct context_run_cb *cb, void *arg);
+/* Stop reporting the run named arg (its caller went away; it goes on). */
+void	context_run_forget(struct context *c, void *arg);
+/* Interrupt what runs in c.  0, -ESRCH if nothing runs, or -errno. */
+int	context_interrupt(struct context *c);
 /* Delete: shut the kernel down, hide the context now. */
 void	context_delete(struct context *);
 
@@ -93,9 +127,8 @@ const char	*context_id(const struct context *);
 const char	*context_language(const struct context *);
 const char	*context_cwd(const struct context *);	/* NULL: none */
 bool		 context_ready(const struct context *);
-struct kernel	*context_kernel(const struct context *);	/* or NULL */
-/* A bash context served by a shell session when no bash kernel is. */
-struct session	*context_shell(const struct context *);	/* or NULL */
+/* The kernel that serves c, or NULL for a bash context's shell. */
+struct kernel	*context_kernel(const struct context *);
 void		 context_set_shell_dir(struct context_set *, const char *);
 
 #endif

@@ -75,7 +75,8 @@ kevent_iopub(const struct kp_msg *m, struct kevent_set *set)
 		    "message of %zu bytes was over the frame limit and was "
 		    "dropped]\n", type, m->dropped);
 		set->ev[set->n++] = (struct kevent){ .kind = KEV_STDERR,
-		    .text = set->note, .len = strlen(set->note) };
+		    .text = set->note, .len = strlen(set->note),
+		    .note = true };
 	}
 	ev = &set->ev[set->n];
 	if (strcmp(type, "stream") == 0) {

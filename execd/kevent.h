@@ -4,7 +4,7 @@
  * An iopub message of a run, or its execute reply, becomes the events
  * clients parse: stdout and stderr text, execution_count, result (the MIME
  * bundle with text/plain renamed "text"), error.  Pure: no I/O and no run
- * state; the run (route_code.c) decides what to do with them, pacing and
+ * state; the run (run.c) decides what to do with them, pacing and
  * cutting text, and keeping an interrupt it caused out of the errors.
  * Content is whatever the kernel sent: a missing or mistyped field is
  * read as absent, never trusted.
@@ -35,6 +35,7 @@ struct kevent {
 	json_t			*results;	/* RESULT: owned */
 	json_t			*error;		/* ERROR: owned, see below */
 	const char		*ename;		/* ERROR: borrowed from error */
+	bool			 note;	/* STDERR: execd's own, never cut */
 };
 
 #define KEVENT_MAX	3

@@ -572,10 +572,7 @@ route_interrupt(struct http_req *req)
 		return;
 	}
 	if ((ctx = context_find(app->contexts, id)) != NULL) {
-		if (context_shell(ctx) != NULL)
-			rc = session_interrupt(context_shell(ctx));
-		else
-			rc = kernel_interrupt(context_kernel(ctx));
+		rc = context_interrupt(ctx);
 		if (rc == -ESRCH)
 			http_reply_error(req, 409, HTTP_E_RUNTIME, "nothing "
 			    "runs in context %s", id);
