@@ -16,10 +16,28 @@
  * a wakeup, which across CPUs costs tens of microseconds; a quiet loop
  * soon spins no more.  The spin yields between polls, so that a peer
  * woken on this CPU runs at once instead of after the window.
+ *
+ * A watchdog (Redis's software watchdog) tells when the loop is stuck:
+ * the loop thread notes each step it takes (a hook, a watch's callback, a
+ * timer, the poll) in a few atomics, and a thread of the loop's own
+ * looks at them a few times per period.  That thread is made by
+ * loop_new() and ended by loop_free(), not by loop_run(), so that it is
+ * among the threads execd has when it builds its children's seccomp
+ * filter, which refuses signals to each of them (sandbox.c).
+ * A step other than the poll that lasts the period is logged once, with
+ * its kind, the callback's address in the executable (addr2line names
+ * the function) and its fd.  That thread reads those atomics and nothing
+ * else of the loop, and only logs (log.c writes each line with one
+ * write, from stack buffers); it never stops or signals anything.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +50,41 @@
 
 #define MAX_HOOKS 8
 #define SPIN_MIN_US 8
+
+/* The steps of an iteration, as the watchdog names them. */
+enum step { S_IDLE, S_BEFORE, S_TIMEOUT, S_POLL, S_FD, S_TIMER, S_AFTER };
+
+static const char *const step_names[] = {
+	"outside the loop", "a before-poll hook", "a timeout hook",
+	"the poll", "an fd watch's callback", "a timer's callback",
+	"an after-poll hook (libmicrohttpd's run step: requests and "
+	"responses)"
+};
+
+/* Start of the executable's image (GNU ld and lld define it). */
+extern const char __executable_start[];
+
+/*
+ * What the loop thread is doing, for the watchdog thread: written by the
+ * loop thread only, read by the watchdog only.  seq changes with every
+ * step, after the fields it covers.
+ */
+struct wd_note {
+	atomic_ulong	 seq;
+	atomic_int	 step;		/* enum step */
+	atomic_uintptr_t cb;		/* the callback, or 0 */
+	atomic_int	 fd;		/* -1: none */
+};
+
+/* The watchdog thread and how it is told to stop. */
+struct wd {
+	atomic_uint	 ms;		/* the period; 0: off */
+	bool		 running, stop;
+	pthread_t	 thread;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;		/* CLOCK_MONOTONIC */
+	struct wd_note	 note;
+};
 
 /* One fd or ZeroMQ socket the loop polls, and whom it calls. */
 struct pollsrc {
@@ -68,6 +121,7 @@ struct loop {
 	size_t		 nbefore, nafter, ntmo;
 	bool		 stop;
 	unsigned	 spin, spin_max;	/* busy-poll window and cap, us */
+	struct wd	 wd;
 };
 
 static int	 add_watch(struct loop *, int, void *, int, loop_fd_cb *,
@@ -81,14 +135,31 @@ static long	 poll_timeout(struct loop *);
 static void	 add_hook(struct hook *, size_t *, void *, void *);
 static int	 wait_events(struct loop *, size_t, long);
 static uint64_t	 now_us(void);
+static void	 note(struct loop *, enum step, void *, int);
+static void	 wd_start(struct loop *);
+static void	 wd_stop(struct loop *);
+static void	*wd_main(void *);
 
 /* A new loop with nothing to watch. */
 struct loop *
 loop_new(void)
 {
 	struct loop *l = xcalloc(1, sizeof(*l));
+	pthread_condattr_t ca;
 
 	l->next_id = 1;
+	atomic_init(&l->wd.ms, LOOP_WATCHDOG_MS);
+	atomic_init(&l->wd.note.seq, 0);
+	atomic_init(&l->wd.note.step, S_IDLE);
+	atomic_init(&l->wd.note.cb, 0);
+	atomic_init(&l->wd.note.fd, -1);
+	if (pthread_mutex_init(&l->wd.mu, NULL) != 0 ||
+	    pthread_condattr_init(&ca) != 0 ||
+	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&l->wd.cv, &ca) != 0)
+		fatalx("cannot make the loop's watchdog lock");
+	pthread_condattr_destroy(&ca);
+	wd_start(l);
 	return l;
 }
 
@@ -98,9 +169,12 @@ loop_free(struct loop *l)
 {
 	if (l == NULL)
 		return;
+	wd_stop(l);
 	free(l->w);
 	free(l->items);
 	free(l->t);
+	pthread_cond_destroy(&l->wd.cv);
+	pthread_mutex_destroy(&l->wd.mu);
 	free(l);
 }
 
@@ -266,6 +340,7 @@ run_timers(struct loop *l)
 	    !l->stop) {
 		t = l->t[0];
 		heap_remove(l, 0);
+		note(l, S_TIMER, (void *)t.cb, -1);
 		t.cb(l, t.id, t.arg);
 	}
 }
@@ -368,13 +443,16 @@ loop_run(struct loop *l)
 {
 	struct pollsrc *w;
 	size_t n;
+	long tmo;
 	int r, rev;
 
 	l->stop = false;
 	while (!l->stop) {
-		for (size_t i = 0; i < l->nbefore; i++)
+		for (size_t i = 0; i < l->nbefore; i++) {
+			note(l, S_BEFORE, l->before[i].cb, -1);
 			((loop_hook_cb *)l->before[i].cb)(l,
 			    l->before[i].arg);
+		}
 		if (l->stop)
 			break;
 		if (l->compact)
@@ -393,9 +471,15 @@ loop_run(struct loop *l)
 			    ZMQ_POLLIN : 0) | ((w->events & LOOP_WRITE) ?
 			    ZMQ_POLLOUT : 0)) };
 		}
-		r = wait_events(l, n, poll_timeout(l));
-		if (r < 0 && errno != EINTR)
-			return -errno;
+		note(l, S_TIMEOUT, NULL, -1);
+		tmo = poll_timeout(l);
+		note(l, S_POLL, NULL, -1);
+		r = wait_events(l, n, tmo);
+		if (r < 0 && errno != EINTR) {
+			r = -errno;
+			note(l, S_IDLE, NULL, -1);
+			return r;
+		}
 		for (size_t i = 0; r > 0 && i < n && !l->stop; i++) {
 			w = &l->w[i];
 			rev = ((l->items[i].revents & ZMQ_POLLIN) ?
@@ -406,12 +490,16 @@ loop_run(struct loop *l)
 				rev |= w->events;
 			if (rev == 0 || w->dead)
 				continue;
+			note(l, S_FD, (void *)w->cb, w->fd);
 			w->cb(l, w->fd, w->zsock, rev, w->arg);
 		}
 		run_timers(l);
-		for (size_t i = 0; i < l->nafter && !l->stop; i++)
+		for (size_t i = 0; i < l->nafter && !l->stop; i++) {
+			note(l, S_AFTER, l->after[i].cb, -1);
 			((loop_hook_cb *)l->after[i].cb)(l, l->after[i].arg);
+		}
 	}
+	note(l, S_IDLE, NULL, -1);
 	return 0;
 }
 
@@ -449,4 +537,119 @@ loop_wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Log a step other than the poll that lasts ms or more (0: none). */
+void
+loop_watchdog(struct loop *l, unsigned ms)
+{
+	atomic_store(&l->wd.ms, ms);
+}
+
+/* Tell the watchdog which step begins; loop thread, no system call. */
+static void
+note(struct loop *l, enum step st, void *cb, int fd)
+{
+	struct wd_note *n = &l->wd.note;
+
+	atomic_store_explicit(&n->step, st, memory_order_relaxed);
+	atomic_store_explicit(&n->cb, (uintptr_t)cb, memory_order_relaxed);
+	atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+	atomic_fetch_add_explicit(&n->seq, 1, memory_order_release);
+}
+
+/* Start the watchdog thread, with every signal blocked. */
+static void
+wd_start(struct loop *l)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&l->wd.thread, NULL, wd_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		log_warnx("no loop watchdog: %s", strerror(rc));
+		return;
+	}
+	l->wd.running = true;
+}
+
+/* Stop the watchdog thread and wait for it; no-op if it is not running. */
+static void
+wd_stop(struct loop *l)
+{
+	if (!l->wd.running)
+		return;
+	pthread_mutex_lock(&l->wd.mu);
+	l->wd.stop = true;
+	pthread_cond_signal(&l->wd.cv);
+	pthread_mutex_unlock(&l->wd.mu);
+	pthread_join(l->wd.thread, NULL);
+	l->wd.running = false;
+}
+
+/*
+ * The watchdog thread: four looks per period at what the loop thread
+ * noted (one a second while it is off).  A step (not the poll, not
+ * outside loop_run()) seen unchanged for the period is logged once; the
+ * loop's next step ends the stall.
+ */
+static void *
+wd_main(void *arg)
+{
+	struct loop *l = arg;
+	struct wd_note *n = &l->wd.note;
+	unsigned long seq, last = 0;
+	uint64_t now, since = 0, tick;
+	unsigned ms;
+	struct timespec ts;
+	uintptr_t cb;
+	bool logged = false;
+	char fds[32];
+	int st, fd;
+
+	pthread_mutex_lock(&l->wd.mu);
+	while (!l->wd.stop) {
+		ms = atomic_load(&l->wd.ms);
+		tick = ms == 0 ? 1000 : ms / 4 > 0 ? ms / 4 : 1;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += (time_t)(tick / 1000);
+		ts.tv_nsec += (long)(tick % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&l->wd.cv, &l->wd.mu, &ts);
+		if (l->wd.stop)
+			break;
+		seq = atomic_load_explicit(&n->seq, memory_order_acquire);
+		st = atomic_load_explicit(&n->step, memory_order_relaxed);
+		cb = atomic_load_explicit(&n->cb, memory_order_relaxed);
+		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+		now = loop_now_ms();
+		if (seq != last || st == S_POLL || st == S_IDLE || ms == 0) {
+			last = seq;
+			since = now;
+			logged = false;
+			continue;
+		}
+		if (logged || now - since < ms)
+			continue;
+		/* Read again: the fields belong to this step, not the next. */
+		if (atomic_load_explicit(&n->seq, memory_order_acquire) != seq)
+			continue;
+		logged = true;
+		fds[0] = '\0';
+		if (fd >= 0)
+			snprintf(fds, sizeof(fds), ", fd %d", fd);
+		log_warnx("event loop stuck for over %llu ms in %s "
+		    "(callback at +0x%lx in the executable%s): no request "
+		    "is answered meanwhile", (unsigned long long)(now - since),
+		    step_names[st], (unsigned long)(cb != 0 ? cb -
+		    (uintptr_t)__executable_start : 0), fds);
+	}
+	pthread_mutex_unlock(&l->wd.mu);
+	return NULL;
 }

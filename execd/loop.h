@@ -62,6 +62,16 @@ void	 loop_stop(struct loop *);
  */
 unsigned loop_busy_poll(struct loop *, unsigned max_us);
 
+/*
+ * The watchdog: a thread of the loop's own, made by loop_new() and ended
+ * by loop_free(), logs once per stall a callback or hook of loop_run()
+ * that has held the loop thread for ms or more (0: none; by default
+ * LOOP_WATCHDOG_MS), naming the kind of step, the callback's address and
+ * its fd.  It reads nothing else of the loop and never interrupts it.
+ */
+#define LOOP_WATCHDOG_MS	500
+void	 loop_watchdog(struct loop *, unsigned ms);
+
 uint64_t loop_now_ms(void);		/* CLOCK_MONOTONIC, ms */
 int64_t	 loop_wall_ms(void);		/* CLOCK_REALTIME, Unix ms */
 

@@ -12,8 +12,10 @@
  * level triggering, replace, delete from a callback, many watches), a
  * ZeroMQ socket, the hooks and their order, loop_stop(), and busy
  * polling (quick events taken without sleeping, a quiet loop that stops
- * spinning, none on one CPU).
+ * spinning, none on one CPU), and the stall watchdog (a slow callback
+ * logged once, a long poll never, its thread gone with the loop).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -1134,6 +1136,9 @@ test_busy_poll_off_on_one_cpu(void)
 	loop_free(l);
 }
 
+static void	test_watchdog_logs_a_stall_once(void);
+static void	test_watchdog_quiet_while_polling(void);
+
 static const struct t_case cases[] = {
 	{ "new and free", test_new_free },
 	{ "clocks", test_clocks },
@@ -1162,7 +1167,106 @@ static const struct t_case cases[] = {
 	{ "stop skips rest", test_stop_skips_rest },
 	{ "busy poll takes quick events", test_busy_poll_takes_quick_events },
 	{ "busy poll off on one CPU", test_busy_poll_off_on_one_cpu },
+	{ "watchdog logs a stall once", test_watchdog_logs_a_stall_once },
+	{ "watchdog quiet while polling", test_watchdog_quiet_while_polling },
 };
+
+/* Threads of this process. */
+static int
+threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Run l with stderr in a temporary file; what was logged, in out. */
+static int
+run_logged(struct loop *l, char *out, size_t len)
+{
+	FILE *f = tmpfile();
+	int saved, rc;
+	size_t n;
+
+	if (f == NULL || (saved = dup(STDERR_FILENO)) < 0)
+		return -1;
+	dup2(fileno(f), STDERR_FILENO);
+	rc = loop_run(l);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	return rc;
+}
+
+/* How many times needle occurs in hay. */
+static int
+occurs(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle)) != NULL) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* A callback that holds the loop thread, as a blocking read would. */
+static void
+on_slow(struct loop *l, uint64_t id, void *arg)
+{
+	struct timespec ts = { 1, 500000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	loop_stop(l);
+}
+
+/* A callback of 1.5 s under a 100 ms watchdog: one line, naming it. */
+static void
+test_watchdog_logs_a_stall_once(void)
+{
+	struct loop *l = loop_new();
+	char log[8192];
+	int before = threads();
+
+	arm(l);
+	loop_watchdog(l, 100);
+	loop_timer_add(l, 1, on_slow, NULL);
+	T_EQ_INT(run_logged(l, log, sizeof(log)), 0);
+	T_EQ_INT(watchdog_fired, 0);
+	T_EQ_INT(occurs(log, "event loop stuck"), 1);
+	T_OK(strstr(log, "a timer's callback") != NULL);
+	loop_free(l);
+	T_EQ_INT(threads(), before - 1);	/* the watchdog's thread ends */
+}
+
+/* A loop that waits 600 ms in its poll is not stuck. */
+static void
+test_watchdog_quiet_while_polling(void)
+{
+	struct loop *l = loop_new();
+	struct rec r = { .stop_at = 1 };
+	char log[8192];
+
+	arm(l);
+	loop_watchdog(l, 100);
+	loop_timer_add(l, 600, on_timer, &r);
+	T_EQ_INT(run_logged(l, log, sizeof(log)), 0);
+	T_EQ_INT(r.count, 1);
+	T_EQ_INT(occurs(log, "event loop stuck"), 0);
+	loop_free(l);
+}
 
 int
 main(void)
