@@ -561,6 +561,40 @@ t_server_errors(void)
 	T_OK(has_header(ex[12].resp, "Allow: GET, POST\r\n"));
 }
 
+/* A token sent in the query never reaches the access log. */
+static void
+t_server_log(void)
+{
+	struct exch ex[] = {
+		{ GET("/api/kernels?a=1&token=" TOKEN "&b=2", ""), "" },
+		{ GET("/api/kernels?%74oken=" TOKEN, ""), "" },
+		{ GET("/api/nope?token=" TOKEN "x", ""), "" },
+	};
+	char path[] = "/tmp/t_dialect.XXXXXX", log[8192];
+	int fd, saved;
+	ssize_t n;
+
+	T_OK((fd = mkstemp(path)) >= 0);
+	unlink(path);
+	saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	log_init(LOG_L_INFO);
+	serve(ex, sizeof(ex) / sizeof(ex[0]));
+	log_init(LOG_L_WARN);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	log[n > 0 ? n : 0] = '\0';
+	T_EQ_INT(status_of(ex[0].resp), 200);
+	T_EQ_INT(status_of(ex[1].resp), 200);
+	T_EQ_INT(status_of(ex[2].resp), 403);
+	T_OK(strstr(log, "/api/kernels?a=1&token=[hidden]&b=2 200") != NULL);
+	T_OK(strstr(log, "/api/kernels?%74oken=[hidden] 200") != NULL);
+	T_OK(strstr(log, "/api/nope?token=[hidden] 403") != NULL);
+	T_OK(strstr(log, TOKEN) == NULL);
+}
+
 int
 main(void)
 {
@@ -575,6 +609,7 @@ main(void)
 		{ "server: the token in the route's dialect", t_server_auth },
 		{ "server: http.c's answers in the route's shape",
 		    t_server_errors },
+		{ "server: no query token in the log", t_server_log },
 	};
 
 	log_init(LOG_L_WARN);
