@@ -35,12 +35,12 @@ typedef void dialect_error_fn(struct buf *out, unsigned status,
 struct dialect {
 	const char		*name;		/* for logs */
 	unsigned		 tokens;	/* DIALECT_T_* accepted */
-	const char		*type;		/* Content-Type of error bodies */
+	const char		*type;		/* Content-Type of its errors */
 	dialect_error_fn	*error;
 	unsigned		 deny_status;	/* a missing or wrong token */
 	const char		*deny_body;	/* its fixed body, or NULL: */
 	const char		*deny_msg;	/* ... error() with this */
-	const char		*deny_hname;	/* one header with it, or NULL */
+	const char		*deny_hname;	/* a header with it, or NULL */
 	const char		*deny_hval;
 };
 

@@ -910,8 +910,9 @@ redact_token(char *uri)
 		eq = memchr(p, '=', (size_t)(amp - p));
 		klen = eq != NULL ? (size_t)(eq - p) : (size_t)(amp - p);
 		if (eq != NULL && is_token_key(p, klen))
-			n = snprintf(out + o, sizeof(out) - o, "%.*s=[hidden]%s",
-			    (int)klen, p, *amp == '&' ? "&" : "");
+			n = snprintf(out + o, sizeof(out) - o,
+			    "%.*s=[hidden]%s", (int)klen, p,
+			    *amp == '&' ? "&" : "");
 		else
 			n = snprintf(out + o, sizeof(out) - o, "%.*s",
 			    (int)(amp - p) + (*amp == '&'), p);
