@@ -9,10 +9,18 @@
  * A process silent for a third of the ready timeout is started again, once
  * per start: a kernel can lose its receive loop to a request that came
  * while it was binding (tslab's zeromq.js does), and no retry reaches it.
- * The heartbeat and the reaper both watch for death.  Executions are kept
- * in a pending list keyed by msg_id; iopub messages are routed by
- * parent_header.msg_id, and messages from other clients of the same
- * kernel (a Jupyter console attached to it) are ignored.
+ * The heartbeat and the reaper both watch for death.
+ *
+ * Consumers.  Every iopub message goes first to every subscriber
+ * (kernel_subscribe), whoever it is for, and moves the execution state
+ * (busy, idle) that clients see.  Then it is routed by its
+ * parent_header.msg_id: to execd's own executions (a pending list keyed
+ * by msg_id, kernel_execute), or to nobody.  A consumer's own requests
+ * (kernel_send) are kept in a second list, keyed the same way, until
+ * their reply comes on shell or control; an input_request on stdin goes
+ * to the request it is for, if that request takes input.  Messages for a
+ * client execd does not know (a Jupyter console attached by connection
+ * file) are seen by subscribers only.
  *
  * Every execution ends, whatever the kernel loses.  An interrupt is kept
  * with the execution it is for: sent when the kernel shows that execution
@@ -94,6 +102,21 @@ struct pending {
 	struct pending		*next;
 };
 
+/* A consumer's request awaiting its reply. */
+struct request {
+	char				 id[33];
+	const struct kernel_req_cb	*cb;
+	void				*arg;
+	struct request			*next;
+};
+
+struct kernel_sub {
+	const struct kernel_sub_cb	*cb;
+	void				*arg;
+	bool				 gone;	/* unsubscribed mid-delivery */
+	struct kernel_sub		*next;
+};
+
 struct kernel {
 	struct loop			*loop;
 	const struct kernel_conf	*conf;
@@ -132,6 +155,12 @@ struct kernel {
 	uint64_t			 t_int;	/* the interrupt's resend */
 	char				 int_id[33];	/* ... for this one */
 	unsigned			 int_sent;	/* before a restart */
+	struct request			*requests;
+	struct kernel_sub		*subs;
+	unsigned			 nsubs;
+	unsigned			 delivering;	/* to subs, nested */
+	enum kernel_state		 xstate;
+	int64_t				 last_activity;
 };
 
 static int	 launch(struct kernel *, char *, size_t);
@@ -149,6 +178,11 @@ static int	 send_interrupt(struct kernel *, struct pending *);
 static void	 arm_resend(struct kernel *, struct pending *);
 static void	 handle(struct kernel *, enum kp_chan_id, struct kp_msg *);
 static void	 fail_pending(struct kernel *, const char *);
+static void	 set_state(struct kernel *, enum kernel_state);
+static void	 to_subs(struct kernel *, const struct kp_msg *);
+static bool	 to_request(struct kernel *, enum kp_chan_id,
+		    const struct kp_msg *);
+static void	 sweep_subs(struct kernel *);
 static void	 teardown(struct kernel *);
 static void	 free_kernel(struct kernel *);
 static int	 send_info_request(struct kernel *);
@@ -226,6 +260,8 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 	int rc;
 
 	k->loop = loop;
+	k->xstate = KERNEL_S_STARTING;
+	k->last_activity = loop_wall_ms();
 	k->conf = conf;
 	k->spec = spec;
 	k->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
@@ -694,6 +730,7 @@ become_ready(struct kernel *k)
 		    on_hb, k);
 	}
 	log_info("kernel=%s ready", k->id);
+	set_state(k, KERNEL_S_IDLE);
 	k->ev(k, KERNEL_READY, NULL, k->arg);
 }
 
@@ -706,14 +743,21 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 	const char *st;
 	char id[33];
 
+	k->last_activity = loop_wall_ms();
 	if (c == KP_IOPUB && k->state == K_STARTING) {
 		k->iopub_seen = true;
 		if (k->info_reply)
 			become_ready(k);
 	}
-	if (c == KP_SHELL && strcmp(type, "kernel_info_reply") == 0) {
-		if (k->state != K_STARTING)
+	if (c == KP_IOPUB && k->state == K_READY) {
+		to_subs(k, m);
+		if (k->ch == NULL)	/* torn down by a subscriber */
 			return;
+	}
+	if (c == KP_SHELL && strcmp(type, "kernel_info_reply") == 0 &&
+	    (k->state == K_STARTING || strcmp(parent, k->info_id) == 0)) {
+		if (k->state != K_STARTING)
+			return;		/* a late answer to our own */
 		json_decref(k->info);
 		k->info = json_incref(m->content);
 		k->info_reply = true;
@@ -728,8 +772,9 @@ handle(struct kernel *k, enum kp_chan_id c, struct kp_msg *m)
 		return;
 	}
 	if ((p = find_pending(k, parent)) == NULL) {
-		log_debug("kernel=%s %s %s for another client", k->id,
-		    kp_chan_name(c), type);
+		if (c != KP_IOPUB && !to_request(k, c, m))
+			log_debug("kernel=%s %s %s for another client", k->id,
+			    kp_chan_name(c), type);
 		return;
 	}
 	if (c == KP_SHELL && strcmp(type, "execute_reply") == 0) {
@@ -977,17 +1022,24 @@ kernel_interrupt(struct kernel *k)
 	return send_interrupt(k, p);
 }
 
-/* End every pending execution with why. */
+/* End every pending execution, and every consumer's request, with why. */
 static void
 fail_pending(struct kernel *k, const char *why)
 {
 	struct pending *p;
+	struct request *q;
 
 	while ((p = k->pending) != NULL) {
 		k->pending = p->next;
 		if (p->cb != NULL)
 			p->cb->done(k, NULL, why, p->arg);
 		free_pending(k, p);
+	}
+	while ((q = k->requests) != NULL) {
+		k->requests = q->next;
+		if (q->cb != NULL && q->cb->reply != NULL)
+			q->cb->reply(k, NULL, why, q->arg);
+		free(q);
 	}
 }
 
@@ -1036,6 +1088,12 @@ teardown(struct kernel *k)
 static void
 free_kernel(struct kernel *k)
 {
+	struct kernel_sub *s;
+
+	while ((s = k->subs) != NULL) {
+		k->subs = s->next;
+		free(s);
+	}
 	json_decref(k->info);
 	free(k->connfile);
 	free(k->sockdir);
@@ -1122,6 +1180,7 @@ reaped(pid_t pid, int st, void *arg)
 		if (!k->restart_after_exit)
 			k->restarts++;
 		k->restart_after_exit = false;
+		set_state(k, KERNEL_S_RESTARTING);
 		k->ev(k, KERNEL_RESTARTING, why, k->arg);
 		if (launch(k, err, sizeof(err)) == 0)
 			return;
@@ -1129,6 +1188,7 @@ reaped(pid_t pid, int st, void *arg)
 		    "%s", k->spec->name, err);
 	}
 	k->state = K_GONE;
+	set_state(k, KERNEL_S_DEAD);
 	k->ev(k, KERNEL_DEAD, why, k->arg);
 	free_kernel(k);
 }
@@ -1185,6 +1245,189 @@ kernel_shutdown(struct kernel *k)
 {
 	k->restart_after_exit = false;
 	begin_stop(k);
+}
+
+/* Send a consumer's message; see kernel.h. */
+int
+kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
+    const struct kernel_req_cb *cb, void *arg)
+{
+	struct request *q;
+	int rc;
+
+	if (c != KP_SHELL && c != KP_CONTROL && c != KP_STDIN)
+		return -EINVAL;
+	if (k->state == K_STARTING)
+		return -EAGAIN;
+	if (k->state != K_READY || k->ch == NULL)
+		return -EPIPE;
+	if ((rc = kp_chan_send(k->ch, c, m)) < 0)
+		return rc;
+	k->last_activity = loop_wall_ms();
+	if (cb == NULL || (cb->reply == NULL && cb->input == NULL))
+		return 0;
+	q = xcalloc(1, sizeof(*q));
+	snprintf(q->id, sizeof(q->id), "%s", kp_msg_id(m));
+	q->cb = cb;
+	q->arg = arg;
+	q->next = k->requests;
+	k->requests = q;
+	return 0;
+}
+
+void
+kernel_send_forget(struct kernel *k, const char *id)
+{
+	for (struct request **qq = &k->requests; *qq != NULL;
+	    qq = &(*qq)->next) {
+		if (strcmp((*qq)->id, id) == 0) {
+			struct request *q = *qq;
+
+			*qq = q->next;
+			free(q);
+			return;
+		}
+	}
+}
+
+/*
+ * A shell or control reply, or a stdin input_request, for a consumer's
+ * request: delivered, and the request forgotten once replied to.  Whether
+ * one took it.
+ */
+static bool
+to_request(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m)
+{
+	const char *parent = kp_msg_parent_id(m), *type = kp_msg_type(m);
+	struct request **qq, *q;
+	size_t n = strlen(type);
+
+	for (qq = &k->requests; *qq != NULL; qq = &(*qq)->next)
+		if (strcmp((*qq)->id, parent) == 0)
+			break;
+	if ((q = *qq) == NULL)
+		return false;
+	if (c == KP_STDIN) {
+		if (strcmp(type, "input_request") != 0 || q->cb->input == NULL)
+			return false;
+		q->cb->input(k, m, q->arg);
+		return true;
+	}
+	if (n < 6 || strcmp(type + n - 6, "_reply") != 0)
+		return false;
+	*qq = q->next;
+	if (q->cb->reply != NULL)
+		q->cb->reply(k, m, NULL, q->arg);
+	free(q);
+	return true;
+}
+
+struct kernel_sub *
+kernel_subscribe(struct kernel *k, const struct kernel_sub_cb *cb,
+    void *arg)
+{
+	struct kernel_sub *s = xcalloc(1, sizeof(*s)), **ss;
+
+	s->cb = cb;
+	s->arg = arg;
+	for (ss = &k->subs; *ss != NULL; ss = &(*ss)->next)
+		;
+	*ss = s;	/* in order of subscription */
+	k->nsubs++;
+	return s;
+}
+
+/* Unlinked now, or after the delivery under way (see sweep_subs). */
+void
+kernel_unsubscribe(struct kernel *k, struct kernel_sub *s)
+{
+	if (s->gone)
+		return;
+	s->gone = true;
+	k->nsubs--;
+	if (k->delivering == 0)
+		sweep_subs(k);
+}
+
+/* Free the subscriptions ended during a delivery. */
+static void
+sweep_subs(struct kernel *k)
+{
+	struct kernel_sub **ss = &k->subs, *s;
+
+	while ((s = *ss) != NULL) {
+		if (s->gone) {
+			*ss = s->next;
+			free(s);
+		} else {
+			ss = &s->next;
+		}
+	}
+}
+
+/* An iopub message to every subscriber; a status moves the state first. */
+static void
+to_subs(struct kernel *k, const struct kp_msg *m)
+{
+	const char *st;
+
+	if (strcmp(kp_msg_type(m), "status") == 0 &&
+	    (st = json_string_value(json_object_get(m->content,
+	    "execution_state"))) != NULL) {
+		if (strcmp(st, "busy") == 0)
+			set_state(k, KERNEL_S_BUSY);
+		else if (strcmp(st, "idle") == 0)
+			set_state(k, KERNEL_S_IDLE);
+	}
+	k->delivering++;
+	for (struct kernel_sub *s = k->subs; s != NULL; s = s->next)
+		if (!s->gone && s->cb->iopub != NULL)
+			s->cb->iopub(k, m, s->arg);
+	if (--k->delivering == 0)
+		sweep_subs(k);
+}
+
+/* A new execution state, told to every subscriber that asked. */
+static void
+set_state(struct kernel *k, enum kernel_state st)
+{
+	if (k->xstate == st)
+		return;
+	k->xstate = st;
+	k->delivering++;
+	for (struct kernel_sub *s = k->subs; s != NULL; s = s->next)
+		if (!s->gone && s->cb->state != NULL)
+			s->cb->state(k, st, s->arg);
+	if (--k->delivering == 0)
+		sweep_subs(k);
+}
+
+enum kernel_state
+kernel_state(const struct kernel *k)
+{
+	return k->xstate;
+}
+
+const char *
+kernel_state_name(enum kernel_state st)
+{
+	static const char *const names[] = { "starting", "idle", "busy",
+	    "restarting", "dead" };
+
+	return (size_t)st < sizeof(names) / sizeof(names[0]) ? names[st] :
+	    "unknown";
+}
+
+int64_t
+kernel_last_activity(const struct kernel *k)
+{
+	return k->last_activity;
+}
+
+unsigned
+kernel_consumers(const struct kernel *k)
+{
+	return k->nsubs;
 }
 
 const char *

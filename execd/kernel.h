@@ -17,8 +17,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
+#include "../kernelproto/kp_chan.h"
 #include "../kernelproto/kp_kernelspec.h"
 #include "../kernelproto/kp_msg.h"
 
@@ -82,6 +84,55 @@ struct kernel_exec_cb {
 };
 
 /*
+ * A kernel serves any number of consumers besides execd's own executions
+ * (a run, kernel_execute): a Jupyter client sends requests of its own on
+ * shell, control or stdin (kernel_send) and hears their replies and the
+ * input requests they allow; a subscriber sees every iopub message,
+ * whoever it is for.  Delivery is a direct call: a subscriber must not
+ * block, and bounds what it keeps for its own client (a WebSocket hub
+ * closes a client that falls behind).
+ */
+
+/* The execution state clients see, as Jupyter names it. */
+enum kernel_state {
+	KERNEL_S_STARTING,
+	KERNEL_S_IDLE,
+	KERNEL_S_BUSY,
+	KERNEL_S_RESTARTING,
+	KERNEL_S_DEAD,
+};
+
+/* A consumer's request (kernel_send). */
+struct kernel_req_cb {
+	/*
+	 * At most once: the request's reply (borrowed), on the channel it
+	 * was sent on; or NULL with why when the kernel died, restarted or
+	 * shut down first.  NULL: no reply is awaited.
+	 */
+	void	(*reply)(struct kernel *, const struct kp_msg *reply,
+		    const char *why, void *arg);
+	/*
+	 * An input_request of the request (an execute_request that allowed
+	 * stdin); answer with an input_reply sent on KP_STDIN.  NULL: none.
+	 */
+	void	(*input)(struct kernel *, const struct kp_msg *req,
+		    void *arg);
+};
+
+struct kernel_sub;
+
+/* A subscriber to a kernel. */
+struct kernel_sub_cb {
+	/* Every iopub message (borrowed), whoever it is for. */
+	void	(*iopub)(struct kernel *, const struct kp_msg *, void *arg);
+	/*
+	 * The execution state changed (NULL: not wanted).  After
+	 * KERNEL_S_DEAD the subscription is freed and the kernel with it.
+	 */
+	void	(*state)(struct kernel *, enum kernel_state, void *arg);
+};
+
+/*
  * Launch a kernel from spec (which must outlive it) in cwd (NULL: execd's),
  * under limits (NULL: none; copied, for its restarts too).
  * 0 with *out set; ev later reports READY or DEAD.  -errno with a message
@@ -119,6 +170,34 @@ int	kernel_restart(struct kernel *);	/* fresh process, same object */
  * period; DEAD is reported (and the kernel freed) once it is reaped.
  */
 void	kernel_shutdown(struct kernel *);
+
+/*
+ * Sign and send a consumer's message m (not freed) on shell, control or
+ * stdin; cb (NULL: nothing awaited) hears its reply and input requests.
+ * 0, -EAGAIN while not ready, -EPIPE once dead, -EINVAL for a channel
+ * other than those three, or -errno.
+ */
+int	kernel_send(struct kernel *, enum kp_chan_id, const struct kp_msg *m,
+	    const struct kernel_req_cb *cb, void *arg);
+/* Stop delivering callbacks for request msg_id (its sender went away). */
+void	kernel_send_forget(struct kernel *, const char *msg_id);
+
+/*
+ * Subscribe to every iopub message and state change until
+ * kernel_unsubscribe() or death.  Never NULL.
+ */
+struct kernel_sub *kernel_subscribe(struct kernel *,
+	    const struct kernel_sub_cb *, void *arg);
+/* End a subscription; safe from inside any of the kernel's callbacks. */
+void	kernel_unsubscribe(struct kernel *, struct kernel_sub *);
+
+enum kernel_state kernel_state(const struct kernel *);
+/* "starting", "idle", "busy", "restarting" or "dead". */
+const char	*kernel_state_name(enum kernel_state);
+/* When a message last came from the kernel or was sent to it: Unix ms. */
+int64_t		 kernel_last_activity(const struct kernel *);
+/* Subscribers now. */
+unsigned	 kernel_consumers(const struct kernel *);
 
 const char	*kernel_id(const struct kernel *);
 const char	*kernel_connection_file(const struct kernel *);

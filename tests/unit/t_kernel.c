@@ -823,6 +823,183 @@ write_spec(const char *name, const char *flags, const char *interrupt)
 	free(dir);
 }
 
+/* ---- consumers: subscribers, requests of their own, stdin ---- */
+
+/* What a subscriber saw. */
+struct sub_seen {
+	struct kernel_sub	*sub;
+	int			 n;		/* iopub messages */
+	int			 busy, idle;	/* status messages */
+	int			 st_busy, st_idle, st_restarting;
+	char			 text[4096];	/* stream text */
+	struct sub_seen		*drop;		/* unsubscribe it, then itself */
+};
+
+static struct sub_seen	SA, SB, SC;
+
+/* What a consumer's request heard. */
+static struct req_seen {
+	int	 replies, inputs;
+	char	 reply_type[64], status[32], prompt[64], why[256];
+} Q;
+
+static void
+sub_iopub(struct kernel *k, const struct kp_msg *m, void *arg)
+{
+	struct sub_seen *s = arg;
+	const char *type = kp_msg_type(m), *st, *t;
+	size_t n = strlen(s->text);
+
+	s->n++;
+	if (strcmp(type, "status") == 0) {
+		st = json_string_value(json_object_get(m->content,
+		    "execution_state")) ?: "";
+		s->busy += strcmp(st, "busy") == 0;
+		s->idle += strcmp(st, "idle") == 0;
+	} else if (strcmp(type, "stream") == 0 &&
+	    (t = json_string_value(json_object_get(m->content, "text"))) !=
+	    NULL) {
+		snprintf(s->text + n, sizeof(s->text) - n, "%s", t);
+	}
+	if (s->drop != NULL) {
+		/* Mid-delivery: another subscriber, then itself. */
+		kernel_unsubscribe(k, s->drop->sub);
+		kernel_unsubscribe(k, s->sub);
+		s->drop = NULL;
+	}
+}
+
+static void
+sub_state(struct kernel *k, enum kernel_state st, void *arg)
+{
+	struct sub_seen *s = arg;
+
+	s->st_busy += st == KERNEL_S_BUSY;
+	s->st_idle += st == KERNEL_S_IDLE;
+	s->st_restarting += st == KERNEL_S_RESTARTING;
+}
+
+static const struct kernel_sub_cb sub_cb = { sub_iopub, sub_state };
+
+static void
+req_reply(struct kernel *k, const struct kp_msg *m, const char *why,
+    void *arg)
+{
+	Q.replies++;
+	if (m != NULL) {
+		snprintf(Q.reply_type, sizeof(Q.reply_type), "%s",
+		    kp_msg_type(m));
+		snprintf(Q.status, sizeof(Q.status), "%s",
+		    json_string_value(json_object_get(m->content, "status")) ?:
+		    "");
+	}
+	if (why != NULL)
+		snprintf(Q.why, sizeof(Q.why), "%s", why);
+}
+
+/* Answer an input request with "bob", as a notebook's user would. */
+static void
+req_input(struct kernel *k, const struct kp_msg *m, void *arg)
+{
+	struct kp_msg *r;
+
+	Q.inputs++;
+	snprintf(Q.prompt, sizeof(Q.prompt), "%s", json_string_value(
+	    json_object_get(m->content, "prompt")) ?: "");
+	r = kp_msg_new("input_reply", "consumer-session", "tester",
+	    json_pack("{s:s}", "value", "bob"), m->header);
+	T_OK(r != NULL);
+	T_EQ_INT(kernel_send(k, KP_STDIN, r, NULL, NULL), 0);
+	kp_msg_free(r);
+}
+
+static const struct kernel_req_cb req_cb = { req_reply, req_input };
+
+/* Send a consumer's message and wait for its reply. */
+static void
+request(struct kp_msg *m)
+{
+	memset(&Q, 0, sizeof(Q));
+	T_OK(m != NULL);
+	T_EQ_INT(kernel_send(S.k, KP_SHELL, m, &req_cb, NULL), 0);
+	kp_msg_free(m);
+	T_OK(wait_for(&Q.replies, 1, 30000));
+}
+
+static void
+test_python_consumers(void)
+{
+	const struct kp_kernelspec *py = spec_named(specs, "python3");
+	int64_t t0;
+
+	if (py == NULL || start(py) == NULL)
+		return;
+	T_EQ_STR(kernel_state_name(kernel_state(S.k)), "starting");
+	T_OK(wait_for(&S.ready, 1, 60000));
+	T_EQ_INT(kernel_state(S.k), KERNEL_S_IDLE);
+	T_EQ_INT(kernel_consumers(S.k), 0);
+	memset(&SA, 0, sizeof(SA));
+	memset(&SB, 0, sizeof(SB));
+	memset(&SC, 0, sizeof(SC));
+	SA.sub = kernel_subscribe(S.k, &sub_cb, &SA);
+	SB.sub = kernel_subscribe(S.k, &sub_cb, &SB);
+	T_EQ_INT(kernel_consumers(S.k), 2);
+
+	/* 1. An execution of execd's: both subscribers see all of it. */
+	t0 = kernel_last_activity(S.k);
+	spin(20);
+	run("print('seen by all')");
+	T_OK(strstr(S.out, "seen by all") != NULL);
+	T_OK(strstr(SA.text, "seen by all") != NULL);
+	T_EQ_STR(SA.text, SB.text);
+	T_OK(SA.busy >= 1 && SA.idle >= 1);
+	T_EQ_INT(SA.n, SB.n);
+	T_OK(SA.st_busy >= 1 && SA.st_idle >= 1);
+	T_OK(kernel_last_activity(S.k) > t0);
+	T_EQ_INT(kernel_state(S.k), KERNEL_S_IDLE);
+
+	/* 2. A request of a consumer's own gets its reply. */
+	request(kp_msg_kernel_info_request("consumer-session"));
+	T_EQ_STR(Q.reply_type, "kernel_info_reply");
+	request(kp_msg_complete_request("consumer-session", "pri", 3));
+	T_EQ_STR(Q.reply_type, "complete_reply");
+	T_EQ_STR(Q.status, "ok");
+
+	/* 3. Its execution asks for input: the request that allowed it. */
+	S.out[0] = '\0';
+	request(kp_msg_execute_request("consumer-session",
+	    "name = input('who? ')\nprint('hi ' + name)", false, true));
+	T_EQ_INT(Q.inputs, 1);
+	T_EQ_STR(Q.prompt, "who? ");
+	T_EQ_STR(Q.status, "ok");
+	spin(300);	/* its iopub may trail the reply */
+	T_OK(strstr(SA.text, "hi bob") != NULL);
+	T_OK(strstr(SB.text, "hi bob") != NULL);
+	T_OK(strstr(S.out, "hi bob") == NULL);	/* not execd's run */
+
+	/* 4. A subscriber that ends another's and its own mid-delivery. */
+	SC.sub = kernel_subscribe(S.k, &sub_cb, &SC);
+	SC.drop = &SB;
+	T_EQ_INT(kernel_consumers(S.k), 3);
+	SB.n = 0;
+	run("print(1)");
+	T_EQ_INT(kernel_consumers(S.k), 1);
+	T_EQ_INT(SC.n, 1);
+	T_OK(SA.n > SC.n);
+
+	/* 5. Death: restarting, then idle again; requests end with why. */
+	SA.st_idle = 0;
+	request(kp_msg_execute_request("consumer-session",
+	    "import os\nos.kill(os.getpid(), 9)", false, false));
+	T_OK(Q.why[0] != '\0' || strcmp(Q.reply_type, "execute_reply") == 0);
+	T_OK(wait_for(&SA.st_restarting, 1, 30000));
+	T_OK(wait_for(&SA.st_idle, 1, 60000));
+	T_EQ_INT(kernel_state(S.k), KERNEL_S_IDLE);
+	kernel_unsubscribe(S.k, SA.sub);
+	T_EQ_INT(kernel_consumers(S.k), 0);
+	stop();
+}
+
 static void
 setup(void)
 {
@@ -878,6 +1055,8 @@ static const struct t_case cases[] = {
 	    test_python_restart_and_shutdown_leave_no_process },
 	{ "python jupyter_client attaches",
 	    test_python_jupyter_client_attaches },
+	{ "python consumers: subscribers, requests, stdin, state",
+	    test_python_consumers },
 	{ "fake exit at start", test_fake_exit_at_start_reports_status_and_stderr },
 	{ "fake never ready", test_fake_never_ready_times_out },
 	{ "fake loses the first kernel_info", test_fake_first_kernel_info_lost },
