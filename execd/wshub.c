@@ -193,9 +193,7 @@ on_upgraded(struct http_upgrade *u, int fd, const char *extra, size_t n,
 	struct wshub *h = c->hub;
 
 	if (u == NULL) {
-		leave(c);
-		client_free(c);
-		maybe_free(h);
+		bury(c);
 		return;
 	}
 	c->u = u;
