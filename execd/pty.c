@@ -1,8 +1,8 @@
 /*
  * pty.c -- terminal sessions (see pty.h): the shell process, its
- * terminal or pipes, the replay ring and the registry.  Clients,
- * WebSockets and HTTP are route_pty.c's; forking is spawn.c's and
- * reaping child.c's.
+ * terminal or pipes, the replay ring and the registry.  Clients and
+ * WebSockets are term.c's (the one watcher), HTTP is route_pty.c's;
+ * forking is spawn.c's and reaping child.c's.
  */
 #include <ctype.h>
 #include <dirent.h>

@@ -7,10 +7,7 @@
  * messages do) are term.c's; the WebSocket handshake is ws.c's.  This
  * file refuses what can be refused before a 101 and holds no state.
  */
-#include <errno.h>
 #include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../fs/fs_ops.h"
