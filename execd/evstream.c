@@ -43,6 +43,7 @@ static void	 on_gone(struct sse_stream *, void *);
 static void	 ping(struct loop *, uint64_t, void *);
 static void	 send_ping(struct evstream *);
 static void	 mark(struct evstream *, const char *, size_t);
+static void	 overflow(struct evstream *);
 static void	 unready(struct evstream *);
 static void	 before_poll(struct loop *, void *);
 static long	 poll_timeout(struct loop *, void *);
@@ -62,6 +63,8 @@ evstream_open(struct http_req *req, const struct evstream_opts *o)
 	struct evstream *es = xcalloc(1, sizeof(*es));
 
 	es->o = *o;
+	if (es->o.framing == NULL)
+		es->o.framing = &sse_framing_opensandbox;
 	es->loop = http_req_loop(req);
 	es->whole = true;
 	if ((es->s = http_reply_stream(req, on_shutdown, on_gone, es)) ==
@@ -94,16 +97,12 @@ mark(struct evstream *es, const char *p, size_t n)
 int
 evstream_push(struct evstream *es, const void *p, size_t n)
 {
-	struct buf b;
 	int rc;
 
 	if (sse_stream_ended(es->s))
 		return -EPIPE;
 	if ((rc = sse_stream_push(es->s, p, n)) == -ENOBUFS) {
-		buf_init(&b);
-		evstream_fmt_overflow(&b, es->o.shape);
-		evstream_end(es, b.p, b.len);
-		buf_reset(&b);
+		overflow(es);
 		return rc;
 	}
 	if (rc < 0)
@@ -115,7 +114,19 @@ evstream_push(struct evstream *es, const void *p, size_t n)
 	return 0;
 }
 
-/* One event, formatted. */
+/* The client stopped reading: the overflow event ends the stream. */
+static void
+overflow(struct evstream *es)
+{
+	struct buf b;
+
+	buf_init(&b);
+	evstream_fmt_overflow_framed(&b, es->o.framing, es->o.shape);
+	evstream_end(es, b.p, b.len);
+	buf_reset(&b);
+}
+
+/* One event, framed; one too large to format is an overflow too. */
 int
 evstream_event(struct evstream *es, const struct sse_event *ev)
 {
@@ -125,8 +136,10 @@ evstream_event(struct evstream *es, const struct sse_event *ev)
 	if (sse_stream_ended(es->s))
 		return -EPIPE;
 	buf_init(&b);
-	sse_fmt_event(&b, ev);
-	rc = evstream_push(es, b.p, b.len);
+	if ((rc = sse_fmt_event_framed(&b, es->o.framing, ev)) == 0)
+		rc = evstream_push(es, b.p, b.len);
+	else
+		overflow(es);
 	buf_reset(&b);
 	return rc;
 }
@@ -140,10 +153,11 @@ evstream_json(struct evstream *es, json_t *v)
 
 	if (!sse_stream_ended(es->s)) {
 		buf_init(&b);
-		if ((rc = sse_fmt_json(&b, v)) == 0) {
-			buf_add(&b, "\n\n", 2);
+		rc = sse_fmt_json_event(&b, es->o.framing, v);
+		if (rc == 0)
 			rc = evstream_push(es, b.p, b.len);
-		}
+		else if (rc == -ENOBUFS)
+			overflow(es);
 		buf_reset(&b);
 	}
 	json_decref(v);
@@ -267,7 +281,10 @@ send_ping(struct evstream *es)
 		return;
 	es->pinged = true;
 	buf_init(&b);
-	sse_fmt_event(&b, &ev);
+	if (es->o.framing->keepalive != NULL)
+		buf_adds(&b, es->o.framing->keepalive);
+	else
+		(void)sse_fmt_event_framed(&b, es->o.framing, &ev);
 	/*
 	 * A paced stream whose queue is full has bytes for its client
 	 * anyway; any other that cannot take a ping has a client that
@@ -313,7 +330,8 @@ on_shutdown(struct sse_stream *s, void *arg)
 	buf_init(&b);
 	if (es->o.last != NULL)
 		es->o.last(es, &b, es->o.arg);
-	evstream_fmt_error(&b, es->o.shape, "Shutdown", BYE_MSG);
+	evstream_fmt_error_framed(&b, es->o.framing, es->o.shape,
+	    "Shutdown", BYE_MSG);
 	evstream_end(es, b.p, b.len);
 	buf_reset(&b);
 }
@@ -332,35 +350,54 @@ on_gone(struct sse_stream *s, void *arg)
 	free(es);
 }
 
-/* An error event in the stream's shape. */
 void
 evstream_fmt_error(struct buf *b, enum evstream_shape shape,
     const char *ename, const char *msg)
 {
+	evstream_fmt_error_framed(b, NULL, shape, ename, msg);
+}
+
+/* An error event in the stream's shape and framing. */
+void
+evstream_fmt_error_framed(struct buf *b, const struct sse_framing *f,
+    enum evstream_shape shape, const char *ename, const char *msg)
+{
+	if (f == NULL)
+		f = &sse_framing_opensandbox;
+	f->head(b, shape == EVSTREAM_PLAIN ? NULL : "error", 0);
 	switch (shape) {
 	case EVSTREAM_TYPED:
 		buf_adds(b, "{\"type\":\"error\",\"error\":{\"ename\":");
 		sse_fmt_string(b, ename, strlen(ename));
 		buf_adds(b, ",\"evalue\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		buf_adds(b, ",\"traceback\":[]}}\n\n");
+		buf_adds(b, ",\"traceback\":[]}}");
 		break;
 	case EVSTREAM_WATCH:
 		buf_adds(b, "{\"type\":\"error\",\"error\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		buf_adds(b, "}\n\n");
+		buf_adds(b, "}");
 		break;
 	case EVSTREAM_PLAIN:
 		buf_adds(b, "{\"error\":");
 		sse_fmt_string(b, msg, strlen(msg));
-		buf_adds(b, "}\n\n");
+		buf_adds(b, "}");
 		break;
 	}
+	buf_adds(b, f->tail);
 }
 
 /* The overflow event. */
 void
 evstream_fmt_overflow(struct buf *b, enum evstream_shape shape)
 {
-	evstream_fmt_error(b, shape, "StreamOverflow", OVERFLOW_MSG);
+	evstream_fmt_overflow_framed(b, NULL, shape);
+}
+
+void
+evstream_fmt_overflow_framed(struct buf *b, const struct sse_framing *f,
+    enum evstream_shape shape)
+{
+	evstream_fmt_error_framed(b, f, shape, "StreamOverflow",
+	    OVERFLOW_MSG);
 }

@@ -11,8 +11,11 @@
  * that is its producer's, which only pushes events and ends the stream.
  * A new kind of stream is a producer and nothing else.
  *
- * Error events (the overflow and the final event) take the shape of the
- * stream's other events; see enum evstream_shape.  Loop thread only.
+ * Events are framed on the wire as the front end that opens the stream
+ * chooses (a framing of sse_fmt.h: OpenSandbox's unless it says
+ * otherwise); pings, the overflow and the final event are framed the same
+ * way.  Error events (the overflow and the final event) take the shape of
+ * the stream's other events; see enum evstream_shape.  Loop thread only.
  */
 #ifndef EXECD_EVSTREAM_H
 #define EXECD_EVSTREAM_H
@@ -58,6 +61,7 @@ typedef void	evstream_last_cb(struct evstream *, struct buf *last,
 typedef void	evstream_gone_cb(void *arg);
 
 struct evstream_opts {
+	const struct sse_framing *framing;	/* NULL: OpenSandbox's */
 	enum evstream_shape	 shape;
 	int			 flags;		/* EVSTREAM_F_* */
 	/*
@@ -91,7 +95,7 @@ struct evstream	*evstream_open(struct http_req *req,
 int	 evstream_push(struct evstream *, const void *p, size_t n);
 /* Format and queue one event, as evstream_push. */
 int	 evstream_event(struct evstream *, const struct sse_event *);
-/* Queue v as one event (v is consumed), as evstream_push. */
+/* Queue v, an object, as one event (v is consumed), as evstream_push. */
 int	 evstream_json(struct evstream *, json_t *v);
 /* Queue last bytes (cap ignored; n may be 0) and end: no more pings. */
 void	 evstream_end(struct evstream *, const void *p, size_t n);
@@ -102,10 +106,17 @@ bool	 evstream_ended(const struct evstream *);	/* predicate */
 size_t	 evstream_room(const struct evstream *);	/* push fits this */
 size_t	 evstream_queued(const struct evstream *);	/* not yet sent */
 
-/* Error events in a shape, for producers that queue events themselves. */
+/*
+ * Error events in a shape, in OpenSandbox's framing, for producers that
+ * queue events themselves; _framed: in framing f (NULL: OpenSandbox's).
+ */
 void	 evstream_fmt_error(struct buf *, enum evstream_shape,
 	    const char *ename, const char *msg);
+void	 evstream_fmt_error_framed(struct buf *, const struct sse_framing *f,
+	    enum evstream_shape, const char *ename, const char *msg);
 /* The event that ends a stream whose client stopped reading. */
 void	 evstream_fmt_overflow(struct buf *, enum evstream_shape);
+void	 evstream_fmt_overflow_framed(struct buf *,
+	    const struct sse_framing *f, enum evstream_shape);
 
 #endif

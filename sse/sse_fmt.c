@@ -221,9 +221,74 @@ sse_fmt_json(struct buf *b, const json_t *v)
 	return -EINVAL;
 }
 
-/* One event line plus its blank-line terminator. */
-void
-sse_fmt_event(struct buf *b, const struct sse_event *ev)
+/* OpenSandbox's framing: nothing before the object. */
+static int
+head_opensandbox(struct buf *b, const char *type, uint64_t seq)
+{
+	return 0;
+}
+
+/* Standard SSE: the sequence number as id, the type as the event. */
+static int
+head_standard(struct buf *b, const char *type, uint64_t seq)
+{
+	if (seq != 0) {
+		buf_adds(b, "id: ");
+		buf_addu(b, (unsigned long long)seq);
+		buf_add(b, "\n", 1);
+	}
+	if (type != NULL && type[0] != '\0' &&
+	    strpbrk(type, "\r\n") == NULL) {
+		buf_adds(b, "event: ");
+		buf_adds(b, type);
+		buf_add(b, "\n", 1);
+	}
+	return buf_adds(b, "data: ");
+}
+
+const struct sse_framing sse_framing_opensandbox = {
+	"opensandbox", head_opensandbox, "\n\n", NULL
+};
+
+/* Compact JSON holds no line break, so one data line carries it. */
+const struct sse_framing sse_framing_standard = {
+	"sse", head_standard, "\n\n", ": ping\n\n"
+};
+
+/*
+ * Appends that may be refused part way: begin notes where b was, end
+ * takes back everything since if any append was refused (b->full then
+ * stays set, as before).  0 or -ENOBUFS.
+ */
+struct mark {
+	size_t	len;
+	bool	full;
+};
+
+static struct mark
+mark_begin(struct buf *b)
+{
+	struct mark m = { b->len, b->full };
+
+	b->full = false;
+	return m;
+}
+
+static int
+mark_end(struct buf *b, struct mark m)
+{
+	bool refused = b->full;
+
+	b->full = m.full || refused;
+	if (!refused)
+		return 0;
+	buf_truncate(b, m.len);
+	return -ENOBUFS;
+}
+
+/* The event's JSON object, fields in upstream's order. */
+static void
+event_object(struct buf *b, const struct sse_event *ev)
 {
 	buf_adds(b, "{\"type\":");
 	sse_fmt_string(b, ev->type, strlen(ev->type));
@@ -254,5 +319,112 @@ sse_fmt_event(struct buf *b, const struct sse_event *ev)
 		buf_adds(b, ",\"seq\":");
 		buf_addu(b, (unsigned long long)ev->seq);
 	}
-	buf_add(b, "}\n\n", 3);
+	buf_add(b, "}", 1);
+}
+
+int
+sse_fmt_event(struct buf *b, const struct sse_event *ev)
+{
+	return sse_fmt_event_framed(b, NULL, ev);
+}
+
+int
+sse_fmt_event_framed(struct buf *b, const struct sse_framing *f,
+    const struct sse_event *ev)
+{
+	struct mark m = mark_begin(b);
+
+	if (f == NULL)
+		f = &sse_framing_opensandbox;
+	f->head(b, ev->type, ev->seq);
+	event_object(b, ev);
+	buf_adds(b, f->tail);
+	return mark_end(b, m);
+}
+
+int
+sse_fmt_json_event(struct buf *b, const struct sse_framing *f,
+    const json_t *v)
+{
+	struct mark m = mark_begin(b);
+	int rc;
+
+	if (f == NULL)
+		f = &sse_framing_opensandbox;
+	f->head(b, json_string_value(json_object_get(v, "type")), 0);
+	rc = sse_fmt_json(b, v);
+	buf_adds(b, f->tail);
+	if (rc < 0) {
+		buf_truncate(b, m.len);
+		b->full = m.full;
+		return rc;
+	}
+	return mark_end(b, m);
+}
+
+/*
+ * One OpenSandbox event's type: the string that opens it, when it opens
+ * with {"type":"..." and the string has no escape.  Into out, or "".
+ */
+static void
+event_type(const char *p, size_t n, char *out, size_t outlen)
+{
+	static const char open[] = "{\"type\":\"";
+	size_t k = sizeof(open) - 1, i;
+
+	out[0] = '\0';
+	if (n < k || memcmp(p, open, k) != 0)
+		return;
+	for (i = k; i < n && p[i] != '"' && p[i] != '\\'; i++)
+		;
+	if (i == n || p[i] != '"' || i - k >= outlen)
+		return;
+	memcpy(out, p + k, i - k);
+	out[i - k] = '\0';
+}
+
+/* One event's "seq", when it ends with ,"seq":N}; else 0. */
+static uint64_t
+event_seq(const char *p, size_t n)
+{
+	static const char key[] = ",\"seq\":";
+	size_t k = sizeof(key) - 1, i;
+	uint64_t v = 0;
+
+	if (n < k + 2 || p[n - 1] != '}')
+		return 0;
+	for (i = n - 1; i > 0 && p[i - 1] >= '0' && p[i - 1] <= '9'; i--)
+		;
+	if (i < k || i == n - 1 || memcmp(p + i - k, key, k) != 0 ||
+	    n - 1 - i > 19)
+		return 0;
+	for (; i < n - 1; i++)
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	return v;
+}
+
+int
+sse_fmt_reframe(struct buf *b, const struct sse_framing *f, const char *p,
+    size_t n)
+{
+	struct mark m;
+	const char *e;
+	char type[64];
+	size_t k;
+
+	if (f == NULL || f == &sse_framing_opensandbox)
+		return buf_add(b, p, n);
+	m = mark_begin(b);
+	while (n > 0) {
+		e = memmem(p, n, "\n\n", 2);
+		k = e != NULL ? (size_t)(e - p) : n;
+		event_type(p, k, type, sizeof(type));
+		f->head(b, type, event_seq(p, k));
+		buf_add(b, p, k);
+		buf_adds(b, f->tail);
+		k += e != NULL ? 2 : 0;
+		p += k;
+		n -= k;
+	}
+	return mark_end(b, m);
 }

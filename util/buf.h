@@ -174,6 +174,16 @@ buf_addi(struct buf *b, long long v)
 	return buf_addu(b, 0ULL - (unsigned long long)v);
 }
 
+/* Keep the first n bytes, dropping what was appended after them. */
+static inline void
+buf_truncate(struct buf *b, size_t n)
+{
+	if (b->p == NULL || n >= b->len)
+		return;
+	b->len = n;
+	b->p[n] = '\0';
+}
+
 /* Drop the first n bytes (all of them if n is larger). */
 static inline void
 buf_drain(struct buf *b, size_t n)

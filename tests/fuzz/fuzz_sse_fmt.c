@@ -10,9 +10,12 @@
  * Unicode's table of well-formed sequences, not by sse_fmt.c's code); the
  * output must be valid UTF-8, hold no raw control character, '<', '>',
  * '&', U+2028 or U+2029, and use Go's escapes only; an event must be one
- * line and its blank line.  Floats must read back bit for bit, in the
- * notation Go picks, with no more than 17 significant digits.  A broken
- * invariant aborts.
+ * line and its blank line, and re-framed in standard SSE it must be its
+ * id and event lines, then itself as the data.  The input re-framed as
+ * stored events (sse_fmt_reframe) gives a data field per piece, and
+ * comes back unchanged in OpenSandbox's framing.  Floats must read back
+ * bit for bit, in the notation Go picks, with no more than 17
+ * significant digits.  A broken invariant aborts.
  */
 #include <math.h>
 #include <stdint.h>
@@ -34,6 +37,8 @@ static uint8_t	*expected_text(const uint8_t *, size_t, size_t *);
 static void	 check_encoded(const char *, size_t);
 static void	 check_string(const uint8_t *, size_t);
 static void	 check_event(const uint8_t *, size_t);
+static void	 check_reframed(const char *, size_t, uint64_t);
+static void	 check_reframe_any(const uint8_t *, size_t);
 static void	 check_double(const uint8_t *, size_t);
 static int	 is_json_number(const char *);
 
@@ -220,7 +225,56 @@ check_event(const uint8_t *data, size_t size)
 	}
 	CHECK(json_object_size(v) == keys);
 	json_decref(v);
+	check_reframed(b.p, b.len, ev.seq);
 	buf_reset(&b);
+}
+
+/*
+ * One stdout event numbered seq, in standard SSE: its id and event
+ * lines, then the same object as its data.
+ */
+static void
+check_reframed(const char *p, size_t n, uint64_t seq)
+{
+	struct buf r, want;
+
+	buf_init(&r);
+	buf_init(&want);
+	CHECK(sse_fmt_reframe(&r, &sse_framing_standard, p, n) == 0);
+	buf_addf(&want, "id: %llu\nevent: stdout\ndata: ",
+	    (unsigned long long)seq);
+	buf_add(&want, p, n);
+	CHECK(r.len == want.len && memcmp(r.p, want.p, r.len) == 0);
+	buf_reset(&r);
+	buf_reset(&want);
+}
+
+/*
+ * Any bytes re-framed: as many events out as "\n\n"-ended pieces in,
+ * each a data line, and into OpenSandbox's framing, unchanged.
+ */
+static void
+check_reframe_any(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data, *e;
+	size_t pieces = 0, datas = 0, off = 0;
+	struct buf r;
+
+	for (off = 0; off < size; pieces++) {
+		e = memmem(p + off, size - off, "\n\n", 2);
+		off = e != NULL ? (size_t)(e - p) + 2 : size;
+	}
+	buf_init(&r);
+	CHECK(sse_fmt_reframe(&r, &sse_framing_standard, p, size) == 0);
+	for (off = 0; off + 6 <= r.len; off++)
+		if (memcmp(r.p + off, "data: ", 6) == 0 && (off == 0 ||
+		    r.p[off - 1] == '\n'))
+			datas++;
+	CHECK(datas >= pieces);
+	buf_reset(&r);
+	CHECK(sse_fmt_reframe(&r, NULL, p, size) == 0);
+	CHECK(r.len == size && (size == 0 || memcmp(r.p, p, size) == 0));
+	buf_reset(&r);
 }
 
 /* True when s matches the JSON number grammar (RFC 8259, section 6). */
@@ -307,6 +361,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_string(data, size);
 	check_event(data, size);
+	check_reframe_any(data, size);
 	check_double(data, size);
 	return 0;
 }

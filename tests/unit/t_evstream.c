@@ -90,12 +90,35 @@ test_overflow(void)
 	}
 }
 
+/* Error events in standard SSE: the same objects, as data. */
+static void
+test_framed_standard(void)
+{
+	struct buf b;
+
+	buf_init(&b);
+	evstream_fmt_overflow_framed(&b, &sse_framing_standard,
+	    EVSTREAM_TYPED);
+	T_EQ_STR(b.p, "event: error\ndata: {\"type\":\"error\",\"error\":"
+	    "{\"ename\":\"StreamOverflow\",\"evalue\":\"the client is not "
+	    "reading: stream ended\",\"traceback\":[]}}\n\n");
+	buf_reset(&b);
+	evstream_fmt_error_framed(&b, &sse_framing_standard, EVSTREAM_PLAIN,
+	    "Shutdown", "bye");
+	T_EQ_STR(b.p, "data: {\"error\":\"bye\"}\n\n");
+	buf_reset(&b);
+	evstream_fmt_error_framed(&b, NULL, EVSTREAM_WATCH, "Shutdown", "m");
+	T_EQ_STR(b.p, "{\"type\":\"error\",\"error\":\"m\"}\n\n");
+	buf_reset(&b);
+}
+
 static const struct t_case cases[] = {
 	{ "typed shape", test_typed_shape },
 	{ "watch shape", test_watch_shape },
 	{ "plain shape", test_plain_shape },
 	{ "message escaped", test_message_escaped },
 	{ "overflow", test_overflow },
+	{ "framed standard", test_framed_standard },
 };
 
 int

@@ -8,6 +8,7 @@
  * or exponent notation, sorted object keys, and the event framing with its
  * field order and omitted fields.  Nothing here does I/O.
  */
+#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -570,6 +571,103 @@ test_event_append(void)
 	buf_reset(&b);
 }
 
+/* Standard SSE: id from seq, event from type, the object as data. */
+static void
+test_framing_standard(void)
+{
+	struct sse_event a = { .type = "stdout", .text = "hi\n",
+	    .timestamp = 1, .seq = 7 };
+	struct sse_event c = { .type = "ping", .timestamp = 2 };
+	struct buf b;
+
+	buf_init(&b);
+	T_EQ_INT(sse_fmt_event_framed(&b, &sse_framing_standard, &a), 0);
+	T_EQ_INT(sse_fmt_event_framed(&b, &sse_framing_standard, &c), 0);
+	T_EQ_STR(b.p, "id: 7\nevent: stdout\ndata: {\"type\":\"stdout\","
+	    "\"text\":\"hi\\n\",\"timestamp\":1,\"seq\":7}\n\n"
+	    "event: ping\ndata: {\"type\":\"ping\",\"timestamp\":2}\n\n");
+	buf_reset(&b);
+	/* OpenSandbox's framing is sse_fmt_event's, byte for byte. */
+	T_EQ_INT(sse_fmt_event_framed(&b, &sse_framing_opensandbox, &a), 0);
+	T_EQ_STR(b.p, "{\"type\":\"stdout\",\"text\":\"hi\\n\","
+	    "\"timestamp\":1,\"seq\":7}\n\n");
+	buf_reset(&b);
+	T_OK(sse_framing_opensandbox.keepalive == NULL);
+	T_EQ_STR(sse_framing_standard.keepalive, ": ping\n\n");
+}
+
+/* A JSON object as an event: its "type" names it. */
+static void
+test_framing_json_event(void)
+{
+	json_t *v = json_pack("{s:s, s:i}", "type", "create", "n", 1);
+	struct buf b;
+
+	buf_init(&b);
+	T_EQ_INT(sse_fmt_json_event(&b, NULL, v), 0);
+	T_EQ_STR(b.p, "{\"n\":1,\"type\":\"create\"}\n\n");
+	buf_reset(&b);
+	T_EQ_INT(sse_fmt_json_event(&b, &sse_framing_standard, v), 0);
+	T_EQ_STR(b.p, "event: create\ndata: {\"n\":1,\"type\":\"create\"}\n\n");
+	buf_reset(&b);
+	json_decref(v);
+}
+
+/* Stored OpenSandbox events put in another framing, number and type kept. */
+static void
+test_framing_reframe(void)
+{
+	static const char in[] =
+	    "{\"type\":\"init\",\"text\":\"x\",\"timestamp\":1,\"seq\":1}\n\n"
+	    "{\"type\":\"ping\",\"text\":\"pong\",\"timestamp\":2}\n\n"
+	    "{\"type\":\"std\\\"out\",\"timestamp\":3,\"seq\":12}\n\n";
+	struct buf b;
+
+	buf_init(&b);
+	T_EQ_INT(sse_fmt_reframe(&b, &sse_framing_standard, in,
+	    sizeof(in) - 1), 0);
+	T_EQ_STR(b.p, "id: 1\nevent: init\ndata: {\"type\":\"init\","
+	    "\"text\":\"x\",\"timestamp\":1,\"seq\":1}\n\n"
+	    "event: ping\ndata: {\"type\":\"ping\",\"text\":\"pong\","
+	    "\"timestamp\":2}\n\n"
+	    "id: 12\ndata: {\"type\":\"std\\\"out\",\"timestamp\":3,"
+	    "\"seq\":12}\n\n");
+	buf_reset(&b);
+	/* Into OpenSandbox's: the same bytes. */
+	T_EQ_INT(sse_fmt_reframe(&b, NULL, in, sizeof(in) - 1), 0);
+	T_EQ_STR(b.p, in);
+	buf_reset(&b);
+}
+
+/* An event that does not fit is refused whole, and says so. */
+static void
+test_event_refused_whole(void)
+{
+	struct sse_event big = { .type = "stdout", .timestamp = 1 };
+	struct sse_event small = { .type = "a", .timestamp = 1 };
+	char text[200];
+	struct buf b;
+
+	memset(text, 'x', sizeof(text));
+	big.text = text;
+	big.text_len = sizeof(text);
+	buf_init_max(&b, 100);
+	T_EQ_INT(sse_fmt_event(&b, &small), 0);
+	T_EQ_INT(sse_fmt_event(&b, &big), -ENOBUFS);
+	/* Nothing of it stays, and a later event is not spliced on. */
+	T_EQ_STR(b.p, "{\"type\":\"a\",\"timestamp\":1}\n\n");
+	T_OK(b.full);
+	T_EQ_INT(sse_fmt_event(&b, &small), 0);
+	T_EQ_STR(b.p, "{\"type\":\"a\",\"timestamp\":1}\n\n"
+	    "{\"type\":\"a\",\"timestamp\":1}\n\n");
+	T_EQ_INT(sse_fmt_event_framed(&b, &sse_framing_standard, &big),
+	    -ENOBUFS);
+	T_EQ_INT(sse_fmt_reframe(&b, &sse_framing_standard, text,
+	    sizeof(text)), -ENOBUFS);
+	T_EQ_INT(b.len, 2 * strlen("{\"type\":\"a\",\"timestamp\":1}\n\n"));
+	buf_reset(&b);
+}
+
 static const struct t_case cases[] = {
 	{ "string ascii", test_string_ascii },
 	{ "string control", test_string_control },
@@ -587,6 +685,10 @@ static const struct t_case cases[] = {
 	{ "event omitted", test_event_omitted },
 	{ "event text bytes", test_event_text_bytes },
 	{ "event append", test_event_append },
+	{ "framing standard", test_framing_standard },
+	{ "framing json event", test_framing_json_event },
+	{ "framing reframe", test_framing_reframe },
+	{ "event refused whole", test_event_refused_whole },
 };
 
 int
