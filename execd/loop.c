@@ -57,8 +57,8 @@ enum step { S_IDLE, S_BEFORE, S_TIMEOUT, S_POLL, S_FD, S_TIMER, S_AFTER };
 static const char *const step_names[] = {
 	"outside the loop", "a before-poll hook", "a timeout hook",
 	"the poll", "an fd watch's callback", "a timer's callback",
-	"an after-poll hook (libmicrohttpd's run step: requests and "
-	"responses)"
+	("an after-poll hook (libmicrohttpd's run step: requests and "
+	"responses)")
 };
 
 /* Start of the executable's image (GNU ld and lld define it). */
