@@ -50,21 +50,25 @@ void	route_pty_ws(struct http_req *);
 /* route_proxy.c: the reverse proxy to servers on 127.0.0.1. */
 void	route_proxy(struct http_req *);
 
-/* route_fs.c: files and directories, answered in JSON. */
+/* route_fs.c: operations on lists of files and directories, in JSON. */
 void	route_files_info(struct http_req *);
 void	route_files_delete(struct http_req *);
 void	route_files_perms(struct http_req *);
 void	route_files_move(struct http_req *);
-void	route_files_search(struct http_req *);
 void	route_files_replace(struct http_req *);
-void	route_files_grep(struct http_req *);
-void	route_files_watch(struct http_req *);
-void	route_dirs_list(struct http_req *);
 void	route_dirs_make(struct http_req *);
 void	route_dirs_delete(struct http_req *);
-/* A FileInfo object. */
+/* A FileInfo object (fileops_info_json()). */
 struct fs_info;
 json_t	*route_fs_info_json(const char *path, const struct fs_info *);
+
+/* route_fs_tree.c: a tree listed, searched or grepped, in JSON. */
+void	route_dirs_list(struct http_req *);
+void	route_files_search(struct http_req *);
+void	route_files_grep(struct http_req *);
+
+/* route_fs_watch.c: the stream of a path's filesystem events. */
+void	route_files_watch(struct http_req *);
 
 /* route_xfer.c: uploads, downloads and archives, streamed. */
 void	route_files_upload(struct http_req *);
