@@ -6,7 +6,9 @@
  * serves it: a kernel, or for a bash context without a bash kernel, a
  * shell session.  Either way a run reports kevents and one end, and is
  * stopped by its timeout the way its kind is.  It knows nothing of HTTP
- * or of how a run's events are queued and cut (run.c does).
+ * or of how a run's events are queued and cut (run.c does).  The
+ * registry exists once: its state is the file static R, made by
+ * context_init() and freed by context_shutdown().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +24,9 @@
 #include "loop.h"
 #include "session.h"
 #include "xmalloc.h"
+
+/* context.h's deprecated two-argument form is for callers only. */
+#undef context_find
 
 struct waiter {
 	context_wait_cb	*cb;
@@ -42,7 +47,6 @@ struct exec {
 };
 
 struct context {
-	struct context_set	*set;
 	struct kernel		*k;
 	struct session		*sh;	/* a bash context without a kernel */
 	char			 id[33];
@@ -69,7 +73,8 @@ struct pool {
 #define POOL_RETRY_MS		5000
 #define POOL_MAX_FAILURES	3
 
-struct context_set {
+/* The registry, one per daemon: file statics, set by context_init(). */
+static struct registry {
 	struct loop			*loop;
 	const struct kernel_conf	*conf;
 	struct kp_kernelspec		**specs;
@@ -81,25 +86,24 @@ struct context_set {
 	bool				 closing;
 	char				*shell_dir;
 	const struct conf		*limits;	/* defaults, or NULL */
-};
+} R;
 
 static void	on_kernel(struct kernel *, enum kernel_event, const char *,
 		    void *);
 static void	wake(struct context *, const char *);
-static int	start(struct context_set *, const struct kp_kernelspec *,
-		    const char *, const char *, bool, bool,
-		    const struct limits *, struct context **, char *, size_t);
-static void	job_limits(struct context_set *, const char *,
-		    const struct limits *, struct limits *);
-static void	refill(struct context_set *);
+static int	start(const struct kp_kernelspec *, const char *,
+		    const char *, bool, bool, const struct limits *,
+		    struct context **, char *, size_t);
+static void	job_limits(const char *, const struct limits *,
+		    struct limits *);
+static void	refill(void);
 static void	on_refill(struct loop *, uint64_t, void *);
 static void	on_cull(struct loop *, uint64_t, void *);
 static void	unlink_context(struct context *);
-static int	shell_context(struct context_set *, const char *, bool,
-		    const struct limits *, struct context **, char *, size_t);
-static const struct kp_kernelspec *lookup(struct context_set *,
-		    const char *);
-static size_t	rescan(struct context_set *);
+static int	shell_context(const char *, bool, const struct limits *,
+		    struct context **, char *, size_t);
+static const struct kp_kernelspec *lookup(const char *);
+static size_t	rescan(void);
 static int	cmp_name(const void *, const void *);
 static void	context_use(struct context *, int);
 static void	exec_output(struct kernel *, const struct kp_msg *, void *);
@@ -112,42 +116,45 @@ static void	shell_done(int, bool, const char *, void *);
 
 static const struct kernel_exec_cb exec_cb = { exec_output, exec_done };
 
-/* A registry; kernelspecs are discovered once, here. */
-struct context_set *
-context_set_new(struct loop *loop, const struct kernel_conf *conf)
+/* Start the registry; kernelspecs are discovered once, here. */
+void
+context_init(struct loop *loop, const struct kernel_conf *conf)
 {
-	struct context_set *cs = xcalloc(1, sizeof(*cs));
 	char **dirs = kp_kernelspec_dirs();
 
-	cs->loop = loop;
-	cs->conf = conf;
-	if (kp_kernelspec_find_all(dirs, &cs->specs, NULL) < 0)
-		cs->specs = xcalloc(1, sizeof(*cs->specs));
+	memset(&R, 0, sizeof(R));
+	R.loop = loop;
+	R.conf = conf;
+	if (kp_kernelspec_find_all(dirs, &R.specs, NULL) < 0)
+		R.specs = xcalloc(1, sizeof(*R.specs));
 	kp_kernelspec_dirs_free(dirs);
-	return cs;
 }
 
-/* Free the registry; contexts must all be gone (their kernels reaped). */
+/*
+ * Free the registry and what is left of its contexts: after
+ * context_delete_all() and the loop, when their kernels are gone (reaped)
+ * or never will be.
+ */
 void
-context_set_free(struct context_set *cs)
+context_shutdown(void)
 {
 	struct context *c;
 
-	if (cs == NULL)
-		return;
-	if (cs->t_cull != 0)
-		loop_timer_cancel(cs->loop, cs->t_cull);
-	if (cs->t_refill != 0)
-		loop_timer_cancel(cs->loop, cs->t_refill);
-	while ((c = cs->list) != NULL) {
-		cs->list = c->next;
+	if (R.specs == NULL)
+		return;		/* not started, or already stopped */
+	if (R.t_cull != 0)
+		loop_timer_cancel(R.loop, R.t_cull);
+	if (R.t_refill != 0)
+		loop_timer_cancel(R.loop, R.t_refill);
+	while ((c = R.list) != NULL) {
+		R.list = c->next;
 		free(c->language);
 		free(c->cwd);
 		free(c);
 	}
-	kp_kernelspec_list_free(cs->specs);
-	free(cs->shell_dir);
-	free(cs);
+	kp_kernelspec_list_free(R.specs);
+	free(R.shell_dir);
+	memset(&R, 0, sizeof(R));
 }
 
 /*
@@ -156,12 +163,12 @@ context_set_free(struct context_set *cs)
  * (an image's entrypoint installs them in the background).
  */
 const struct kp_kernelspec *
-context_spec(struct context_set *cs, const char *language)
+context_spec(const char *language)
 {
 	const struct kp_kernelspec *spec;
 
-	if ((spec = lookup(cs, language)) == NULL && rescan(cs) > 0)
-		spec = lookup(cs, language);
+	if ((spec = lookup(language)) == NULL && rescan() > 0)
+		spec = lookup(language);
 	return spec;
 }
 
@@ -180,7 +187,7 @@ cmp_name(const void *a, const void *b)
  * were added.
  */
 static size_t
-rescan(struct context_set *cs)
+rescan(void)
 {
 	struct kp_kernelspec **found;
 	char **dirs = kp_kernelspec_dirs();
@@ -191,13 +198,13 @@ rescan(struct context_set *cs)
 	kp_kernelspec_dirs_free(dirs);
 	if (rc < 0)
 		return 0;
-	while (cs->specs[n] != NULL)
+	while (R.specs[n] != NULL)
 		n++;
 	for (size_t i = 0; found[i] != NULL; i++) {
 		size_t j;
 
 		for (j = 0; j < n; j++)
-			if (strcmp(cs->specs[j]->name, found[i]->name) == 0)
+			if (strcmp(R.specs[j]->name, found[i]->name) == 0)
 				break;
 		if (j < n) {
 			kp_kernelspec_free(found[i]);
@@ -206,85 +213,82 @@ rescan(struct context_set *cs)
 		log_info("kernelspec %s (language %s) found in %s",
 		    found[i]->name, found[i]->language,
 		    found[i]->resource_dir);
-		cs->specs = xreallocarray(cs->specs, n + 2,
-		    sizeof(*cs->specs));
-		cs->specs[n++] = found[i];
-		cs->specs[n] = NULL;
+		R.specs = xreallocarray(R.specs, n + 2, sizeof(*R.specs));
+		R.specs[n++] = found[i];
+		R.specs[n] = NULL;
 		added++;
 	}
 	free(found);
 	if (added > 0)
-		qsort(cs->specs, n, sizeof(*cs->specs), cmp_name);
+		qsort(R.specs, n, sizeof(*R.specs), cmp_name);
 	return added;
 }
 
 /* The spec serving language among those known. */
 static const struct kp_kernelspec *
-lookup(struct context_set *cs, const char *language)
+lookup(const char *language)
 {
-	for (size_t i = 0; cs->specs[i] != NULL; i++)
-		if (strcmp(cs->specs[i]->name, language) == 0)
-			return cs->specs[i];
-	for (size_t i = 0; cs->specs[i] != NULL; i++)
-		if (strcasecmp(cs->specs[i]->language, language) == 0)
-			return cs->specs[i];
+	for (size_t i = 0; R.specs[i] != NULL; i++)
+		if (strcmp(R.specs[i]->name, language) == 0)
+			return R.specs[i];
+	for (size_t i = 0; R.specs[i] != NULL; i++)
+		if (strcasecmp(R.specs[i]->language, language) == 0)
+			return R.specs[i];
 	return NULL;
 }
 
 /* Installed languages with their kernel names, for error messages. */
 char *
-context_languages(struct context_set *cs)
+context_languages(void)
 {
 	struct buf b;
 
 	buf_init(&b);
-	for (size_t i = 0; cs->specs[i] != NULL; i++)
+	for (size_t i = 0; R.specs[i] != NULL; i++)
 		buf_addf(&b, "%s%s (%s)", i ? ", " : "",
-		    cs->specs[i]->language, cs->specs[i]->name);
-	if (lookup(cs, "bash") == NULL)
+		    R.specs[i]->language, R.specs[i]->name);
+	if (lookup("bash") == NULL)
 		buf_addf(&b, "%sbash (execd's shell)", b.len ? ", " : "");
 	return b.p;
 }
 
 /* Take default limits from c; see context.h. */
 void
-context_set_limits(struct context_set *cs, const struct conf *c)
+context_set_limits(const struct conf *c)
 {
-	cs->limits = c;
+	R.limits = c;
 }
 
 /* A context's limits: the defaults of its language, req's over them. */
 static void
-job_limits(struct context_set *cs, const char *language,
-    const struct limits *req, struct limits *out)
+job_limits(const char *language, const struct limits *req,
+    struct limits *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (cs->limits != NULL)
-		conf_limits(cs->limits, LIMITS_CONTEXT, language, out);
+	if (R.limits != NULL)
+		conf_limits(R.limits, LIMITS_CONTEXT, language, out);
 	if (req != NULL)
 		limits_over(out, req);
 }
 
 /* A context on a new kernel (pooled: warm, unlisted). */
 static int
-start(struct context_set *cs, const struct kp_kernelspec *spec,
-    const char *language, const char *cwd, bool is_default, bool pooled,
-    const struct limits *req, struct context **out, char *err,
-    size_t errlen)
+start(const struct kp_kernelspec *spec, const char *language,
+    const char *cwd, bool is_default, bool pooled, const struct limits *req,
+    struct context **out, char *err, size_t errlen)
 {
 	struct context *c = xcalloc(1, sizeof(*c));
 	struct limits lim;
 	int rc;
 
-	c->set = cs;
 	c->spec = spec;
 	c->language = xstrdup(language);
 	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	c->is_default = is_default;
 	c->pooled = pooled;
 	c->last_use = loop_now_ms();
-	job_limits(cs, spec->language, req, &lim);
-	if ((rc = kernel_start(cs->loop, cs->conf, &lim, spec, cwd, on_kernel,
+	job_limits(spec->language, req, &lim);
+	if ((rc = kernel_start(R.loop, R.conf, &lim, spec, cwd, on_kernel,
 	    c, &c->k, err, errlen)) < 0) {
 		free(c->language);
 		free(c->cwd);
@@ -292,8 +296,8 @@ start(struct context_set *cs, const struct kp_kernelspec *spec,
 		return rc;
 	}
 	snprintf(c->id, sizeof(c->id), "%s", kernel_id(c->k));
-	c->next = cs->list;
-	cs->list = c;
+	c->next = R.list;
+	R.list = c;
 	*out = c;
 	return 0;
 }
@@ -303,29 +307,27 @@ start(struct context_set *cs, const struct kp_kernelspec *spec,
  * ready at once, state kept between runs.
  */
 static int
-shell_context(struct context_set *cs, const char *cwd, bool is_default,
-    const struct limits *req, struct context **out, char *err,
-    size_t errlen)
+shell_context(const char *cwd, bool is_default, const struct limits *req,
+    struct context **out, char *err, size_t errlen)
 {
 	struct context *c = xcalloc(1, sizeof(*c));
 	struct limits lim;
 
-	c->set = cs;
 	c->language = xstrdup("bash");
 	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	c->is_default = is_default;
 	c->last_use = loop_now_ms();
-	job_limits(cs, "bash", req, &lim);
-	if ((c->sh = session_new(cs->loop, cs->shell_dir, cwd,
-	    cs->conf->grace_ms, &lim, err, errlen)) == NULL) {
+	job_limits("bash", req, &lim);
+	if ((c->sh = session_new(R.loop, R.shell_dir, cwd,
+	    R.conf->grace_ms, &lim, err, errlen)) == NULL) {
 		free(c->language);
 		free(c->cwd);
 		free(c);
 		return -EIO;
 	}
 	snprintf(c->id, sizeof(c->id), "%s", session_id(c->sh));
-	c->next = cs->list;
-	cs->list = c;
+	c->next = R.list;
+	R.list = c;
 	log_info("context=%s language=bash created (a shell session)",
 	    c->id);
 	*out = c;
@@ -334,9 +336,9 @@ shell_context(struct context_set *cs, const char *cwd, bool is_default,
 
 /* A ready pooled context of spec, or NULL. */
 static struct context *
-take_pooled(struct context_set *cs, const struct kp_kernelspec *spec)
+take_pooled(const struct kp_kernelspec *spec)
 {
-	for (struct context *c = cs->list; c != NULL; c = c->next)
+	for (struct context *c = R.list; c != NULL; c = c->next)
 		if (c->pooled && !c->deleted && c->spec == spec &&
 		    kernel_ready(c->k))
 			return c;
@@ -345,22 +347,22 @@ take_pooled(struct context_set *cs, const struct kp_kernelspec *spec)
 
 /* A context for language; see context.h. */
 int
-context_create(struct context_set *cs, const char *language, const char *cwd,
+context_create(const char *language, const char *cwd,
     bool is_default, const struct limits *req, struct context **out,
     char *err, size_t errlen)
 {
-	const struct kp_kernelspec *spec = context_spec(cs, language);
+	const struct kp_kernelspec *spec = context_spec(language);
 	struct context *c;
 	int rc;
 
 	if (spec == NULL && strcmp(language, "bash") == 0)
-		return shell_context(cs, cwd, is_default, req, out, err,
+		return shell_context(cwd, is_default, req, out, err,
 		    errlen);
 	if (spec == NULL)
 		return -ENOENT;
 	/* A pooled kernel runs under the defaults only. */
 	if (cwd == NULL && (req == NULL || req->set == 0) &&
-	    (c = take_pooled(cs, spec)) != NULL) {
+	    (c = take_pooled(spec)) != NULL) {
 		c->pooled = false;
 		free(c->language);
 		c->language = xstrdup(language);
@@ -369,13 +371,13 @@ context_create(struct context_set *cs, const char *language, const char *cwd,
 		log_info("context=%s language=%s taken from the pool", c->id,
 		    language);
 		/* Replace it after this reply has gone out, not before. */
-		if (cs->t_refill == 0)
-			cs->t_refill = loop_timer_add(cs->loop, 0, on_refill,
-			    cs);
+		if (R.t_refill == 0)
+			R.t_refill = loop_timer_add(R.loop, 0, on_refill,
+			    NULL);
 		*out = c;
 		return 0;
 	}
-	if ((rc = start(cs, spec, language, cwd, is_default, false, req, &c,
+	if ((rc = start(spec, language, cwd, is_default, false, req, &c,
 	    err, errlen)) < 0)
 		return rc;
 	log_info("context=%s language=%s created", c->id, language);
@@ -385,25 +387,25 @@ context_create(struct context_set *cs, const char *language, const char *cwd,
 
 /* Start kernels until every pool has what it wants (ready or starting). */
 static void
-refill(struct context_set *cs)
+refill(void)
 {
 	struct context *c;
 	unsigned have;
 	char err[512];
 
-	if (cs->closing)
+	if (R.closing)
 		return;
-	for (size_t i = 0; i < cs->npools; i++) {
-		struct pool *p = &cs->pools[i];
+	for (size_t i = 0; i < R.npools; i++) {
+		struct pool *p = &R.pools[i];
 
 		if (p->failures >= POOL_MAX_FAILURES)
 			continue;
 		have = 0;
-		for (c = cs->list; c != NULL; c = c->next)
+		for (c = R.list; c != NULL; c = c->next)
 			if (c->pooled && !c->deleted && c->spec == p->spec)
 				have++;
 		while (have < p->want) {
-			if (start(cs, p->spec, p->spec->language, NULL, false,
+			if (start(p->spec, p->spec->language, NULL, false,
 			    true, NULL, &c, err, sizeof(err)) < 0) {
 				log_warnx("pool %s: %s", p->spec->name, err);
 				p->failures++;
@@ -417,32 +419,31 @@ refill(struct context_set *cs)
 static void
 on_refill(struct loop *l, uint64_t id, void *arg)
 {
-	struct context_set *cs = arg;
 
-	cs->t_refill = 0;
-	refill(cs);
+	R.t_refill = 0;
+	refill();
 }
 
 /* Pools and culling; see context.h. */
 int
-context_set_policy(struct context_set *cs, const struct context_pool *pool,
-    size_t npool, unsigned idle_s)
+context_set_policy(const struct context_pool *pool, size_t npool,
+    unsigned idle_s)
 {
 	const struct kp_kernelspec *spec;
 	int rc = 0;
 
-	for (size_t i = 0; i < npool && cs->npools < MAX_POOLS; i++) {
-		if ((spec = context_spec(cs, pool[i].spec)) == NULL) {
+	for (size_t i = 0; i < npool && R.npools < MAX_POOLS; i++) {
+		if ((spec = context_spec(pool[i].spec)) == NULL) {
 			log_warnx("pool: no kernel for %s", pool[i].spec);
 			rc = -ENOENT;
 			continue;
 		}
-		cs->pools[cs->npools++] = (struct pool){ spec, pool[i].n, 0 };
+		R.pools[R.npools++] = (struct pool){ spec, pool[i].n, 0 };
 	}
-	cs->idle_s = idle_s;
+	R.idle_s = idle_s;
 	if (idle_s > 0)
-		cs->t_cull = loop_timer_add(cs->loop, 1000, on_cull, cs);
-	refill(cs);
+		R.t_cull = loop_timer_add(R.loop, 1000, on_cull, NULL);
+	refill();
 	return rc;
 }
 
@@ -450,19 +451,18 @@ context_set_policy(struct context_set *cs, const struct context_pool *pool,
 static void
 on_cull(struct loop *l, uint64_t id, void *arg)
 {
-	struct context_set *cs = arg;
-	uint64_t now = loop_now_ms(), limit = (uint64_t)cs->idle_s * 1000;
+	uint64_t now = loop_now_ms(), limit = (uint64_t)R.idle_s * 1000;
 
-	cs->t_cull = 0;
-	for (struct context *c = cs->list; c != NULL; c = c->next) {
+	R.t_cull = 0;
+	for (struct context *c = R.list; c != NULL; c = c->next) {
 		if (c->deleted || c->pooled || c->runs > 0 ||
 		    now - c->last_use < limit)
 			continue;
 		log_info("context=%s idle for %u s: deleting it", c->id,
-		    cs->idle_s);
+		    R.idle_s);
 		context_delete(c);
 	}
-	cs->t_cull = loop_timer_add(l, 1000, on_cull, cs);
+	R.t_cull = loop_timer_add(l, 1000, on_cull, NULL);
 }
 
 /* Count a run in or out, and note the use. */
@@ -475,17 +475,17 @@ context_use(struct context *c, int delta)
 
 /* Delete everything, pooled contexts included, and stop refilling. */
 void
-context_set_shutdown(struct context_set *cs)
+context_delete_all(void)
 {
 	struct context *c, *next;
 
-	cs->closing = true;
-	if (cs->t_cull != 0)
-		loop_timer_cancel(cs->loop, cs->t_cull);
-	if (cs->t_refill != 0)
-		loop_timer_cancel(cs->loop, cs->t_refill);
-	cs->t_cull = cs->t_refill = 0;
-	for (c = cs->list; c != NULL; c = next) {
+	R.closing = true;
+	if (R.t_cull != 0)
+		loop_timer_cancel(R.loop, R.t_cull);
+	if (R.t_refill != 0)
+		loop_timer_cancel(R.loop, R.t_refill);
+	R.t_cull = R.t_refill = 0;
+	for (c = R.list; c != NULL; c = next) {
 		next = c->next;
 		context_delete(c);
 	}
@@ -493,9 +493,9 @@ context_set_shutdown(struct context_set *cs)
 
 /* A live context by id. */
 struct context *
-context_find(struct context_set *cs, const char *id)
+context_find(const char *id)
 {
-	for (struct context *c = cs->list; c != NULL; c = c->next)
+	for (struct context *c = R.list; c != NULL; c = c->next)
 		if (!c->deleted && !c->pooled && strcmp(c->id, id) == 0)
 			return c;
 	return NULL;
@@ -503,9 +503,9 @@ context_find(struct context_set *cs, const char *id)
 
 /* The live default context of a language. */
 struct context *
-context_default(struct context_set *cs, const char *language)
+context_default(const char *language)
 {
-	for (struct context *c = cs->list; c != NULL; c = c->next)
+	for (struct context *c = R.list; c != NULL; c = c->next)
 		if (!c->deleted && !c->pooled && c->is_default &&
 		    strcmp(c->language, language) == 0)
 			return c;
@@ -514,12 +514,12 @@ context_default(struct context_set *cs, const char *language)
 
 /* Visit live contexts, newest first; fn may delete the one it is given. */
 void
-context_each(struct context_set *cs, const char *language,
+context_each(const char *language,
     void (*fn)(struct context *, void *), void *arg)
 {
 	struct context *c, *next;
 
-	for (c = cs->list; c != NULL; c = next) {
+	for (c = R.list; c != NULL; c = next) {
 		next = c->next;
 		if (!c->deleted && !c->pooled && (language == NULL ||
 		    strcmp(c->language, language) == 0))
@@ -598,7 +598,7 @@ context_wait_cancel(struct context *c, void *arg)
 static void
 unlink_context(struct context *c)
 {
-	for (struct context **pp = &c->set->list; *pp != NULL;
+	for (struct context **pp = &R.list; *pp != NULL;
 	    pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -617,9 +617,9 @@ on_kernel(struct kernel *k, enum kernel_event ev, const char *why,
 	switch (ev) {
 	case KERNEL_READY:
 		if (c->pooled)
-			for (size_t i = 0; i < c->set->npools; i++)
-				if (c->set->pools[i].spec == c->spec)
-					c->set->pools[i].failures = 0;
+			for (size_t i = 0; i < R.npools; i++)
+				if (R.pools[i].spec == c->spec)
+					R.pools[i].failures = 0;
 		wake(c, NULL);
 		break;
 	case KERNEL_RESTARTING:
@@ -628,14 +628,14 @@ on_kernel(struct kernel *k, enum kernel_event ev, const char *why,
 	case KERNEL_DEAD:
 		if (!c->deleted)
 			log_warnx("context=%s is dead: %s", c->id, why);
-		if (c->pooled && !c->deleted && !c->set->closing) {
+		if (c->pooled && !c->deleted && !R.closing) {
 			/* A warm kernel that could not start: try later. */
-			for (size_t i = 0; i < c->set->npools; i++)
-				if (c->set->pools[i].spec == c->spec)
-					c->set->pools[i].failures++;
-			if (c->set->t_refill == 0)
-				c->set->t_refill = loop_timer_add(c->set->loop,
-				    POOL_RETRY_MS, on_refill, c->set);
+			for (size_t i = 0; i < R.npools; i++)
+				if (R.pools[i].spec == c->spec)
+					R.pools[i].failures++;
+			if (R.t_refill == 0)
+				R.t_refill = loop_timer_add(R.loop,
+				    POOL_RETRY_MS, on_refill, NULL);
 		}
 		c->deleted = true;
 		wake(c, why);
@@ -702,7 +702,7 @@ context_run(struct context *c, const char *code, long long timeout_ms,
 		return rc;
 	}
 	if (c->k != NULL && c->sh == NULL && timeout_ms > 0)
-		x->tmo = loop_timer_add(c->set->loop, (uint64_t)timeout_ms,
+		x->tmo = loop_timer_add(R.loop, (uint64_t)timeout_ms,
 		    exec_timeout, x);
 	x->next = c->execs;
 	c->execs = x;
@@ -747,7 +747,7 @@ exec_end(struct exec *x)
 			break;
 		}
 	if (x->tmo != 0)
-		loop_timer_cancel(c->set->loop, x->tmo);
+		loop_timer_cancel(R.loop, x->tmo);
 	context_use(c, -1);
 	free(x);
 }
@@ -847,8 +847,8 @@ shell_done(int status, bool timed_out, const char *reset, void *arg)
 
 /* Where shell contexts keep their run files. */
 void
-context_set_shell_dir(struct context_set *cs, const char *dir)
+context_set_shell_dir(const char *dir)
 {
-	free(cs->shell_dir);
-	cs->shell_dir = xstrdup(dir);
+	free(R.shell_dir);
+	R.shell_dir = xstrdup(dir);
 }

@@ -4,7 +4,9 @@
  *
  * A context is listed from its creation; it is usable once its kernel is
  * ready.  Deleting a context hides it at once and frees it once its
- * kernel is gone.  Loop thread only.
+ * kernel is gone.  The registry exists once in the daemon: its state
+ * lives in context.c, started by context_init() and stopped by
+ * context_shutdown().  Loop thread only.
  */
 #ifndef EXECD_CONTEXT_H
 #define EXECD_CONTEXT_H
@@ -16,14 +18,11 @@
 #include "kevent.h"
 
 struct conf;
-struct execd;
 struct context;
 struct limits;
 
 /* Called once per wait: ok, or why the context could not become ready. */
 typedef void context_wait_cb(struct context *, const char *why, void *arg);
-
-struct context_set;
 
 /* Warm kernels to keep per kernelspec, and when to cull idle contexts. */
 struct context_pool {
@@ -31,35 +30,46 @@ struct context_pool {
 	unsigned	 n;
 };
 
-struct context_set	*context_set_new(struct loop *,
-			    const struct kernel_conf *);
+/*
+ * Start the registry: kernels start under conf, which must outlive it,
+ * and kernelspecs are discovered now (and again for a language not
+ * found).
+ */
+void			 context_init(struct loop *,
+			    const struct kernel_conf *conf);
 /*
  * Keep n ready kernels per pool entry (started now, refilled after each
  * take), and delete contexts that ran nothing for idle_s seconds (0:
  * never).  Unknown languages are skipped with -ENOENT for the first.
  */
-int			 context_set_policy(struct context_set *,
-			    const struct context_pool *, size_t npool,
-			    unsigned idle_s);
+int			 context_set_policy(const struct context_pool *,
+			    size_t npool, unsigned idle_s);
 /*
  * New kernels and shells take their default limits from c's (per
  * language, read when each starts, so SIGHUP's changes apply); NULL:
- * none.  c must outlive the set.
+ * none.  c must outlive the registry.
  */
-void			 context_set_limits(struct context_set *,
-			    const struct conf *c);
-/* Delete every context, pooled ones included; refill stops. */
-void			 context_set_shutdown(struct context_set *);
-void			 context_set_free(struct context_set *);
+void			 context_set_limits(const struct conf *c);
+/* Bash contexts' shells keep their code files in dir (copied). */
+void			 context_set_shell_dir(const char *dir);
+/*
+ * Delete every context, pooled ones included; refill stops.  The start
+ * of shutdown: kernels are asked to shut down while the loop runs.
+ */
+void			 context_delete_all(void);
+/*
+ * Free the registry and what is left of its contexts, after
+ * context_delete_all() and the loop.  No-op when not started.
+ */
+void			 context_shutdown(void);
 
 /*
  * The kernelspec for a language: a spec named so, else the first (by
  * name) whose language is it.  NULL when none is installed.
  */
-const struct kp_kernelspec *context_spec(struct context_set *,
-			    const char *language);
+const struct kp_kernelspec *context_spec(const char *language);
 /* "python (python3), fake (fake)": what is installed, for messages. */
-char			*context_languages(struct context_set *);
+char			*context_languages(void);
 
 /*
  * A new context for language in cwd (NULL: execd's), under the default
@@ -69,14 +79,32 @@ char			*context_languages(struct context_set *);
  * -ENOENT when no kernel serves the language; -errno with a message in
  * err when the kernel could not be started.
  */
-int	context_create(struct context_set *, const char *language,
-	    const char *cwd, bool is_default, const struct limits *req,
-	    struct context **out, char *err, size_t errlen);
-struct context	*context_find(struct context_set *, const char *id);
-struct context	*context_default(struct context_set *, const char *language);
-/* Call fn for each live context (of language, when not NULL). */
-void	context_each(struct context_set *, const char *language,
+int	context_create(const char *language, const char *cwd,
+	    bool is_default, const struct limits *req, struct context **out,
+	    char *err, size_t errlen);
+/* The live context of this id, or NULL. */
+struct context	*context_find(const char *id);
+/* The live default context of language, or NULL. */
+struct context	*context_default(const char *language);
+/*
+ * Call fn for each live context (of language, when not NULL), newest
+ * first; fn may delete the context it is given.
+ */
+void	context_each(const char *language,
 	    void (*fn)(struct context *, void *), void *arg);
+
+/*
+ * DEPRECATED, for route_cmd.c only until its one call is updated: accepts
+ * the old two-argument context_find(app->contexts, id), drops the first
+ * argument unevaluated (struct execd has no contexts any more) and calls
+ * context_find(id); "(void)app" keeps that caller's app, used for nothing
+ * else, from being an unused variable.  Remove with that call.
+ */
+#define CONTEXT_FIND_PICK_(a, b, fn, ...)	fn
+#define CONTEXT_FIND_OLD_(set, id)		((void)app, context_find(id))
+#define context_find(...)						\
+	CONTEXT_FIND_PICK_(__VA_ARGS__, CONTEXT_FIND_OLD_, context_find,	\
+	    unused)(__VA_ARGS__)
 
 /*
  * What a run of code in a context reports, whichever serves the context
@@ -129,6 +157,5 @@ const char	*context_cwd(const struct context *);	/* NULL: none */
 bool		 context_ready(const struct context *);
 /* The kernel that serves c, or NULL for a bash context's shell. */
 struct kernel	*context_kernel(const struct context *);
-void		 context_set_shell_dir(struct context_set *, const char *);
 
 #endif

@@ -1,7 +1,6 @@
 /*
  * execd.h -- what every route handler is handed: the configuration, the
- * loop, the HTTP server, the context registry and the last metrics
- * sample, made by main.c.
+ * loop, the HTTP server and the last metrics sample, made by main.c.
  *
  * One instance lives in main.c.  Route files reach it through
  * http_req_app().  Every other module keeps its state in its own file
@@ -18,13 +17,11 @@
 
 struct loop;
 struct http_server;
-struct context_set;
 
 struct execd {
 	struct loop		*loop;
 	struct http_server	*http;
 	const struct conf	*conf;
-	struct context_set	*contexts;
 	/* Last metrics sample, the base for the next CPU percentage. */
 	struct metrics_sample	 msample;
 	double			 mcpu_pct;

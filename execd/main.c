@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	 */
 	work_shutdown();
 	http_free(app.http);
-	context_set_free(app.contexts);
+	context_shutdown();
 	pty_shutdown();
 	session_shutdown();
 	command_shutdown();
@@ -345,9 +345,9 @@ setup_contexts(const struct conf *c)
 	    .grace_ms = c->grace_ms, .max_restarts = 3,
 	    .max_frame = 64 << 20, .cgroup = &metrics_src_system,
 	    .as_user = c->user.set, .uid = c->user.uid, .gid = c->user.gid };
-	app.contexts = context_set_new(app.loop, &kconf);
-	context_set_shell_dir(app.contexts, cmd_dir);
-	context_set_limits(app.contexts, c);
+	context_init(app.loop, &kconf);
+	context_set_shell_dir(cmd_dir);
+	context_set_limits(c);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];
@@ -355,8 +355,7 @@ setup_contexts(const struct conf *c)
 
 		for (int i = 0; i < n && i < 8; i++)
 			pool[i] = (struct context_pool){ cp[i].lang, cp[i].n };
-		context_set_policy(app.contexts, pool, n < 8 ? (size_t)n : 8,
-		    c->idle_s);
+		context_set_policy(pool, n < 8 ? (size_t)n : 8, c->idle_s);
 	}
 }
 
@@ -513,7 +512,7 @@ begin_shutdown(void)
 	stopping = true;
 	http_shutdown(app.http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
-	context_set_shutdown(app.contexts);
+	context_delete_all();
 	session_shutdown();
 	pty_shutdown();
 	n = child_signal_all(SIGTERM);

@@ -56,8 +56,7 @@ static void	 on_gone(void *);
 static void
 unknown_language(struct http_req *req, const char *lang)
 {
-	struct execd *app = http_req_app(req);
-	char *have = context_languages(app->contexts);
+	char *have = context_languages();
 
 	http_reply_error(req, 400, HTTP_E_BODY, "no kernel is installed for "
 	    "language '%s'; installed: %s", lang, have);
@@ -125,7 +124,6 @@ create_cancel(struct http_req *req, void *arg)
 void
 route_context_create(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	json_t *body = http_req_json(req);
 	const char *lang, *cwd;
 	char path[PATH_MAX], err[512];
@@ -147,8 +145,8 @@ route_context_create(struct http_req *req)
 	}
 	if (cwd[0] != '\0' && prepare_cwd(req, cwd, path, sizeof(path)) < 0)
 		return;
-	rc = context_create(app->contexts, lang, cwd[0] ? path : NULL, false,
-	    &lim, &c, err, sizeof(err));
+	rc = context_create(lang, cwd[0] ? path : NULL, false, &lim, &c, err,
+	    sizeof(err));
 	if (rc == -ENOENT) {
 		unknown_language(req, lang);
 		return;
@@ -180,7 +178,6 @@ not_a_kernel_language(const char *lang)
 void
 route_context_list(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	const char *lang = http_req_query(req, "language");
 	json_t *a = json_array();
 
@@ -192,7 +189,7 @@ route_context_list(struct http_req *req)
 		    "context operation: %s", lang);
 		return;
 	}
-	context_each(app->contexts, lang, list_one, a);
+	context_each(lang, list_one, a);
 	http_reply_json(req, 200, a);
 }
 
@@ -206,7 +203,6 @@ delete_one(struct context *c, void *arg)
 void
 route_context_delete_lang(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	const char *lang = http_req_query(req, "language");
 
 	if (lang == NULL || lang[0] == '\0') {
@@ -214,7 +210,7 @@ route_context_delete_lang(struct http_req *req)
 		    "missing query parameter 'language'");
 		return;
 	}
-	context_each(app->contexts, lang, delete_one, NULL);
+	context_each(lang, delete_one, NULL);
 	http_reply_empty(req);
 }
 
@@ -222,9 +218,8 @@ route_context_delete_lang(struct http_req *req)
 static struct context *
 path_context(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	const char *id = http_req_param(req, "contextId");
-	struct context *c = context_find(app->contexts, id);
+	struct context *c = context_find(id);
 
 	if (c == NULL)
 		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
@@ -348,7 +343,7 @@ route_code_run(struct http_req *req)
 	id = body_str(ctx, "id", "");
 	lang = body_str(ctx, "language", "");
 	if (id[0] != '\0') {
-		if ((c = context_find(app->contexts, id)) == NULL) {
+		if ((c = context_find(id)) == NULL) {
 			http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
 			    "context %s not found", id);
 			return;
@@ -362,9 +357,9 @@ route_code_run(struct http_req *req)
 		    "language '%s' is not supported by /code; use /command",
 		    lang);
 		return;
-	} else if ((c = context_default(app->contexts, lang)) == NULL) {
-		rc = context_create(app->contexts, lang, NULL, true, NULL, &c,
-		    err, sizeof(err));
+	} else if ((c = context_default(lang)) == NULL) {
+		rc = context_create(lang, NULL, true, NULL, &c, err,
+		    sizeof(err));
 		if (rc == -ENOENT) {
 			unknown_language(req, lang);
 			return;

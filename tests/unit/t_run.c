@@ -26,7 +26,6 @@
 
 static struct loop		*L;
 static struct kernel_conf	 kconf;
-static struct context_set	*CS;
 static char			 dir[] = "/tmp/t_run.XXXXXX";
 
 /* What a reader took from a run. */
@@ -170,7 +169,7 @@ ctx_new(const char *language)
 	struct context *c = NULL;
 	char err[256];
 
-	if (context_create(CS, language, NULL, false, NULL, &c, err,
+	if (context_create(language, NULL, false, NULL, &c, err,
 	    sizeof(err)) < 0) {
 		fprintf(stderr, "  context_create %s: %s\n", language, err);
 		T_OK(!"no context");
@@ -441,8 +440,8 @@ setup(void)
 	    .runtime_dir = dir, .ready_timeout_ms = 60000,
 	    .hb_interval_ms = 500, .hb_misses = 3, .grace_ms = 2000,
 	    .max_restarts = 3, .max_frame = 1 << 20 };
-	CS = context_set_new(L, &kconf);
-	context_set_shell_dir(CS, dir);
+	context_init(L, &kconf);
+	context_set_shell_dir(dir);
 }
 
 static const struct t_case cases[] = {
@@ -466,10 +465,10 @@ main(void)
 
 	setup();
 	rc = T_RUN(cases);
-	context_set_shutdown(CS);
+	context_delete_all();
 	for (int i = 0; i < 100; i++)
 		wait_until(never, 20);
-	context_set_free(CS);
+	context_shutdown();
 	loop_free(L);
 	zmq_ctx_term(kconf.zctx);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
