@@ -18,9 +18,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <uuid/uuid.h>
-
 #include "../sse/sse_fmt.h"
+#include "../util/id.h"
 #include "cgroup.h"
 #include "child.h"
 #include "log.h"
@@ -30,6 +29,8 @@
 #include "ring.h"
 #include "spawn.h"
 #include "xmalloc.h"
+
+_Static_assert(PTY_ID_LEN == ID_UUID_LEN + 1, "a terminal id is a UUID");
 
 #define READ_CHUNK	(32 * 1024)	/* also the largest output frame */
 #define READS_PER_TURN	8		/* then let the loop go round */
@@ -95,11 +96,9 @@ struct pty *
 pty_new(const char *cwd, const char *command, size_t ring_cap)
 {
 	struct pty *p = xcalloc(1, sizeof(*p));
-	uuid_t u;
 
 	p->loop = L;
-	uuid_generate_random(u);
-	uuid_unparse_lower(u, p->id);
+	id_uuid(p->id);
 	p->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	p->command = command != NULL ? xstrdup(command) : NULL;
 	ring_init(&p->ring, ring_cap);

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../kernelproto/kp_msg.h"
 #include "../sse/sse_fmt.h"
+#include "../util/id.h"
 #include "cgroup.h"
 #include "child.h"
 #include "limits.h"
@@ -39,7 +39,7 @@ struct srun {
 
 struct session {
 	struct loop	*loop;
-	char		 id[33];
+	char		 id[ID_HEX_LEN + 1];
 	char		*file;		/* the code of the current run */
 	char		*cwd;
 	unsigned	 grace_ms;
@@ -47,7 +47,7 @@ struct session {
 	pid_t		 pid;
 	int		 in_fd, out_fd, err_fd, st_fd;
 	struct buf	 st;		/* status pipe bytes */
-	char		 nonce[33];
+	char		 nonce[ID_HEX_LEN + 1];
 	struct srun	*runs;		/* head runs when active */
 	bool		 active;
 	bool		 timed_out;
@@ -146,7 +146,7 @@ session_new(struct loop *loop, const char *dir, const char *cwd,
 	struct session *s = xcalloc(1, sizeof(*s));
 
 	s->loop = loop;
-	kp_msg_new_id(s->id);
+	id_hex(s->id);
 	s->file = xasprintf("%s/session-%s.sh", dir, s->id);
 	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	s->grace_ms = grace_ms;
@@ -321,7 +321,7 @@ next_run(struct session *s)
 		return;
 	s->active = true;
 	s->timed_out = false;
-	kp_msg_new_id(s->nonce);
+	id_hex(s->nonce);
 	if ((f = fopen(s->file, "we")) == NULL) {
 		finish_run(s, 1, "cannot write the run's code");
 		return;

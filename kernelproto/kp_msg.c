@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <uuid/uuid.h>
-
+#include "../util/id.h"
 #include "../util/must.h"
 #include "kp_msg.h"
 
@@ -44,19 +43,11 @@ field(const json_t *o, const char *key)
 	return s != NULL ? s : "";
 }
 
-/* A fresh random id: the 16 bytes of a version 4 UUID in lowercase hex. */
+/* A fresh random id: a version 4 UUID as 32 lowercase hex digits. */
 void
 kp_msg_new_id(char out[33])
 {
-	static const char hex[] = "0123456789abcdef";
-	uuid_t u;
-
-	uuid_generate_random(u);
-	for (size_t i = 0; i < sizeof(u); i++) {
-		out[2 * i] = hex[u[i] >> 4];
-		out[2 * i + 1] = hex[u[i] & 0x0f];
-	}
-	out[32] = '\0';
+	id_hex(out);
 }
 
 /*

@@ -36,11 +36,11 @@ struct kp_msg {
 };
 
 /*
- * A new message: header with a fresh msg_id (libuuid), msg_type, session,
- * username, an ISO 8601 UTC date with microseconds and version 5.3.
- * content is stolen (NULL: {}); parent is copied (NULL: {}).  NULL with
- * errno EINVAL if content or parent is not an object or a string is not
- * UTF-8; content is released even then.
+ * A new message: header with a fresh msg_id (kp_msg_new_id), msg_type,
+ * session, username, an ISO 8601 UTC date with microseconds and version
+ * 5.3.  content is stolen (NULL: {}); parent is copied (NULL: {}).
+ * NULL with errno EINVAL if content or parent is not an object or a
+ * string is not UTF-8; content is released even then.
  */
 struct kp_msg	*kp_msg_new(const char *msg_type, const char *session,
 		    const char *username, json_t *content,
@@ -67,7 +67,10 @@ const char	*kp_msg_id(const struct kp_msg *);
 const char	*kp_msg_parent_id(const struct kp_msg *);
 const char	*kp_msg_session(const struct kp_msg *);
 
-/* A fresh random id: 32 lowercase hex digits, NUL-terminated. */
+/*
+ * A fresh random id: a version 4 UUID as 32 lowercase hex digits,
+ * NUL-terminated (util/id.h's id_hex, which execd uses for its own ids).
+ */
 void		 kp_msg_new_id(char out[33]);
 
 #endif
