@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../sse/sse_fmt.h"
+#include "../util/buf.h"
 #include "conf.h"
 #include "context.h"
 #include "limits.h"

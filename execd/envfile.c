@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../fs/fs_path.h"
-#include "../sse/sse_fmt.h"
+#include "../util/buf.h"
 #include "envfile.h"
 #include "xmalloc.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sse/sse_fmt.h"
+#include "../util/buf.h"
 #include "cgroup.h"
 #include "child.h"
 #include "job.h"

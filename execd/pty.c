@@ -18,7 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../sse/sse_fmt.h"
+#include "../util/buf.h"
 #include "../util/id.h"
 #include "cgroup.h"
 #include "child.h"

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sse/sse_fmt.h"
+#include "../util/buf.h"
 #include "../util/id.h"
 #include "cgroup.h"
 #include "child.h"
