@@ -270,6 +270,7 @@ t_slow(void)
 	struct wshub_client *cf = pair(h, &fast, 64 * 1024, &fast);
 	struct wshub_client *cs = pair(h, &slow, 64 * 1024, &slow);
 	int i, sent = 0, small = 4096;
+	uint64_t t0;
 
 	/* A small socket buffer, so that the queue fills soon. */
 	setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -289,7 +290,8 @@ t_slow(void)
 	/* The fast one goes on alone. */
 	T_EQ_INT(wshub_broadcast(h, WS_BINARY, "\x01", 1, "after", 5), 1);
 	sent++;
-	for (i = 0; i < 200 && fast.nbin < sent; i++) {
+	t0 = loop_now_ms();
+	while (fast.nbin < sent && loop_now_ms() - t0 < WAIT_MS) {
 		spin(l, 2);
 		peer_read(&fast);
 	}
