@@ -1,10 +1,12 @@
 /*
- * conf.h -- execd's options: command line, environment, defaults.
+ * conf.h -- execd's options: command line, environment, the policy file
+ * (--config, YAML), defaults.
  *
  * One table drives parsing, the environment fallbacks, --help and the keys
- * of the policy file (policy.h), so an option cannot exist without being
- * documented.  Precedence: command line, then environment, then the file
- * of --config, then default.  Main thread.
+ * of the policy file, so an option cannot exist without being documented.
+ * Precedence: command line, then environment, then the file of --config,
+ * then default.  policy.h prints the options back as a file, over this
+ * table; nothing here depends on it.  Main thread.
  */
 #ifndef EXECD_CONF_H
 #define EXECD_CONF_H
@@ -26,6 +28,7 @@
 #define CONF_MAX_OPTS	64	/* rows of the option table, at most */
 #define CONF_LANG_LIMITS 16	/* languages with limits of their own */
 #define CONF_NGROUPS	64	/* supplementary groups of the user */
+#define CONF_FILE_MAX	(1 << 20)	/* largest policy file read, in bytes */
 
 /* Who children run as when a request names no uid. */
 struct conf_user {
@@ -151,6 +154,25 @@ int	conf_key_set(struct conf *, size_t i, const char *v, char *err,
 	    size_t errlen);
 /* The i-th key's value in force as text, or NULL when none (or secret). */
 const char *conf_key_value(const struct conf *, size_t i);
+/*
+ * The policy file: one mapping whose keys are the options' names with
+ * '_' for '-' (max_body_size, seccomp, no_new_privs, user ...), each with
+ * one value, checked as the option's flag is; and "limits", a mapping of
+ * the kinds of job (command, session, context, pty) and "languages" (a
+ * mapping of language names) to mappings of limits.h's keys.  An unknown
+ * key, a value of the wrong shape (a list or mapping where one value is
+ * due, or the reverse) or a value the option refuses is an error that
+ * names the file, line and column; the first one stops the reading.
+ *
+ * Read the file at path (at most CONF_FILE_MAX bytes) over what c holds.
+ * 0, or -EINVAL with "PATH:LINE:COL: what" in err (or "PATH: what" when
+ * it cannot be read); c is then partly set.
+ */
+int	conf_file_load(struct conf *c, const char *path, char *err,
+	    size_t errlen);
+/* The same from len bytes at text, named name in messages. */
+int	conf_file_parse(struct conf *c, const char *name, const char *text,
+	    size_t len, char *err, size_t errlen);
 void	conf_forget_token(struct conf *);	/* wipe and free it */
 void	conf_reset(struct conf *);		/* free all, token wiped */
 

@@ -1,17 +1,11 @@
 /*
- * policy.h -- the policy file: execd's options as YAML (--config), read
- * into a struct conf through conf.h's table of options, and printed back
- * (--print-config) in a form this reader accepts.
+ * policy.h -- the policy file (--config) as a view of conf.h's table of
+ * options: printed back for --print-config, in a form conf.c's reader
+ * accepts, and read under the names this module has always had.
  *
- * The file is one mapping.  Its keys are the options' names with '_' for
- * '-' (max_body_size, seccomp, no_new_privs, user ...), each with one
- * value, checked as the option's flag is; and "limits", a mapping of the
- * kinds of job (command, session, context, pty) and "languages" (a
- * mapping of language names) to mappings of limits.h's keys.  An unknown
- * key, a value of the wrong shape (a list or mapping where one value is
- * due, or the reverse) or a value the option refuses is an error that
- * names the file, line and column; the first one stops the reading.
- * Main thread.
+ * The file's shape and its errors are conf.h's (conf_file_load): conf.c
+ * reads every source of options, and this module depends on it, never the
+ * reverse.  Main thread.
  */
 #ifndef EXECD_POLICY_H
 #define EXECD_POLICY_H
@@ -19,18 +13,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
-struct conf;
+#include "conf.h"
 
-#define POLICY_MAX	(1 << 20)	/* largest file read, in bytes */
+#define POLICY_MAX	CONF_FILE_MAX	/* largest file read, in bytes */
 
-/*
- * Read the file at path over what c holds.  0, or -EINVAL with
- * "PATH:LINE:COL: what" in err (or "PATH: what" when it cannot be read);
- * c is then partly set.
- */
+/* conf_file_load: read the file at path over what c holds; see conf.h. */
 int	policy_load(struct conf *c, const char *path, char *err,
 	    size_t errlen);
-/* The same from len bytes at text, named name in messages. */
+/* conf_file_parse: the same from len bytes at text, named name. */
 int	policy_parse(struct conf *c, const char *name, const char *text,
 	    size_t len, char *err, size_t errlen);
 /*
