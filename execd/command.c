@@ -2,8 +2,10 @@
  * command.c -- bookkeeping for shell commands (ids, status, retention).
  *
  * Running the process is job.c's; this file starts it, with its
- * environment and its output file or history, and answers the streams
- * that read a history.  HTTP requests are route_cmd.c's.
+ * environment and its output file or history, and gives readers its
+ * events: a history's, or a background command's output file turned into
+ * events as it is read (kept on a list, to be told when the command
+ * ends).  HTTP requests are route_cmd.c's.
  * Finished commands are kept COMMAND_RETAIN_S seconds, so status and logs
  * stay available for a while without the registry growing forever.
  */
@@ -21,15 +23,16 @@
 #include "cmdlog.h"
 #include "command.h"
 #include "envfile.h"
-#include "feed.h"
-#include "http.h"
 #include "job.h"
+#include "lines.h"
 #include "loop.h"
 #include "outstream.h"
 #include "ptree.h"
 #include "xmalloc.h"
 
 #define SWEEP_MS	60000
+#define TAIL_CHUNK	16384		/* background output read at once */
+#define TAIL_POLL_MS	100		/* a running one's file, looked at */
 
 static struct loop	*L;
 static char		*outdir;
@@ -37,11 +40,27 @@ static unsigned		 grace;	/* a stopped job's SIGTERM to SIGKILL */
 static struct command	*list;
 static uint64_t		 t_sweep;
 
-/* A stream reading a foreground command's history. */
-struct reader {
+/*
+ * A reader: of a foreground command's history (r), or of a background
+ * command's output file (the rest; on the tails list).
+ */
+struct command_reader {
+	command_notify_cb	*notify;
+	void			*arg;
 	struct cmdlog_reader	*r;
-	struct feed		*feed;
+	char			 id[33];	/* looked up at each pull */
+	int			 fd;
+	off_t			 off;
+	struct lines		 lines;
+	uint64_t		 seq;		/* the last number given */
+	uint64_t		 after;		/* give events above it */
+	uint64_t		 t_poll;
+	bool			 begun;
+	struct buf		*out;		/* during a pull */
+	struct command_reader	*prev, *next;
 };
+
+static struct command_reader	*tails;
 
 static void	sweep(struct loop *, uint64_t, void *);
 static void	forget(struct command *);
@@ -49,9 +68,12 @@ static char	**make_env(json_t *);
 static void	free_env(char **);
 static void	on_output(struct job *, int, const char *, size_t, void *);
 static void	on_done(struct job *, int, bool, void *);
-static int	reader_pull(struct buf *, void *);
-static void	reader_notify(struct cmdlog_reader *, void *);
-static void	reader_gone(void *);
+static void	history_notify(struct cmdlog_reader *, void *);
+static int	tail_pull(struct command_reader *, struct buf *);
+static void	tail_line(const char *, size_t, void *);
+static void	tail_poll(struct loop *, uint64_t, void *);
+static void	tails_kick(struct command *);
+static int64_t	ms_of(const struct timespec *);
 
 /* Remember where output files go; start the retention sweep. */
 void
@@ -224,55 +246,181 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 		free(c->out);
 		c->out = NULL;
 	}
+	tails_kick(c);
 	if (c->ended != NULL)
 		c->ended(c, c->ended_arg);
 }
 
-/* A stream of c's history, events numbered above after. */
+/* A reader of c's events numbered above after; see command.h. */
 int
-command_read(struct http_req *req, struct command *c, uint64_t after)
+command_reader_new(struct command *c, uint64_t after,
+    command_notify_cb *notify, void *arg, struct command_reader **out)
 {
-	struct reader *rd = xcalloc(1, sizeof(*rd));
+	struct command_reader *rd = xcalloc(1, sizeof(*rd));
 
-	rd->r = cmdlog_reader_new(c->history, after, reader_notify, rd);
-	if ((rd->feed = feed_reply(req, reader_pull, reader_gone, rd)) ==
-	    NULL) {
-		cmdlog_reader_free(rd->r);
-		free(rd);
-		return -1;
+	rd->notify = notify;
+	rd->arg = arg;
+	rd->fd = -1;
+	if (c->history != NULL) {
+		rd->r = cmdlog_reader_new(c->history, after, history_notify,
+		    rd);
+		*out = rd;
+		return 0;
 	}
+	if ((rd->fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0) {
+		free(rd);
+		return -errno;
+	}
+	snprintf(rd->id, sizeof(rd->id), "%s", c->id);
+	rd->after = after;
+	lines_init(&rd->lines);
+	rd->next = tails;
+	if (tails != NULL)
+		tails->prev = rd;
+	tails = rd;
+	c->tails++;
+	*out = rd;
 	return 0;
 }
 
-/* The feed wants more: the next events of the history. */
-static int
-reader_pull(struct buf *out, void *arg)
+/* The next events: of the history, or of the output file. */
+int
+command_reader_pull(struct command_reader *rd, struct buf *out, size_t max)
 {
-	struct reader *rd = arg;
-
-	_Static_assert(CMDLOG_MORE == FEED_MORE && CMDLOG_WAIT == FEED_WAIT &&
-	    CMDLOG_END == FEED_END, "a history's pull is a feed's");
-	return cmdlog_reader_pull(rd->r, out, FEED_CHUNK);
+	_Static_assert(CMDLOG_MORE == COMMAND_MORE &&
+	    CMDLOG_WAIT == COMMAND_WAIT && CMDLOG_END == COMMAND_END,
+	    "a history's pull is a reader's");
+	if (rd->r != NULL)
+		return cmdlog_reader_pull(rd->r, out, max);
+	return tail_pull(rd, out);
 }
 
-/* The history has more: the feed pulls if its client has room. */
-static void
-reader_notify(struct cmdlog_reader *r, void *arg)
+void
+command_reader_free(struct command_reader *rd)
 {
-	struct reader *rd = arg;
+	struct command *c;
 
-	if (rd->feed != NULL)	/* NULL while feed_reply() pulls first */
-		feed_kick(rd->feed);
-}
-
-/* The client left: the command runs on. */
-static void
-reader_gone(void *arg)
-{
-	struct reader *rd = arg;
-
-	cmdlog_reader_free(rd->r);
+	if (rd == NULL)
+		return;
+	if (rd->r != NULL) {
+		cmdlog_reader_free(rd->r);
+		free(rd);
+		return;
+	}
+	if ((c = command_find(rd->id)) != NULL && c->tails > 0)
+		c->tails--;
+	if (rd->t_poll != 0)
+		loop_timer_cancel(L, rd->t_poll);
+	if (rd->prev != NULL)
+		rd->prev->next = rd->next;
+	else
+		tails = rd->next;
+	if (rd->next != NULL)
+		rd->next->prev = rd->prev;
+	close(rd->fd);
+	lines_reset(&rd->lines);
 	free(rd);
+}
+
+/* The history has more. */
+static void
+history_notify(struct cmdlog_reader *r, void *arg)
+{
+	struct command_reader *rd = arg;
+
+	rd->notify(rd->arg);
+}
+
+/* A time as Unix milliseconds. */
+static int64_t
+ms_of(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
+/*
+ * The next events from a background command's output file: init first,
+ * then a stdout event per line as the file grows, and once the command
+ * has ended, the rest and the final event.
+ */
+static int
+tail_pull(struct command_reader *rd, struct buf *out)
+{
+	struct command *c = command_find(rd->id);
+	char buf[TAIL_CHUNK];
+	const char *tb;
+	ssize_t n;
+
+	if (c == NULL)
+		return COMMAND_END;	/* forgotten */
+	if (!rd->begun) {
+		struct sse_event ev = { .type = "init", .text = c->id,
+		    .timestamp = ms_of(&c->started), .seq = 1 };
+
+		rd->begun = true;
+		rd->seq = 1;
+		if (rd->after < 1)
+			sse_fmt_event(out, &ev);
+	}
+	do
+		n = pread(rd->fd, buf, sizeof(buf), rd->off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return COMMAND_END;
+	rd->out = out;
+	if (n > 0) {
+		rd->off += n;
+		lines_feed(&rd->lines, buf, (size_t)n, tail_line, rd);
+		return COMMAND_MORE;
+	}
+	if (c->running) {
+		if (rd->t_poll == 0)
+			rd->t_poll = loop_timer_add(L, TAIL_POLL_MS,
+			    tail_poll, rd);
+		return COMMAND_WAIT;
+	}
+	lines_flush(&rd->lines, tail_line, rd);
+	if (++rd->seq > rd->after) {
+		tb = c->error != NULL ? c->error : "";
+		outstream_fmt_end(out, c->exit_code, &tb, 1,
+		    (long long)(ms_of(&c->finished) - ms_of(&c->started)),
+		    rd->seq, ms_of(&c->finished));
+	}
+	return COMMAND_END;
+}
+
+/* One line of output: a stdout event. */
+static void
+tail_line(const char *p, size_t n, void *arg)
+{
+	struct command_reader *rd = arg;
+
+	if (++rd->seq > rd->after)
+		outstream_fmt_line(rd->out, 1, p, n, rd->seq, loop_wall_ms());
+}
+
+/* Look at the file of a running command again. */
+static void
+tail_poll(struct loop *l, uint64_t id, void *arg)
+{
+	struct command_reader *rd = arg;
+
+	rd->t_poll = 0;
+	rd->notify(rd->arg);
+}
+
+/* Command c ended: its output's readers read the rest and end. */
+static void
+tails_kick(struct command *c)
+{
+	for (struct command_reader *rd = tails; rd != NULL; rd = rd->next) {
+		if (strcmp(rd->id, c->id) != 0)
+			continue;
+		if (rd->t_poll != 0)
+			loop_timer_cancel(L, rd->t_poll);
+		rd->t_poll = 0;
+		rd->notify(rd->arg);
+	}
 }
 
 /* A registered command by id. */

@@ -6,14 +6,16 @@
  * stream reads it any more; then it is forgotten and its files removed.
  * A foreground command's events are kept in its history (cmdlog.h),
  * produced by its outstream whether or not a client listens, and read by
- * every stream of it (command_read), each at its own client's pace.  Loop
- * thread only.
+ * every reader of it (command_reader), each at its own pace; a background
+ * command's output file is turned into the same events as it is read.
+ * Loop thread only.
  */
 #ifndef EXECD_COMMAND_H
 #define EXECD_COMMAND_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -21,14 +23,15 @@
 
 #define COMMAND_RETAIN_S	3600
 
+struct buf;
 struct loop;
-struct http_req;
 struct job;
 struct cmdlog;
 struct outstream;
 struct limits;
 
 struct command;
+struct command_reader;
 /* The command ended (its status recorded, its history ended); once. */
 typedef void command_end_cb(struct command *, void *arg);
 
@@ -45,7 +48,7 @@ struct command {
 	struct cmdlog	*history;	/* foreground: its events */
 	struct outstream *out;		/* foreground, while running: the
 					   producer of its events */
-	unsigned	 tails;		/* background: streams reading it */
+	unsigned	 tails;		/* background: readers (command.c) */
 	command_end_cb	*ended;		/* see command_start() */
 	void		*ended_arg;
 	struct command	*next;
@@ -81,13 +84,29 @@ void		 command_shutdown(void);	/* stop every job, forget all */
  */
 int		 command_start(const struct command_opts *, command_end_cb *ended,
 		    void *arg, struct command **out, char *err, size_t errlen);
+/* What a reader's pull says (the values of feed.h's). */
+#define COMMAND_MORE	0	/* more can be pulled at once */
+#define COMMAND_WAIT	1	/* nothing more until notify */
+#define COMMAND_END	2	/* out holds the last events */
+
+/* A reader has more to pull (or has ended).  Never from inside a pull. */
+typedef void command_notify_cb(void *arg);
+
 /*
- * Answer req with a stream of foreground command c's events numbered
- * above after, read from its history at the client's pace.  0, or -1 if
- * no stream could be made (req got 500).
+ * A reader of c's events numbered above after, in OpenSandbox's framing,
+ * "seq" last (sse_fmt_reframe puts them in another): a foreground
+ * command's history replayed and followed, or a background command's
+ * output file turned into init (seq 1), one stdout event per line and the
+ * final event, as it is read.  notify says when there is more.  0 with
+ * *out set, or -errno (the output file cannot be opened).
  */
-int		 command_read(struct http_req *, struct command *,
-		    uint64_t after);
+int		 command_reader_new(struct command *c, uint64_t after,
+		    command_notify_cb *notify, void *arg,
+		    struct command_reader **out);
+/* Whole events into out, about max bytes: COMMAND_MORE, _WAIT or _END. */
+int		 command_reader_pull(struct command_reader *, struct buf *out,
+		    size_t max);
+void		 command_reader_free(struct command_reader *);	/* NULL ok */
 /* A new registered command (running, started now). */
 struct command	*command_new(const char *content, bool background);
 struct command	*command_find(const char *id);

@@ -94,19 +94,6 @@ void	context_each(const char *language,
 	    void (*fn)(struct context *, void *), void *arg);
 
 /*
- * DEPRECATED, for route_cmd.c only until its one call is updated: accepts
- * the old two-argument context_find(app->contexts, id), drops the first
- * argument unevaluated (struct execd has no contexts any more) and calls
- * context_find(id); "(void)app" keeps that caller's app, used for nothing
- * else, from being an unused variable.  Remove with that call.
- */
-#define CONTEXT_FIND_PICK_(a, b, fn, ...)	fn
-#define CONTEXT_FIND_OLD_(set, id)		((void)app, context_find(id))
-#define context_find(...)						\
-	CONTEXT_FIND_PICK_(__VA_ARGS__, CONTEXT_FIND_OLD_, context_find,	\
-	    unused)(__VA_ARGS__)
-
-/*
  * What a run of code in a context reports, whichever serves the context
  * (a kernel, or a bash context's shell).  Loop thread.
  */

@@ -11,7 +11,7 @@
  * signal).  Its events, numbered (seq), go into its history (cmdlog.h)
  * whether or not anyone listens, and every stream of it -- the one POST
  * /command answers and any reattached later -- reads that history at its
- * own client's pace (command_read).  A background command answers init and
+ * own client's pace (cmdstream.h).  A background command answers init and
  * execution_complete at once; its output goes to a file that GET
  * /command/{id}/logs reads, and that a reattached stream turns into
  * numbered stdout events, one per line, as it reads it.
@@ -31,17 +31,15 @@
 #include "../fs/fs_path.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "cmdstream.h"
 #include "command.h"
 #include "conf.h"
 #include "context.h"
 #include "evstream.h"
 #include "execd.h"
-#include "feed.h"
 #include "http.h"
 #include "job.h"
 #include "limits.h"
-#include "lines.h"
-#include "outstream.h"
 #include "loop.h"
 #include "route.h"
 #include "session.h"
@@ -49,8 +47,6 @@
 
 #define MAX_GROUPS	256
 #define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
-#define TAIL_CHUNK	16384		/* background output read at once */
-#define TAIL_POLL_MS	100		/* a running one's file, looked at */
 
 /* A request, checked. */
 struct cmd_req {
@@ -69,31 +65,7 @@ struct cmd_req {
 	struct limits	 limits;	/* the defaults, the request's over */
 };
 
-/* A stream reading a background command's output file. */
-struct tail {
-	char		 id[33];	/* the command, looked up each time */
-	struct loop	*loop;
-	struct feed	*feed;
-	int		 fd;
-	off_t		 off;
-	struct lines	 lines;
-	uint64_t	 seq;		/* the last number given */
-	uint64_t	 after;		/* give events numbered above it */
-	uint64_t	 t_poll;
-	bool		 begun;
-	struct buf	*out;		/* during a pull */
-	struct tail	*prev, *next;
-};
-
-static struct tail	*tails;
-
 static void	 start(struct http_req *, struct cmd_req *);
-static int	 read_output(struct http_req *, struct command *, uint64_t);
-static int	 tail_pull(struct buf *, void *);
-static void	 tail_line(const char *, size_t, void *);
-static void	 tail_poll(struct loop *, uint64_t, void *);
-static void	 tail_gone(void *);
-static void	 tails_kick(struct command *, void *);
 static int64_t	 ms_of(const struct timespec *);
 
 /* Check the body into r; on failure reply 400 and return -1. */
@@ -215,8 +187,7 @@ start(struct http_req *req, struct cmd_req *r)
 	char err[512];
 	int rc;
 
-	if ((rc = command_start(&o, tails_kick, NULL, &c, err,
-	    sizeof(err))) < 0) {
+	if ((rc = command_start(&o, NULL, NULL, &c, err, sizeof(err))) < 0) {
 		http_reply_errno(req, rc, "error running commands %s", err);
 		return;
 	}
@@ -243,41 +214,7 @@ start(struct http_req *req, struct cmd_req *r)
 		return;
 	}
 	/* Foreground: the first reader of its history, from the start. */
-	(void)command_read(req, c, 0);
-}
-
-/*
- * Answer req with a stream of background command c's output, turned into
- * events as the original stream would have had them were it foreground:
- * init (seq 1), one stdout event per line (the file holds stdout and
- * stderr together), then the final event; those numbered above after.
- * 0, or -errno before anything was answered.
- */
-static int
-read_output(struct http_req *req, struct command *c, uint64_t after)
-{
-	struct execd *app = http_req_app(req);
-	struct tail *t = xcalloc(1, sizeof(*t));
-
-	if ((t->fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0) {
-		free(t);
-		return -errno;
-	}
-	snprintf(t->id, sizeof(t->id), "%s", c->id);
-	t->loop = app->loop;
-	t->after = after;
-	lines_init(&t->lines);
-	t->next = tails;
-	if (tails != NULL)
-		tails->prev = t;
-	tails = t;
-	c->tails++;
-	/* Answered from here on (a failed stream got 500). */
-	if ((t->feed = feed_reply(req, tail_pull, tail_gone, t)) == NULL) {
-		t->feed = NULL;
-		tail_gone(t);
-	}
-	return 0;
+	(void)cmdstream_reply(req, c, 0);
 }
 
 /* A time as Unix milliseconds. */
@@ -285,110 +222,6 @@ static int64_t
 ms_of(const struct timespec *ts)
 {
 	return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
-}
-
-/* The next events from the output file. */
-static int
-tail_pull(struct buf *out, void *arg)
-{
-	struct tail *t = arg;
-	struct command *c = command_find(t->id);
-	char buf[TAIL_CHUNK];
-	const char *tb;
-	ssize_t n;
-
-	if (c == NULL)
-		return FEED_END;	/* forgotten */
-	if (!t->begun) {
-		struct sse_event ev = { .type = "init", .text = c->id,
-		    .timestamp = ms_of(&c->started), .seq = 1 };
-
-		t->begun = true;
-		t->seq = 1;
-		if (t->after < 1)
-			sse_fmt_event(out, &ev);
-	}
-	do
-		n = pread(t->fd, buf, sizeof(buf), t->off);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return FEED_END;
-	t->out = out;
-	if (n > 0) {
-		t->off += n;
-		lines_feed(&t->lines, buf, (size_t)n, tail_line, t);
-		return FEED_MORE;
-	}
-	if (c->running) {
-		if (t->t_poll == 0)
-			t->t_poll = loop_timer_add(t->loop, TAIL_POLL_MS,
-			    tail_poll, t);
-		return FEED_WAIT;
-	}
-	lines_flush(&t->lines, tail_line, t);
-	if (++t->seq > t->after) {
-		tb = c->error != NULL ? c->error : "";
-		outstream_fmt_end(out, c->exit_code, &tb, 1,
-		    (long long)(ms_of(&c->finished) - ms_of(&c->started)),
-		    t->seq, ms_of(&c->finished));
-	}
-	return FEED_END;
-}
-
-/* One line of output: a stdout event. */
-static void
-tail_line(const char *p, size_t n, void *arg)
-{
-	struct tail *t = arg;
-
-	if (++t->seq > t->after)
-		outstream_fmt_line(t->out, 1, p, n, t->seq, loop_wall_ms());
-}
-
-/* Look at the file of a running command again. */
-static void
-tail_poll(struct loop *l, uint64_t id, void *arg)
-{
-	struct tail *t = arg;
-
-	t->t_poll = 0;
-	feed_kick(t->feed);
-}
-
-/* Command c ended: its tails read the rest and end. */
-static void
-tails_kick(struct command *c, void *arg)
-{
-	for (struct tail *t = tails; t != NULL; t = t->next) {
-		if (strcmp(t->id, c->id) != 0 || t->feed == NULL)
-			continue;
-		if (t->t_poll != 0)
-			loop_timer_cancel(t->loop, t->t_poll);
-		t->t_poll = 0;
-		feed_kick(t->feed);
-	}
-}
-
-/* The stream is gone (or was never made). */
-static void
-tail_gone(void *arg)
-{
-	struct tail *t = arg;
-	struct command *c = command_find(t->id);
-
-	if (c != NULL && c->tails > 0)
-		c->tails--;
-	if (t->t_poll != 0)
-		loop_timer_cancel(t->loop, t->t_poll);
-	if (t->prev != NULL)
-		t->prev->next = t->next;
-	else
-		tails = t->next;
-	if (t->next != NULL)
-		t->next->prev = t->prev;
-	close(t->fd);
-	lines_reset(&t->lines);
-	free(t);
 }
 
 /* GET /command/{id}/stream?after=N: reattach to a command's events. */
@@ -411,11 +244,7 @@ route_command_stream(struct http_req *req)
 		    "a sequence number, 0 or more", a);
 		return;
 	}
-	if (c->history != NULL) {
-		(void)command_read(req, c, after);
-		return;
-	}
-	if ((rc = read_output(req, c, after)) < 0)
+	if ((rc = cmdstream_reply(req, c, after)) < 0)
 		http_reply_errno(req, rc == -ENOENT ? -EIO : rc, "cannot read "
 		    "the output of %s", id);
 }
@@ -560,7 +389,6 @@ route_command_logs(struct http_req *req)
 void
 route_interrupt(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	const char *id = http_req_query(req, "id");
 	struct context *ctx;
 	struct command *c;
@@ -571,7 +399,7 @@ route_interrupt(struct http_req *req)
 		    "missing query parameter 'id'");
 		return;
 	}
-	if ((ctx = context_find(app->contexts, id)) != NULL) {
+	if ((ctx = context_find(id)) != NULL) {
 		rc = context_interrupt(ctx);
 		if (rc == -ESRCH)
 			http_reply_error(req, 409, HTTP_E_RUNTIME, "nothing "

@@ -20,6 +20,7 @@
 #include "../kernelproto/kp_connfile.h"
 #include "../sse/sse_fmt.h"
 #include "body.h"
+#include "cmdstream.h"
 #include "command.h"
 #include "conf.h"
 #include "context.h"
@@ -316,7 +317,7 @@ run_command(struct http_req *req, const char *code)
 		http_reply_errno(req, rc, "error running commands %s", err);
 		return;
 	}
-	(void)command_read(req, c, 0);
+	(void)cmdstream_reply(req, c, 0);
 }
 
 /*
