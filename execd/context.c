@@ -25,9 +25,6 @@
 #include "session.h"
 #include "xmalloc.h"
 
-/* context.h's deprecated two-argument form is for callers only. */
-#undef context_find
-
 struct waiter {
 	context_wait_cb	*cb;
 	void		*arg;
