@@ -72,12 +72,23 @@ put_value(FILE *f, const char *s)
 		    strncmp(s, "\xe2\x80\xa9", 3) == 0) {
 			fputs(s[2] == '\xa8' ? "\\L" : "\\P", f);
 			s += 2;
-		} else if (*s == '"' || *s == '\\')
+		} else if (*s == '"' || *s == '\\') {
 			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+		} else if ((unsigned char)*s < 0x20 || *s == 0x7f) {
 			fprintf(f, "\\x%02x", (unsigned char)*s);
-		else
+		} else if (s[0] == '\xc2' && (unsigned char)s[1] >= 0x80 &&
+		    (unsigned char)s[1] <= 0x9f) {
+			/* The other C1 controls: YAML refuses them raw. */
+			fprintf(f, "\\x%02x", (unsigned char)s[1]);
+			s++;
+		} else if (strncmp(s, "\xef\xbf\xbe", 3) == 0 ||
+		    strncmp(s, "\xef\xbf\xbf", 3) == 0) {
+			/* U+FFFE and U+FFFF: not characters, escaped. */
+			fprintf(f, "\\u%s", s[2] == '\xbe' ? "fffe" : "ffff");
+			s += 2;
+		} else {
 			fputc(*s, f);
+		}
 	}
 	fputc('"', f);
 }
