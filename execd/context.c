@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #include "../util/buf.h"
-#include "conf.h"
 #include "context.h"
 #include "limits.h"
 #include "log.h"
@@ -82,7 +81,8 @@ static struct registry {
 	uint64_t			 t_cull, t_refill;
 	bool				 closing;
 	char				*shell_dir;
-	const struct conf		*limits;	/* defaults, or NULL */
+	context_limits_fn		*limits;	/* defaults, or NULL */
+	void				*limits_arg;
 } R;
 
 static void	on_kernel(struct kernel *, enum kernel_event, const char *,
@@ -249,11 +249,12 @@ context_languages(void)
 	return b.p;
 }
 
-/* Take default limits from c; see context.h. */
+/* Take default limits from fn; see context.h. */
 void
-context_set_limits(const struct conf *c)
+context_set_limits(context_limits_fn *fn, void *arg)
 {
-	R.limits = c;
+	R.limits = fn;
+	R.limits_arg = arg;
 }
 
 /* A context's limits: the defaults of its language, req's over them. */
@@ -263,7 +264,7 @@ job_limits(const char *language, const struct limits *req,
 {
 	memset(out, 0, sizeof(*out));
 	if (R.limits != NULL)
-		conf_limits(R.limits, LIMITS_CONTEXT, language, out);
+		R.limits(language, out, R.limits_arg);
 	if (req != NULL)
 		limits_over(out, req);
 }

@@ -17,7 +17,6 @@
 #include "kernel.h"
 #include "kevent.h"
 
-struct conf;
 struct context;
 struct limits;
 
@@ -44,12 +43,14 @@ void			 context_init(struct loop *,
  */
 int			 context_set_policy(const struct context_pool *,
 			    size_t npool, unsigned idle_s);
+/* The default limits of a new kernel or shell of language, into out. */
+typedef void context_limits_fn(const char *language, struct limits *out,
+    void *arg);
 /*
- * New kernels and shells take their default limits from c's (per
- * language, read when each starts, so SIGHUP's changes apply); NULL:
- * none.  c must outlive the registry.
+ * New kernels and shells take their default limits from fn (asked when
+ * each starts, so SIGHUP's changes apply); NULL: none.
  */
-void			 context_set_limits(const struct conf *c);
+void			 context_set_limits(context_limits_fn *fn, void *arg);
 /* Bash contexts' shells keep their code files in dir (copied). */
 void			 context_set_shell_dir(const char *dir);
 /*

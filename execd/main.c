@@ -81,6 +81,7 @@ static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_dirs(struct conf *);
 static void	setup_contexts(const struct conf *);
+static void	context_limits(const char *, struct limits *, void *);
 static void	setup_sandbox(const struct conf *);
 static int	setup_nss(void);
 static void	reload_policy(void);
@@ -334,6 +335,13 @@ setup_dirs(struct conf *c)
 }
 
 /* The context registry: kernels and the shells of bash contexts. */
+/* A new context's default limits: the live configuration's. */
+static void
+context_limits(const char *language, struct limits *out, void *arg)
+{
+	conf_limits(live, LIMITS_CONTEXT, language, out);
+}
+
 static void
 setup_contexts(const struct conf *c)
 {
@@ -347,7 +355,7 @@ setup_contexts(const struct conf *c)
 	    .as_user = c->user.set, .uid = c->user.uid, .gid = c->user.gid };
 	context_init(app.loop, &kconf);
 	context_set_shell_dir(cmd_dir);
-	context_set_limits(c);
+	context_set_limits(context_limits, NULL);
 	if (c->pool != NULL || c->idle_s > 0) {
 		struct conf_pool cp[8];
 		struct context_pool pool[8];
