@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "execd.h"
 #include "evstream.h"
 #include "feed.h"
 #include "http.h"
@@ -44,9 +43,8 @@ struct feed *
 feed_reply(struct http_req *req, feed_pull_cb *pull, feed_gone_cb *gone,
     void *arg)
 {
-	struct execd *app = http_req_app(req);
 	struct feed *f = xcalloc(1, sizeof(*f));
-	size_t cap = app->conf->stream_cap;
+	size_t cap = http_req_stream_cap(req);
 	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
 	    .flags = EVSTREAM_F_PING_FIRST, .drain = on_drain,
 	    .last = on_last, .gone = on_gone, .arg = f };

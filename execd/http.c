@@ -2531,3 +2531,9 @@ http_req_loop(const struct http_req *req)
 {
 	return req->srv->loop;
 }
+
+size_t
+http_req_stream_cap(const struct http_req *req)
+{
+	return req->srv->conf.stream_cap;
+}

@@ -167,6 +167,8 @@ void		*http_req_app(const struct http_req *);
  */
 const struct dialect *http_req_dialect(const struct http_req *);
 struct loop	*http_req_loop(const struct http_req *);
+/* The bytes a stream of req may queue (the server's stream cap). */
+size_t		 http_req_stream_cap(const struct http_req *);
 
 /*
  * Streamed bodies (routes with HTTP_R_STREAM).  The handler runs as soon
