@@ -1,9 +1,7 @@
 /*
- * fuzz_xfer.c -- fuzz target for the download helpers of route_xfer.c:
- * the Content-Disposition builder, the If-Modified-Since test and the
- * offset/limit line-window numbers.  They are static, so the file is
- * included here; the one http.h call they make, http_req_header, is
- * answered from the input.
+ * fuzz_xfer.c -- fuzz target for the HTTP fields of a file transfer
+ * (xferhdr.h): the Content-Disposition builder, the If-Modified-Since
+ * test and the offset/limit line-window numbers.
  *
  * Input: 8 bytes of mtime (little-endian, signed), then text cut at the
  * first NUL into a file name and a header value (also tried as a window
@@ -21,20 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../execd/xferhdr.h"
+#include "../../util/buf.h"
 #include "fz.h"
-
-#define http_req_header	fz_http_req_header
-#include "../../execd/route_xfer.c"
-#undef http_req_header
-
-static const char	*hdr_val;
-
-const char *
-fz_http_req_header(const struct http_req *req, const char *name)
-{
-	CHECK(strcmp(name, "If-Modified-Since") == 0);
-	return hdr_val;
-}
 
 static int
 hexval(char c)
@@ -61,7 +48,7 @@ check_disposition(const char *name)
 			plain = false;
 	buf_init(&b);
 	buf_init(&d);
-	disposition(&b, name);
+	xferhdr_disposition(&b, name);
 	CHECK(b.len >= sizeof(pre) - 1 && memcmp(b.p, pre, sizeof(pre) - 1)
 	    == 0);
 	for (size_t i = 0; i < b.len; i++)
@@ -102,7 +89,7 @@ check_disposition(const char *name)
 static void
 check_window(const char *s)
 {
-	long long v = window_arg(s), want = 0;
+	long long v = xferhdr_window_arg(s), want = 0;
 	bool digits = s[0] != '\0', over = false;
 
 	for (const char *p = s; *p != '\0'; p++) {
@@ -119,7 +106,7 @@ check_window(const char *s)
 		CHECK(v == -1);
 	else
 		CHECK(v == want);
-	CHECK(window_arg(NULL) == 0);
+	CHECK(xferhdr_window_arg(NULL) == 0);
 }
 
 int
@@ -149,18 +136,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_disposition(text);
 	check_window(val);
 
-	hdr_val = NULL;
-	CHECK(!not_modified(NULL, mtime));
-	hdr_val = val;
-	if (not_modified(NULL, mtime)) {
+	CHECK(!xferhdr_not_modified(NULL, mtime));
+	if (xferhdr_not_modified(val, mtime)) {
 		memset(&tm, 0, sizeof(tm));
 		CHECK(strptime(val, "%a, %d %b %Y %H:%M:%S GMT", &tm) != NULL);
 		CHECK(timegm(&tm) >= mtime);
 	}
-	http_date(mtime, date, sizeof(date));
-	hdr_val = date;
-	CHECK(not_modified(NULL, mtime));
-	CHECK(!not_modified(NULL, mtime + 1));
+	xferhdr_date(mtime, date, sizeof(date));
+	CHECK(xferhdr_not_modified(date, mtime));
+	CHECK(!xferhdr_not_modified(date, mtime + 1));
 	free(text);
 	free(val);
 	return 0;
