@@ -70,9 +70,13 @@ void	route_files_grep(struct http_req *);
 /* route_fs_watch.c: the stream of a path's filesystem events. */
 void	route_files_watch(struct http_req *);
 
-/* route_xfer.c: uploads, downloads and archives, streamed. */
+/* route_upload.c: multipart uploads, streamed to disk. */
 void	route_files_upload(struct http_req *);
+
+/* route_download.c: a file's bytes, a byte range or a window of lines. */
 void	route_files_download(struct http_req *);
+
+/* route_archive.c: a directory streamed as tar. */
 void	route_files_archive(struct http_req *);
 
 #endif
