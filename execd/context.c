@@ -343,6 +343,26 @@ take_pooled(const struct kp_kernelspec *spec)
 	return NULL;
 }
 
+/* What a client is told of a language no kernel serves. */
+char *
+context_no_kernel(const char *language)
+{
+	char *have = context_languages(), *msg;
+
+	msg = xasprintf("no kernel is installed for language '%s'; "
+	    "installed: %s", language, have);
+	free(have);
+	return msg;
+}
+
+/* Languages that name shell commands, which no context serves. */
+bool
+context_is_command_language(const char *language)
+{
+	return strcmp(language, "command") == 0 ||
+	    strcmp(language, "background-command") == 0;
+}
+
 /* A context for language; see context.h. */
 int
 context_create(const char *language, const char *cwd,
@@ -351,13 +371,18 @@ context_create(const char *language, const char *cwd,
 {
 	const struct kp_kernelspec *spec = context_spec(language);
 	struct context *c;
+	char *msg;
 	int rc;
 
 	if (spec == NULL && strcmp(language, "bash") == 0)
 		return shell_context(cwd, is_default, req, out, err,
 		    errlen);
-	if (spec == NULL)
+	if (spec == NULL) {
+		msg = context_no_kernel(language);
+		snprintf(err, errlen, "%s", msg);
+		free(msg);
 		return -ENOENT;
+	}
 	/* A pooled kernel runs under the defaults only. */
 	if (cwd == NULL && (req == NULL || req->set == 0) &&
 	    (c = take_pooled(spec)) != NULL) {

@@ -76,13 +76,23 @@ char			*context_languages(void);
  * A new context for language in cwd (NULL: execd's), under the default
  * limits with req's over them (NULL: none), taken ready from the warm
  * pool when one waits there and neither cwd nor limits are asked.  0 with
- * *out set;
- * -ENOENT when no kernel serves the language; -errno with a message in
- * err when the kernel could not be started.
+ * *out set; -ENOENT when no kernel serves the language, err saying so
+ * (context_no_kernel); -errno with a message in err when the kernel
+ * could not be started.
  */
 int	context_create(const char *language, const char *cwd,
 	    bool is_default, const struct limits *req, struct context **out,
 	    char *err, size_t errlen);
+/*
+ * What a client is told of a language no kernel serves, naming those
+ * installed; the caller frees it.
+ */
+char	*context_no_kernel(const char *language);
+/*
+ * Whether language names a shell command ("command",
+ * "background-command"), which no code context serves, upstream either.
+ */
+bool	 context_is_command_language(const char *language);
 /* The live context of this id, or NULL. */
 struct context	*context_find(const char *id);
 /* The live default context of language, or NULL. */

@@ -19,13 +19,15 @@ void	route_ping(struct http_req *);
 void	route_metrics(struct http_req *);
 void	route_metrics_watch(struct http_req *);
 
-/* route_code.c: code contexts and runs. */
+/* route_context.c: code contexts. */
 void	route_context_create(struct http_req *);
 void	route_context_list(struct http_req *);
 void	route_context_delete_lang(struct http_req *);
 void	route_context_get(struct http_req *);
 void	route_context_delete(struct http_req *);
 void	route_context_connection(struct http_req *);
+
+/* route_code.c: code runs. */
 void	route_code_run(struct http_req *);
 
 /* route_cmd.c: shell commands, and the interrupt of commands and code. */
