@@ -8,7 +8,8 @@
  * messages); the reply maps the batch's result.  A body names at most
  * MAX_ENTRIES entries.  Listing, search and grep are in route_fs_tree.c,
  * the watch stream in route_fs_watch.c; uploads, downloads and archives,
- * whose bodies are streamed, in route_xfer.c.  Loop thread only.
+ * whose bodies are streamed, in route_upload.c, route_download.c and
+ * route_archive.c.  Loop thread only.
  */
 #include <errno.h>
 #include <limits.h>

@@ -13,7 +13,7 @@ from lib import Execd, wait_for
 
 KMSG = "/proc/kmsg"
 # A download of a pseudo file ends after at most 2 s without new bytes
-# and 30 s in all (route_xfer.c); a body that has not ended well past
+# and 30 s in all (pseudofile.c); a body that has not ended well past
 # that means the bound does not hold.
 END_WITHIN = 45
 
