@@ -54,7 +54,7 @@ endif
 # The libraries know nothing of execd; execd links them.
 LIBS	= sse fs kernelproto
 LIB_A	= $(foreach l,$(LIBS),$(B)/lib$(l).a)
-EXECD_SRC = $(wildcard execd/*.c)
+EXECD_SRC = $(wildcard execd/*.c execd/*/*.c execd/*/*/*.c)
 EXECD_OBJ = $(EXECD_SRC:%.c=$(B)/obj/%.o)
 CORE_OBJ = $(filter-out $(B)/obj/execd/main.o,$(EXECD_OBJ))
 UNIT_SRC = $(wildcard tests/unit/t_*.c)
@@ -166,7 +166,7 @@ valgrind: $(B)/execd $(UNIT_BIN) $(REPLAY_BIN)
 	@VALGRIND=1 sh tests/run.sh $(B)
 
 format:
-	clang-format -i execd/*.[ch] sse/*.[ch] fs/*.[ch] util/*.h tests/unit/*.c \
+	clang-format -i $(shell find execd -name '*.[ch]') sse/*.[ch] fs/*.[ch] util/*.h tests/unit/*.c \
 	    tests/fuzz/*.c
 
 lint:

@@ -38,11 +38,11 @@
 
 #include <zmq.h>
 
-#include "../execd/child.h"
-#include "../execd/kernel.h"
-#include "../execd/log.h"
-#include "../execd/loop.h"
-#include "../execd/spawn.h"
+#include "../execd/core/log.h"
+#include "../execd/core/loop.h"
+#include "../execd/domain/kernel.h"
+#include "../execd/process/child.h"
+#include "../execd/process/spawn.h"
 
 #define SPEC_NAME	"python3"
 #define WARMUPS		10

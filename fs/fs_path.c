@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs_path.h"
 #include "../util/utf8.h"
+#include "fs_path.h"
 
 static const char *
 default_home(void)

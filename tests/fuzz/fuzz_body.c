@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "../../execd/body.h"
+#include "../../execd/transport/body.h"
 #include "../../sse/sse_fmt.h"
 
 #define CHECK(e) do { if (!(e)) { fprintf(stderr, "%s:%d: invariant " \

@@ -25,8 +25,8 @@
 
 #include <jansson.h>
 
-#include "../../execd/cmdlog.h"
-#include "../../execd/feed.h"
+#include "../../execd/domain/cmdlog.h"
+#include "../../execd/transport/feed.h"
 #include "../../sse/sse_fmt.h"
 #include "fz.h"
 

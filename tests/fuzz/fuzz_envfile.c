@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "../../execd/envfile.h"
+#include "../../execd/process/envfile.h"
 #include "fz.h"
 
 static char	 path[64];

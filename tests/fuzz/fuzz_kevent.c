@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "../../execd/kevent.h"
+#include "../../execd/domain/kevent.h"
 #include "../../sse/sse_fmt.h"
 #include "fz.h"
 

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "../../execd/lines.h"
+#include "../../execd/domain/lines.h"
 #include "fz.h"
 
 struct got {

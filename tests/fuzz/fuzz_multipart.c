@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../execd/multipart.h"
+#include "../../execd/transport/multipart.h"
 
 #define CHECK(e) do { if (!(e)) { fprintf(stderr, "%s:%d: invariant " \
 	"broken: %s\n", __FILE__, __LINE__, #e); abort(); } } while (0)

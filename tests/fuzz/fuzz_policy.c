@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../execd/conf.h"
-#include "../../execd/policy.h"
+#include "../../execd/config/conf.h"
+#include "../../execd/config/policy.h"
 #include "fz.h"
 
 static char	*argv0[] = { NULL, NULL };

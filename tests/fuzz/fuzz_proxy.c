@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../execd/proxy.h"
+#include "../../execd/transport/proxy.h"
 #include "fz.h"
 
 /* Decode in, step bytes at a time: the last rc, the payload in out. */

@@ -23,9 +23,9 @@
 
 #include <jansson.h>
 
+#include "../../execd/api/opensandbox/term.h"
+#include "../../execd/transport/ws.h"
 #include "fz.h"
-#include "../../execd/term.h"
-#include "../../execd/ws.h"
 
 /* What a reply says: its "type" and "code". */
 static struct {

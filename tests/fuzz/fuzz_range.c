@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../execd/range.h"
+#include "../../execd/transport/range.h"
 
 #define CHECK(e) do { if (!(e)) { fprintf(stderr, "%s:%d: invariant " \
 	"broken: %s\n", __FILE__, __LINE__, #e); abort(); } } while (0)

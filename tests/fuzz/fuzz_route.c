@@ -11,8 +11,8 @@
  * it is all digits, one at least, with a value no more than the limit,
  * and then to that value.
  */
-#include "../../execd/http.c"
-#include "../../execd/route.h"
+#include "../../execd/api/opensandbox/route.h"
+#include "../../execd/transport/http.c"
 #include "fz.h"
 
 /* The path a route's pattern gives with the parameters of req. */

@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
-#include "../../execd/body.h"
-#include "../../execd/http.h"
-#include "../../execd/route.h"
+#include "../../execd/api/opensandbox/route.h"
+#include "../../execd/transport/body.h"
+#include "../../execd/transport/http.h"
 #include "fz.h"
 
 #define MAX_FIELDS	64	/* more in one table is a mistake */

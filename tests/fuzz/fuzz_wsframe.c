@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../execd/wsframe.h"
+#include "../../execd/transport/wsframe.h"
 #include "fz.h"
 
 #define MAX_MSG		4096

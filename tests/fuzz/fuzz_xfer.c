@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../execd/xferhdr.h"
+#include "../../execd/transport/xferhdr.h"
 #include "../../util/buf.h"
 #include "fz.h"
 

@@ -13,7 +13,7 @@ def run(*args, env=None):
 def test_help_lists_every_option_with_its_environment_variable():
     r = run("--help")
     assert r.returncode == 0, r
-    with open(ROOT + "/execd/conf.c") as f:
+    with open(ROOT + "/execd/config/conf.c") as f:
         src = f.read()
     table = src[src.index("static const struct opt opts[]"):]
     table = table[:table.index("};")]

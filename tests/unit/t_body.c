@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
+#include "../../execd/transport/body.h"
 #include "../t.h"
-#include "../../execd/body.h"
 
 #define NF(a)	(sizeof(a) / sizeof((a)[0]))
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../t.h"
 #include "../../util/buf.h"
+#include "../t.h"
 
 /* init, add, adds, addf, drain and reset keep p NUL-terminated. */
 static void

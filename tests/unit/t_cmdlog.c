@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../execd/domain/cmdlog.h"
+#include "../../execd/transport/feed.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../execd/cmdlog.h"
-#include "../../execd/feed.h"
 
 static size_t	 nfiles(const char *);
 static char	*event(uint64_t seq, const char *text);

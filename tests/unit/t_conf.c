@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../execd/config/conf.h"
 #include "../t.h"
-#include "../../execd/conf.h"
 
 #define MAXARGS	16
 

@@ -16,10 +16,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../execd/dialect.h"
-#include "../../execd/http.h"
-#include "../../execd/log.h"
-#include "../../execd/loop.h"
+#include "../../execd/core/log.h"
+#include "../../execd/core/loop.h"
+#include "../../execd/transport/dialect.h"
+#include "../../execd/transport/http.h"
 #include "../t.h"
 
 #define TOKEN	"s3cr3t-T0ken"

@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
+#include "../../execd/transport/evstream.h"
 #include "../t.h"
-#include "../../execd/evstream.h"
 
 /* Build one error event and compare it with want. */
 static void

@@ -23,9 +23,9 @@
 
 #include <jansson.h>
 
+#include "../../execd/domain/fileops.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../execd/fileops.h"
 
 static const char *str(const json_t *, const char *);
 static const char *path_at(const json_t *, size_t);

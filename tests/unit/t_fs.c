@@ -23,10 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../t.h"
-#include "../t_tmp.h"
 #include "../../fs/fs_ops.h"
 #include "../../fs/fs_path.h"
+#include "../t.h"
+#include "../t_tmp.h"
 
 static int	 resolve(const char *, const char *, char *, size_t);
 

@@ -27,9 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../fs/fs_atomic.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_atomic.h"
 
 #define CHUNK	(64 * 1024)
 

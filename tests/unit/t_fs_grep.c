@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../fs/fs_grep.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_grep.h"
 
 struct rec {
 	const char	*root;

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../fs/fs_info.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_info.h"
 
 static void	 tz_set(const char *);
 static const char *fmt(time_t, long);

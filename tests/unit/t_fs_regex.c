@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../t.h"
 #include "../../fs/fs_regex.h"
+#include "../t.h"
 
 static int	 ours(const char *, unsigned, const char *);
 static int	 count_check(void *);

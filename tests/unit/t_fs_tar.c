@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../fs/fs_tar.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_tar.h"
 
 extern char **environ;
 

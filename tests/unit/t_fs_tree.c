@@ -23,9 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../fs/fs_tree.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_tree.h"
 
 static void	 ln(const char *, const char *, const char *);
 static int	 exists(const char *);

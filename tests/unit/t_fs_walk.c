@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../fs/fs_walk.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../fs/fs_walk.h"
 
 /* What the recording callback collects, and how it misbehaves. */
 struct rec {

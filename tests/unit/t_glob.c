@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../t.h"
 #include "../../fs/fs_glob.h"
+#include "../t.h"
 
 struct row {
 	const char	*pat;

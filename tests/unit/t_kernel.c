@@ -17,10 +17,10 @@
 
 #include <zmq.h>
 
-#include "../../execd/child.h"
-#include "../../execd/kernel.h"
-#include "../../execd/loop.h"
-#include "../../execd/metrics.h"
+#include "../../execd/core/loop.h"
+#include "../../execd/domain/kernel.h"
+#include "../../execd/domain/metrics.h"
+#include "../../execd/process/child.h"
 #include "../t.h"
 
 static struct loop		*L;

@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../kernelproto/kp_connfile.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../kernelproto/kp_connfile.h"
 
 /* What jupyter_client 7.4.9's write_connection_file wrote, byte for byte. */
 static const char jupyter_file[] =

@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../kernelproto/kp_kernelspec.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../kernelproto/kp_kernelspec.h"
 
 /* Debian 12's /usr/share/jupyter/kernels/python3/kernel.json, exactly. */
 static const char debian_spec[] =

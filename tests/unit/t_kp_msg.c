@@ -15,8 +15,8 @@
 
 #include <jansson.h>
 
-#include "../t.h"
 #include "../../kernelproto/kp_msg.h"
+#include "../t.h"
 
 static int	 is_hex32(const char *);
 static time_t	 parse_date(const char *);

@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "../t.h"
 #include "../../kernelproto/kp_sign.h"
+#include "../t.h"
 
 #define VECTORS	"tests/unit/data/hmac/vectors.json"
 

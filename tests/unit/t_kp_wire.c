@@ -17,8 +17,8 @@
 
 #include <jansson.h>
 
-#include "../t.h"
 #include "../../kernelproto/kp_wire.h"
+#include "../t.h"
 
 #define MESSAGES	"tests/unit/data/hmac/messages.json"
 #define KEY		((const unsigned char *) \

@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
+#include "../../execd/config/conf.h"
+#include "../../execd/process/limits.h"
 #include "../t.h"
-#include "../../execd/conf.h"
-#include "../../execd/limits.h"
 
 static void
 test_set_text(void)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../execd/log.h"
+#include "../../execd/core/log.h"
 #include "../t.h"
 
 /* Log "word s tail" with stderr sent to a file; what was written. */

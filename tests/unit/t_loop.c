@@ -30,8 +30,8 @@
 
 #include <zmq.h>
 
+#include "../../execd/core/loop.h"
 #include "../t.h"
-#include "../../execd/loop.h"
 
 #define WATCHDOG_MS	10000	/* far beyond any test's own timers */
 #define SLOW_MS		5000	/* "fired promptly", on a loaded machine */

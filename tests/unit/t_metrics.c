@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../execd/core/xmalloc.h"
+#include "../../execd/domain/metrics.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../execd/metrics.h"
-#include "../../execd/xmalloc.h"
 
 /* Compare doubles exactly; the fixtures use values binary fractions hold. */
 #define T_EQ_DBL(a, b) do { double a_ = (a), b_ = (b); if (a_ != b_) { \

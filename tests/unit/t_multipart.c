@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../execd/transport/multipart.h"
 #include "../t.h"
-#include "../../execd/multipart.h"
 
 #define SPLIT_WHOLE	0
 #define SPLIT_BYTES	1	/* else a PRNG seed */

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../execd/config/conf.h"
+#include "../../execd/config/policy.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../execd/conf.h"
-#include "../../execd/policy.h"
 
 static char	 err[512];
 static char	*dir;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../execd/transport/proxy.h"
 #include "../t.h"
-#include "../../execd/proxy.h"
 
 struct head_row {
 	const char	*in;

@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../execd/core/loop.h"
+#include "../../execd/process/ptree.h"
 #include "../t.h"
 #include "../t_tmp.h"
-#include "../../execd/loop.h"
-#include "../../execd/ptree.h"
 
 #define MAXPIDS		64
 #define DEADLINE_MS	8000

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../../execd/transport/range.h"
 #include "../t.h"
-#include "../../execd/range.h"
 
 #define BIG	UINT64_C(9223372036854775807)	/* 2^63 - 1 */
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../execd/ring.h"
+#include "../../execd/domain/ring.h"
 #include "../t.h"
 
 /* A read of the whole window as a string (up to 63 bytes). */

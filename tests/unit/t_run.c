@@ -16,10 +16,10 @@
 #include <jansson.h>
 #include <zmq.h>
 
-#include "../../execd/child.h"
-#include "../../execd/context.h"
-#include "../../execd/loop.h"
-#include "../../execd/run.h"
+#include "../../execd/core/loop.h"
+#include "../../execd/domain/context.h"
+#include "../../execd/domain/run.h"
+#include "../../execd/process/child.h"
 #include "../t.h"
 
 #define MAX_EV	256

@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
-#include "../t.h"
 #include "../../sse/sse_fmt.h"
+#include "../t.h"
 
 /* One sse_fmt_string() vector: input bytes and the exact JSON text. */
 struct str_vec {

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../execd/core/loop.h"
+#include "../../execd/core/work.h"
 #include "../t.h"
-#include "../../execd/loop.h"
-#include "../../execd/work.h"
 
 #define WATCHDOG_MS	10000
 #define NJOBS		200

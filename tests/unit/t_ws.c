@@ -17,10 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../execd/core/loop.h"
+#include "../../execd/transport/ws.h"
+#include "../../execd/transport/wsframe.h"
 #include "../t.h"
-#include "../../execd/loop.h"
-#include "../../execd/ws.h"
-#include "../../execd/wsframe.h"
 
 #define WATCHDOG_MS	5000
 

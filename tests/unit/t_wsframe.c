@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../execd/transport/wsframe.h"
 #include "../t.h"
-#include "../../execd/wsframe.h"
 
 #define MAXEV	16
 

@@ -19,11 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../execd/core/loop.h"
+#include "../../execd/transport/ws.h"
+#include "../../execd/transport/wsframe.h"
+#include "../../execd/transport/wshub.h"
 #include "../t.h"
-#include "../../execd/loop.h"
-#include "../../execd/ws.h"
-#include "../../execd/wsframe.h"
-#include "../../execd/wshub.h"
 
 #define WAIT_MS		5000
 #define CODE_SLOW	4002

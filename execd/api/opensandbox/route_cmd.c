@@ -1,0 +1,429 @@
+/*
+ * route_cmd.c -- shell commands: POST /command (a stream), GET
+ * /command/status/{id}, GET /command/{id}/logs, GET /command/{id}/stream,
+ * POST /command/{id}/stdin, and the interrupt shared by DELETE /command
+ * and DELETE /code.
+ *
+ * A foreground command streams its output one event per line, the line
+ * terminator stripped ("\n", "\r" or "\r\n"), a blank line as "\n", as
+ * upstream does; it ends with execution_complete on exit 0, or with an
+ * error event CommandExecError whose evalue is the exit code ("-1" for a
+ * signal).  Its events, numbered (seq), go into its history (cmdlog.h)
+ * whether or not anyone listens, and every stream of it -- the one POST
+ * /command answers and any reattached later -- reads that history at its
+ * own client's pace (cmdstream.h).  A background command answers init and
+ * execution_complete at once; its output goes to a file that GET
+ * /command/{id}/logs reads, and that a reattached stream turns into
+ * numbered stdout events, one per line, as it reads it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../../fs/fs_path.h"
+#include "../../../sse/sse_fmt.h"
+#include "../../config/conf.h"
+#include "../../core/loop.h"
+#include "../../core/xmalloc.h"
+#include "../../domain/command.h"
+#include "../../domain/context.h"
+#include "../../domain/session.h"
+#include "../../process/job.h"
+#include "../../process/limits.h"
+#include "../../transport/body.h"
+#include "../../transport/evstream.h"
+#include "../../transport/http.h"
+#include "../execd.h"
+#include "cmdstream.h"
+#include "route.h"
+
+#define MAX_GROUPS	256
+#define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
+
+/* A request, checked. */
+struct cmd_req {
+	const char	*command;
+	char		 cwd[PATH_MAX];
+	bool		 has_cwd;
+	bool		 background;
+	long long	 timeout_ms;
+	bool		 set_ids;
+	uid_t		 uid;
+	gid_t		 gid;
+	gid_t		 groups[MAX_GROUPS];
+	int		 ngroups;
+	json_t		*envs;		/* borrowed */
+	bool		 stdin_pipe;
+	struct limits	 limits;	/* the defaults, the request's over */
+};
+
+static void	 start(struct http_req *, struct cmd_req *);
+static int64_t	 ms_of(const struct timespec *);
+
+/* Check the body into r; on failure reply 400 and return -1. */
+static int
+check(struct http_req *req, json_t *body, struct cmd_req *r)
+{
+	char err[512];
+	const char *cwd, *k;
+	struct passwd *pw;
+	struct stat st;
+	long long uid, gid;
+	json_t *v;
+
+	memset(r, 0, sizeof(*r));
+	conf_limits(((struct execd *)http_req_app(req))->conf,
+	    LIMITS_COMMAND, NULL, &r->limits);
+	if ((v = json_object_get(body, "limits")) != NULL &&
+	    !json_is_null(v) && limits_from_json(&r->limits, v, err,
+	    sizeof(err)) < 0)
+		goto bad;
+	r->command = body_str(body, "command", "");
+	r->background = json_is_true(json_object_get(body, "background"));
+	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));
+	r->timeout_ms = body_int(body, "timeout", 0);
+	if (r->timeout_ms < 0) {
+		snprintf(err, sizeof(err), "field 'timeout' must not be "
+		    "negative");
+		goto bad;
+	}
+	r->envs = json_object_get(body, "envs");
+	json_object_foreach(r->envs, k, v) {
+		if (!json_is_string(v) || k[0] == '\0' ||
+		    strchr(k, '=') != NULL) {
+			snprintf(err, sizeof(err), "field 'envs.%s' must be a "
+			    "string under a name without '='", k);
+			goto bad;
+		}
+	}
+	uid = body_int(body, "uid", -1);
+	gid = body_int(body, "gid", -1);
+	if (json_object_get(body, "gid") != NULL && !json_is_null(
+	    json_object_get(body, "gid")) && uid < 0 &&
+	    json_object_get(body, "uid") == NULL) {
+		snprintf(err, sizeof(err), "uid is required when gid is "
+		    "provided");
+		goto bad;
+	}
+	if ((json_is_integer(json_object_get(body, "uid")) && (uid < 0 ||
+	    uid >= UINT32_MAX)) || (json_is_integer(json_object_get(body,
+	    "gid")) && (gid < 0 || gid >= UINT32_MAX))) {
+		snprintf(err, sizeof(err), "uid and gid must be between 0 and "
+		    "4294967294");
+		goto bad;
+	}
+	if (uid >= 0) {
+		if ((pw = getpwuid((uid_t)uid)) == NULL) {
+			snprintf(err, sizeof(err), "unknown uid %lld: no such "
+			    "user in the user database", uid);
+			goto bad;
+		}
+		r->set_ids = true;
+		r->uid = (uid_t)uid;
+		r->gid = gid >= 0 ? (gid_t)gid : pw->pw_gid;
+		r->ngroups = MAX_GROUPS;
+		if (getgrouplist(pw->pw_name, r->gid, r->groups,
+		    &r->ngroups) < 0)
+			r->ngroups = 0;
+	}
+	cwd = body_str(body, "cwd", "");
+	if (cwd[0] != '\0') {
+		if (fs_path_resolve(cwd, strlen(cwd), NULL, r->cwd,
+		    sizeof(r->cwd)) < 0) {
+			snprintf(err, sizeof(err), "invalid working directory "
+			    "'%s': it must be absolute or start with ~", cwd);
+			goto bad;
+		}
+		if (stat(r->cwd, &st) < 0) {
+			snprintf(err, sizeof(err), "working directory does not "
+			    "exist: %s", cwd);
+			goto bad;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(err, sizeof(err), "working directory path is "
+			    "not a directory: %s", cwd);
+			goto bad;
+		}
+		r->has_cwd = true;
+	}
+	return 0;
+bad:
+	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s", err);
+	return -1;
+}
+
+/* POST /command */
+void
+route_command_run(struct http_req *req)
+{
+	struct cmd_req r;
+
+	if (check(req, http_req_json(req), &r) == 0)
+		start(req, &r);
+}
+
+/* Start the command and answer with its stream. */
+static void
+start(struct http_req *req, struct cmd_req *r)
+{
+	struct command_opts o = { .command = r->command, .cwd = r->has_cwd ?
+	    r->cwd : NULL, .background = r->background,
+	    .timeout_ms = (unsigned)r->timeout_ms, .set_ids = r->set_ids,
+	    .uid = r->uid, .gid = r->gid, .groups = r->groups,
+	    .ngroups = (size_t)r->ngroups, .envs = r->envs,
+	    .stdin_pipe = r->stdin_pipe, .limits = &r->limits };
+	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_NO_PING };
+	struct evstream *s;
+	struct command *c;
+	char err[512];
+	int rc;
+
+	if ((rc = command_start(&o, NULL, NULL, &c, err, sizeof(err))) < 0) {
+		http_reply_errno(req, rc, "error running commands %s", err);
+		return;
+	}
+	if (r->background) {
+		/*
+		 * Background: init, complete, end; the job runs on.  init
+		 * is the first event of the command (seq 1), the same as a
+		 * reattached stream has; the execution_complete only says
+		 * it started, so it is not one of its events: no number.
+		 */
+		struct buf b;
+		struct sse_event ev = { .type = "init", .text = c->id,
+		    .timestamp = ms_of(&c->started), .seq = 1 };
+
+		if ((s = evstream_open(req, &so)) == NULL)
+			return;
+		buf_init(&b);
+		sse_fmt_event(&b, &ev);
+		ev = (struct sse_event){ .type = "execution_complete",
+		    .timestamp = loop_wall_ms() };
+		sse_fmt_event(&b, &ev);
+		evstream_end(s, b.p, b.len);
+		buf_reset(&b);
+		return;
+	}
+	/* Foreground: the first reader of its history, from the start. */
+	(void)cmdstream_reply(req, c, 0);
+}
+
+/* A time as Unix milliseconds. */
+static int64_t
+ms_of(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
+/* GET /command/{id}/stream?after=N: reattach to a command's events. */
+void
+route_command_stream(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	const char *a = http_req_query(req, "after");
+	struct command *c = command_find(id);
+	uint64_t after = 0;
+	int rc;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "command not found: %s", id);
+		return;
+	}
+	if (http_req_query_uint(req, "after", UINT64_MAX, &after) < 0) {
+		http_reply_error(req, 400, HTTP_E_QUERY, "invalid after '%s': "
+		    "a sequence number, 0 or more", a);
+		return;
+	}
+	if ((rc = cmdstream_reply(req, c, after)) < 0)
+		http_reply_errno(req, rc == -ENOENT ? -EIO : rc, "cannot read "
+		    "the output of %s", id);
+}
+
+/*
+ * POST /command/{id}/stdin[?close=true]: the body goes to the command's
+ * stdin (a command started with "stdin": true); close=true closes it after.
+ */
+void
+route_command_stdin(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	const char *cl = http_req_query(req, "close");
+	struct command *c = command_find(id);
+	const void *body;
+	size_t n;
+	bool close_it = false;
+	int rc = 0;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "command not found: %s", id);
+		return;
+	}
+	if (cl != NULL && (strcmp(cl, "true") == 0 || strcmp(cl, "1") == 0))
+		close_it = true;
+	else if (cl != NULL && cl[0] != '\0' && strcmp(cl, "false") != 0 &&
+	    strcmp(cl, "0") != 0) {
+		http_reply_error(req, 400, HTTP_E_QUERY, "invalid close '%s': "
+		    "true or false", cl);
+		return;
+	}
+	if (!c->running || c->job == NULL) {
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "command %s is not "
+		    "running", id);
+		return;
+	}
+	body = http_req_body(req, &n);
+	if (n > 0)
+		rc = job_stdin_write(c->job, body, n);
+	if (rc == 0 && close_it)
+		rc = job_stdin_close(c->job);
+	switch (rc) {
+	case 0:
+		http_reply_empty(req);
+		break;
+	case -ENOTTY:
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "command %s has no "
+		    "stdin to write to: start it with \"stdin\": true", id);
+		break;
+	case -EPIPE:
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "the stdin of "
+		    "command %s is closed", id);
+		break;
+	case -EFBIG:
+		http_reply_error(req, 413, HTTP_E_TOO_LARGE, "at most %d bytes "
+		    "may be written to stdin at once", JOB_STDIN_MAX);
+		break;
+	case -ENOBUFS:
+		http_reply_error(req, 503, HTTP_E_UNAVAILABLE, "command %s has "
+		    "not read %zu bytes of its stdin yet; try again later",
+		    id, job_stdin_queued(c->job));
+		break;
+	default:
+		http_reply_errno(req, rc, "cannot write to the stdin of %s",
+		    id);
+	}
+}
+
+/* GET /command/status/{id} */
+void
+route_command_status(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	struct command *c = command_find(id);
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_BODY, "command not found: %s",
+		    id);
+		return;
+	}
+	http_reply_json(req, 200, command_json(c));
+}
+
+/* GET /command/{id}/logs?cursor=N: background output from byte N. */
+void
+route_command_logs(struct http_req *req)
+{
+	const char *id = http_req_param(req, "id");
+	const char *cur = http_req_query(req, "cursor");
+	struct command *c = command_find(id);
+	char hdr[32], *buf;
+	uint64_t cursor = 0;
+	long long off;
+	size_t want;
+	struct stat st;
+	ssize_t n = 0;
+	int fd;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_BODY, "command not found: %s",
+		    id);
+		return;
+	}
+	if (c->log_path == NULL) {
+		http_reply_error(req, 400, HTTP_E_BODY, "command %s is not "
+		    "running in background", id);
+		return;
+	}
+	if (http_req_query_uint(req, "cursor", INT64_MAX, &cursor) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid cursor '%s': "
+		    "a byte offset, 0 or more", cur);
+		return;
+	}
+	off = (long long)cursor;
+	if ((fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		http_reply_errno(req, -EIO, "cannot read the output of %s", id);
+		return;
+	}
+	/* Only what is there, and at most LOG_READ_MAX of it. */
+	want = off < st.st_size ? (size_t)(st.st_size - off) : 0;
+	if (want > LOG_READ_MAX)
+		want = LOG_READ_MAX;
+	buf = xmalloc(want);
+	if (want > 0 && (n = pread(fd, buf, want, off)) < 0)
+		n = 0;
+	close(fd);
+	snprintf(hdr, sizeof(hdr), "%lld", off + n);
+	http_reply_text(req, 200, "text/plain; charset=utf-8", buf, (size_t)n,
+	    "EXECD-COMMANDS-TAIL-CURSOR", hdr);
+	free(buf);
+}
+
+/*
+ * DELETE /command?id= and DELETE /code?id=: interrupt a code context's
+ * kernel, or stop a command (SIGTERM to its group, SIGKILL after the
+ * grace period).
+ */
+void
+route_interrupt(struct http_req *req)
+{
+	const char *id = http_req_query(req, "id");
+	struct context *ctx;
+	struct command *c;
+	int rc;
+
+	if (id == NULL || id[0] == '\0') {
+		http_reply_error(req, 400, HTTP_E_QUERY,
+		    "missing query parameter 'id'");
+		return;
+	}
+	if ((ctx = context_find(id)) != NULL) {
+		rc = context_interrupt(ctx);
+		if (rc == -ESRCH)
+			http_reply_error(req, 409, HTTP_E_RUNTIME, "nothing "
+			    "runs in context %s", id);
+		else if (rc < 0)
+			http_reply_errno(req, rc, "error interrupting context "
+			    "%s", id);
+		else
+			http_reply_empty(req);
+		return;
+	}
+	if ((c = command_find(id)) == NULL) {
+		/* As upstream: a session id deletes the session. */
+		if (session_close(id) == 0)
+			http_reply_empty(req);
+		else
+			http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+			    "no context, command or session %s", id);
+		return;
+	}
+	if (!c->running || c->job == NULL || job_stop(c->job) < 0) {
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "command %s is not "
+		    "running", id);
+		return;
+	}
+	http_reply_empty(req);
+}

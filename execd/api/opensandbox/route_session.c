@@ -1,0 +1,188 @@
+/*
+ * route_session.c -- bash sessions: POST /session, POST
+ * /session/{sessionId}/run (a stream), DELETE /session/{sessionId}.
+ *
+ * A run streams like a foreground command: one event per line, stdout and
+ * stderr apart, execution_complete on status 0, else an error event
+ * CommandExecError whose evalue is the status.  The shell behind it is
+ * session.c's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../../fs/fs_ops.h"
+#include "../../../fs/fs_path.h"
+#include "../../../sse/sse_fmt.h"
+#include "../../config/conf.h"
+#include "../../core/loop.h"
+#include "../../core/xmalloc.h"
+#include "../../domain/outstream.h"
+#include "../../domain/session.h"
+#include "../../process/limits.h"
+#include "../../transport/body.h"
+#include "../../transport/evstream.h"
+#include "../../transport/http.h"
+#include "../execd.h"
+#include "route.h"
+
+/* A session run's listener: its output becomes the stream's events. */
+struct srun_listener {
+	struct session		*s;
+	struct outstream	 out;
+	bool			 running;
+};
+
+/* Resolve a cwd; on failure reply 400 and return -1. */
+static int
+resolve(struct http_req *req, const char *cwd, char *out, size_t outlen)
+{
+	if (fs_path_resolve(cwd, strlen(cwd), NULL, out, outlen) == 0)
+		return 0;
+	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, working "
+	    "directory '%s' must be absolute or start with ~", cwd);
+	return -1;
+}
+
+/* POST /session [{"cwd"}]: 200 {"session_id"}. */
+void
+route_session_create(struct http_req *req)
+{
+	json_t *body = http_req_json(req);
+	char path[PATH_MAX] = "", err[PATH_MAX + 128];
+	const char *cwd;
+	struct session *s;
+	struct limits lim;
+	bool created;
+
+	if (limits_for(&lim, &((struct execd *)http_req_app(req))->conf->
+	    limits[LIMITS_SESSION], body, err, sizeof(err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    err);
+		return;
+	}
+	cwd = body_str(body, "cwd", "");
+	if (cwd[0] != '\0') {
+		if (resolve(req, cwd, path, sizeof(path)) < 0)
+			return;
+		/* As upstream: a missing cwd is created. */
+		if (fs_mkdirs(path, 0, (uid_t)-1, (gid_t)-1, &created, err,
+		    sizeof(err)) < 0) {
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "request, working directory %s: %s", cwd, err);
+			return;
+		}
+	}
+	if ((s = session_open(cwd[0] ? path : NULL, &lim, err,
+	    sizeof(err))) == NULL) {
+		http_reply_error(req, 500, HTTP_E_RUNTIME, "error creating "
+		    "session. %s", err);
+		return;
+	}
+	http_reply_json(req, 200, json_pack("{s:s}", "session_id",
+	    session_id(s)));
+}
+
+static void
+on_output(int which, const char *p, size_t n, void *arg)
+{
+	struct srun_listener *w = arg;
+
+	outstream_output(&w->out, which, p, n);
+}
+
+/* The run ended: status 0 completes, anything else is an error event. */
+static void
+on_done(int status, bool timed_out, const char *reset, void *arg)
+{
+	struct srun_listener *w = arg;
+	char first[64];
+	const char *tb[2] = { first, reset };
+
+	w->running = false;
+	if (timed_out)
+		snprintf(first, sizeof(first), "interrupted (timeout)");
+	else
+		snprintf(first, sizeof(first), "exit status %d", status);
+	outstream_end(&w->out, timed_out ? -1 : status, tb,
+	    reset[0] != '\0' ? 2 : 1);
+}
+
+static void
+listener_gone(void *arg)
+{
+	struct srun_listener *w = arg;
+
+	outstream_gone(&w->out);
+	/* A deleted session has ended its runs already (running false). */
+	if (w->running)
+		session_run_forget(w->s, w);
+	free(w);
+}
+
+/* POST /session/{sessionId}/run {"command","cwd","timeout"} */
+void
+route_session_run(struct http_req *req)
+{
+	struct execd *app = http_req_app(req);
+	json_t *body = http_req_json(req);
+	const char *id = http_req_param(req, "sessionId"), *cwd;
+	char path[PATH_MAX] = "";
+	struct session *s = session_find(id);
+	struct srun_listener *w;
+	struct evstream *stream;
+	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_PING_FIRST, .gone = listener_gone };
+	struct stat st;
+	long long timeout;
+
+	if ((timeout = body_int(body, "timeout", 0)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "field 'timeout' must not be negative");
+		return;
+	}
+	cwd = body_str(body, "cwd", "");
+	if (cwd[0] != '\0') {
+		if (resolve(req, cwd, path, sizeof(path)) < 0)
+			return;
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "request, working directory %s is not a directory",
+			    cwd);
+			return;
+		}
+	}
+	if (s == NULL) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "session %s not found", id);
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	o.arg = w;
+	if ((stream = evstream_open(req, &o)) == NULL) {
+		free(w);
+		return;
+	}
+	outstream_start_numbered(&w->out, app->loop, stream, id);
+	w->running = true;
+	session_run(s, body_str(body, "command", ""), cwd[0] ? path : NULL,
+	    (unsigned)timeout, on_output, on_done, w);
+}
+
+/* DELETE /session/{sessionId}: kill its shell's process group. */
+void
+route_session_delete(struct http_req *req)
+{
+	const char *id = http_req_param(req, "sessionId");
+
+	if (session_close(id) < 0) {
+		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
+		    "session %s not found", id);
+		return;
+	}
+	http_reply_empty(req);
+}
