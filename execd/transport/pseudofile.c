@@ -29,7 +29,7 @@
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
-#include "../transport/http.h"
+#include "http.h"
 #include "pseudofile.h"
 
 #define PSEUDO_CAP	(16u << 20)	/* bytes of a pseudo file's body */
