@@ -91,6 +91,11 @@ if [ $# -eq 0 ]; then
 		wait "$epid"
 		st=$?
 	done
+	# A wait that the trap cut short (st > 128) may be followed by
+	# execd's end before kill -0 looks: the shell has its status.
+	wait "$epid" 2>/dev/null
+	last=$?
+	[ "$last" -eq 127 ] || st=$last
 	exit "${st:-0}"
 fi
 
