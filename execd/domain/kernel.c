@@ -1380,9 +1380,16 @@ to_subs(struct kernel *k, const struct kp_msg *m)
 			set_state(k, KERNEL_S_IDLE);
 	}
 	k->delivering++;
-	for (struct kernel_sub *s = k->subs; s != NULL; s = s->next)
-		if (!s->gone && s->cb->iopub != NULL)
-			s->cb->iopub(k, m, s->arg);
+	for (struct kernel_sub *s = k->subs; s != NULL; s = s->next) {
+		if (s->gone || s->cb->iopub == NULL ||
+		    s->cb->iopub(k, m, s->arg) != -ENOBUFS)
+			continue;
+		/* Too slow: it goes, the others go on. */
+		log_warnx("kernel=%s a subscriber fell behind: dropped", k->id);
+		kernel_unsubscribe(k, s);
+		if (s->cb->dropped != NULL)
+			s->cb->dropped(k, s->arg);
+	}
 	if (--k->delivering == 0)
 		sweep_subs(k);
 }

@@ -89,8 +89,9 @@ struct kernel_exec_cb {
  * shell, control or stdin (kernel_send) and hears their replies and the
  * input requests they allow; a subscriber sees every iopub message,
  * whoever it is for.  Delivery is a direct call: a subscriber must not
- * block, and bounds what it keeps for its own client (a WebSocket hub
- * closes a client that falls behind).
+ * block, and bounds what it keeps for its own client; one that cannot
+ * take a message (its client fell behind that bound) says so, and its
+ * subscription ends there while the others go on.
  */
 
 /* The execution state clients see, as Jupyter names it. */
@@ -123,13 +124,22 @@ struct kernel_sub;
 
 /* A subscriber to a kernel. */
 struct kernel_sub_cb {
-	/* Every iopub message (borrowed), whoever it is for. */
-	void	(*iopub)(struct kernel *, const struct kp_msg *, void *arg);
+	/*
+	 * Every iopub message (borrowed), whoever it is for: 0, or
+	 * -ENOBUFS when the subscriber cannot take it (its client is too
+	 * far behind): the subscription then ends, and dropped says so.
+	 */
+	int	(*iopub)(struct kernel *, const struct kp_msg *, void *arg);
 	/*
 	 * The execution state changed (NULL: not wanted).  After
 	 * KERNEL_S_DEAD the subscription is freed and the kernel with it.
 	 */
 	void	(*state)(struct kernel *, enum kernel_state, void *arg);
+	/*
+	 * The subscription ended because iopub refused a message (NULL:
+	 * not wanted); not called for kernel_unsubscribe() or death.
+	 */
+	void	(*dropped)(struct kernel *, void *arg);
 };
 
 /*

@@ -829,6 +829,8 @@ write_spec(const char *name, const char *flags, const char *interrupt)
 struct sub_seen {
 	struct kernel_sub	*sub;
 	int			 n;		/* iopub messages */
+	int			 room;		/* messages it can take; 0: any */
+	int			 dropped;
 	int			 busy, idle;	/* status messages */
 	int			 st_busy, st_idle, st_restarting;
 	char			 text[4096];	/* stream text */
@@ -843,13 +845,15 @@ static struct req_seen {
 	char	 reply_type[64], status[32], prompt[64], why[256];
 } Q;
 
-static void
+static int
 sub_iopub(struct kernel *k, const struct kp_msg *m, void *arg)
 {
 	struct sub_seen *s = arg;
 	const char *type = kp_msg_type(m), *st, *t;
 	size_t n = strlen(s->text);
 
+	if (s->room > 0 && s->n == s->room)
+		return -ENOBUFS;	/* a slow client's queue is full */
 	s->n++;
 	if (strcmp(type, "status") == 0) {
 		st = json_string_value(json_object_get(m->content,
@@ -867,6 +871,7 @@ sub_iopub(struct kernel *k, const struct kp_msg *m, void *arg)
 		kernel_unsubscribe(k, s->sub);
 		s->drop = NULL;
 	}
+	return 0;
 }
 
 static void
@@ -879,7 +884,16 @@ sub_state(struct kernel *k, enum kernel_state st, void *arg)
 	s->st_restarting += st == KERNEL_S_RESTARTING;
 }
 
-static const struct kernel_sub_cb sub_cb = { sub_iopub, sub_state };
+static void
+sub_dropped(struct kernel *k, void *arg)
+{
+	struct sub_seen *s = arg;
+
+	s->dropped++;
+}
+
+static const struct kernel_sub_cb sub_cb = { sub_iopub, sub_state,
+    sub_dropped };
 
 static void
 req_reply(struct kernel *k, const struct kp_msg *m, const char *why,
@@ -977,7 +991,20 @@ test_python_consumers(void)
 	T_OK(strstr(SB.text, "hi bob") != NULL);
 	T_OK(strstr(S.out, "hi bob") == NULL);	/* not execd's run */
 
-	/* 4. A subscriber that ends another's and its own mid-delivery. */
+	/* 4. A slow subscriber is dropped; the others go on. */
+	SC.sub = kernel_subscribe(S.k, &sub_cb, &SC);
+	SC.room = 2;
+	SA.n = SB.n = 0;
+	run("print('after the slow one')");
+	T_EQ_INT(SC.n, 2);
+	T_EQ_INT(SC.dropped, 1);
+	T_EQ_INT(kernel_consumers(S.k), 2);
+	T_OK(SA.n > 2 && SA.n == SB.n);
+	T_OK(strstr(SA.text, "after the slow one") != NULL);
+	T_EQ_INT(SA.dropped + SB.dropped, 0);
+
+	/* 5. A subscriber that ends another's and its own mid-delivery. */
+	memset(&SC, 0, sizeof(SC));
 	SC.sub = kernel_subscribe(S.k, &sub_cb, &SC);
 	SC.drop = &SB;
 	T_EQ_INT(kernel_consumers(S.k), 3);
@@ -987,7 +1014,7 @@ test_python_consumers(void)
 	T_EQ_INT(SC.n, 1);
 	T_OK(SA.n > SC.n);
 
-	/* 5. Death: restarting, then idle again; requests end with why. */
+	/* 6. Death: restarting, then idle again; requests end with why. */
 	SA.st_idle = 0;
 	request(kp_msg_execute_request("consumer-session",
 	    "import os\nos.kill(os.getpid(), 9)", false, false));
