@@ -17,8 +17,11 @@ alternating:
             the median of N requests a side.
 
 Prints "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us
-lat_direct_us dl_relay_mbs dl_relay_ratio" (MB = 10^6 bytes, best rates;
-latencies are medians; the last ratio is execd's rate over the relay's).
+lat_direct_us dl_relay_mbs dl_relay_ratio lat_proxy_fresh_us
+lat_relay_us" (MB = 10^6 bytes, best rates; latencies are medians;
+dl_relay_ratio is execd's rate over the relay's; the last two are a
+small GET on a connection of its own, through execd and through the
+relay, which serves one request per connection).
 execd is stopped by its pid; the file is removed.
 """
 
@@ -91,6 +94,22 @@ def latencies(port, path, n, buf):
     return out
 
 
+def latencies_fresh(port, path, n, buf):
+    """n requests each on a connection of its own, as the relay serves."""
+    req = b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % \
+        path.encode()
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic_ns()
+        s = socket.create_connection(("127.0.0.1", port), 10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(req)
+        read_response(s, buf, b"")
+        s.close()
+        out.append((time.monotonic_ns() - t0) / 1000)
+    return out
+
+
 def main(argv):
     if len(argv) != 7:
         die("usage: proxy_bench.py EXECD NGINX_PORT NGINX_ROOT MIB N "
@@ -117,17 +136,23 @@ def main(argv):
             dr.append(download(rport, "/proxybig", buf))
         latencies(d.port, "/proxy/%d/ping" % nport, 50, buf)
         latencies(nport, "/ping", 50, buf)
-        le, ln = [], []
+        le, ln, lf, lr = [], [], [], []
         for _ in range(max(1, nlat // 50)):
             le += latencies(d.port, "/proxy/%d/ping" % nport, 50, buf)
             ln += latencies(nport, "/ping", 50, buf)
+            # The relay serves a connection per request: against it,
+            # execd's /proxy is timed the same way.
+            lf += latencies_fresh(d.port, "/proxy/%d/ping" % nport, 50,
+                                  buf)
+            lr += latencies_fresh(rport, "/ping", 50, buf)
         size = mib * BLOCK
         pairs = statistics.median(e and n / e for e, n in zip(de, dn))
         relay = statistics.median(e and r / e for e, r in zip(de, dr))
-        print("%.0f %.0f %.3f %.1f %.1f %.0f %.3f" % (
+        print("%.0f %.0f %.3f %.1f %.1f %.0f %.3f %.1f %.1f" % (
             size / min(de) / 1e6, size / min(dn) / 1e6, pairs,
             statistics.median(le), statistics.median(ln),
-            size / min(dr) / 1e6, relay))
+            size / min(dr) / 1e6, relay, statistics.median(lf),
+            statistics.median(lr)))
     finally:
         d.close()
         os.unlink(big)

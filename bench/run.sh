@@ -77,19 +77,22 @@ STATIC_EXECD=${STATIC_EXECD:-$HERE/../build/static/execd}
 WRK=${WRK:-$(command -v wrk || echo wrk)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 PING_MIN_RATIO=0.5   # no ping-throughput target in PRODUCT.md: ours
-RSS_MAX_KIB=4096     # PRODUCT.md: idle RSS under 4 MiB
+RSS_MAX_KIB=4096     # ours: the dynamic build idle under 4 MiB
+ANON_MAX_KIB=2048    # PRODUCT.md: static idle, anonymous RSS under 2 MiB
+VMRSS_MAX_KIB=6144   # PRODUCT.md: static idle, a copied binary's VmRSS under 6 MiB
 START_MAX_MS=10      # PRODUCT.md: start to first /ping under 10 ms
 EXEC_MAX_RATIO=1.15  # PRODUCT.md: 1+1 within 1.15x of a bare round trip
 KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
-CODE_MAX_RATIO=1.15  # PRODUCT.md: POST /code within 1.15x of bare ZeroMQ
+CODE_MAX_RATIO=1.05  # PRODUCT.md: POST /code within 1.05x of bare ZeroMQ
+CMD_MAX_RATIO=1.2    # PRODUCT.md: POST /command true within 1.2x of bash -c true
 INT_MAX_RATIO=1.2    # issue 15: an interrupt within 1.2x of a bare SIGINT
 INTS=${BENCH_INTS:-20}
 JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
 DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
 STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
-PROXY_DL_MIN_RATIO=0.8  # issue 11: /proxy download >= 0.8x of the backend direct
-PROXY_LAT_MAX_RATIO=1.5 # issue 11: a small proxied request <= 1.5x direct
+PROXY_DL_MIN_RATIO=0.95 # PRODUCT.md: /proxy download >= 0.95x of a splice relay
+PROXY_LAT_MAX_RATIO=1.2 # PRODUCT.md: a small proxied GET <= 1.2x of that relay
 
 T=
 PIDS=
@@ -348,6 +351,7 @@ E_RSS=$(rss_kib "$EXECD_PID")
 NGINX_WORKER=$(children_of "$NGINX_PID" | head -n 1)
 [ -n "$NGINX_WORKER" ] || fail "cannot find nginx's worker process"
 N_RSS=$(rss_kib "$NGINX_WORKER")
+N_ANON=$(rss_kib "$NGINX_WORKER" RssAnon)
 E_SPLIT=$(mem_split "$EXECD_PID")
 N_SPLIT=$(mem_split "$NGINX_WORKER")
 if [ -z "$E_RSS" ] || [ -z "$N_RSS" ]; then
@@ -410,15 +414,22 @@ if [ -x "$STATIC_EXECD" ]; then
 	sleep 0.2
 	S_RSS=$(rss_kib "$EXECD_PID")
 	[ -n "$S_RSS" ] || fail "cannot read VmRSS of the static execd"
-	row "idle RSS (static)" \
+	S_ANON=$(rss_kib "$EXECD_PID" RssAnon)
+	row "idle anonymous RSS (static)" "$S_ANON KiB" \
+		"${N_ANON:-?} KiB nginx worker" \
+		"$(calc "sprintf(\"%.2f\", $S_ANON / ${N_ANON:-$S_ANON})")" \
+		"< 2 MiB" "$(verdict_le "$S_ANON" $((ANON_MAX_KIB - 1)))"
+	row "idle VmRSS, copied binary (static)" \
 		"$S_RSS KiB ($(calc "sprintf(\"%.2f\", $S_RSS / 1024)") MiB)" \
 		"$N_RSS KiB nginx worker" \
 		"$(calc "sprintf(\"%.2f\", $S_RSS / $N_RSS)")" \
-		"< 4 MiB" "$(verdict_le "$S_RSS" $((RSS_MAX_KIB - 1)))"
+		"< 6 MiB" "$(verdict_le "$S_RSS" $((VMRSS_MAX_KIB - 1)))"
 	S_SPLIT=$(mem_split "$EXECD_PID")
 	stop "$EXECD_PID"
 else
-	row "idle RSS (static)" "not built" "-" "-" "< 4 MiB" MISS
+	row "idle anonymous RSS (static)" "not built" "-" "-" "< 2 MiB" MISS
+	row "idle VmRSS, copied binary (static)" "not built" "-" "-" \
+		"< 6 MiB" MISS
 fi
 
 # --- 3: start to first 200 on /ping -----------------------------------------
@@ -557,7 +568,7 @@ row "POST /code/context, pool" "$(us_ms "$CP_MED" 2) ms" \
 	"$(calc "sprintf(\"%.3f\", $CP_MED / $CN_MED)")" "< $POOL_MAX_MS ms" \
 	"$(calc "($CP_MED < $POOL_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
 
-# --- 10: POST /command of true vs spawning /bin/sh -c true -----------------
+# --- 10: POST /command of true vs spawning /bin/bash -c true ---------------
 
 run_bg 120 "$T/command.out" "$T/command.log" \
 	"$KPY" "$HERE/code_bench.py" command "$EXECD" 200 ||
@@ -567,10 +578,16 @@ C_CMD=$(cat "$T/command.out")
 set -- $C_CMD
 [ $# -eq 5 ] || fail "code_bench.py command printed '$C_CMD'"
 CMD_BASH=$5
-RATIO=$(calc "sprintf(\"%.2f\", $1 / $3)")
+CMD_SH=$3
+# Upstream runs commands with bash, and so does execd: bash is the
+# baseline; dash (/bin/sh) is shown for information.
+RATIO=$(calc "sprintf(\"%.2f\", $1 / $5)")
 row "POST /command true (median)" "$(us_ms "$1" 2) ms" \
-	"$(us_ms "$3" 2) ms sh -c true" "$RATIO" "ratio <= 2" \
-	"$(verdict_le "$RATIO" 2)"
+	"$(us_ms "$5" 2) ms bash -c true" "$RATIO" "ratio <= $CMD_MAX_RATIO" \
+	"$(verdict_le "$RATIO" "$CMD_MAX_RATIO")"
+row "POST /command true vs dash" "$(us_ms "$1" 2) ms" \
+	"$(us_ms "$3" 2) ms sh -c true" \
+	"$(calc "sprintf(\"%.2f\", $1 / $3)")" "(information)" "-"
 
 # --- 11: many background commands held at once ---------------------------
 
@@ -688,7 +705,7 @@ start_nginx "$T/nginx-proxy" "$P_NGINX_PROXY"
 RELAY_PID=$!
 PIDS="$PIDS $RELAY_PID"
 # "dl_proxy_mbs dl_direct_mbs dl_pair_ratio lat_proxy_us lat_direct_us
-#  dl_relay_mbs dl_relay_ratio"
+#  dl_relay_mbs dl_relay_ratio lat_proxy_fresh_us lat_relay_us"
 run_bg 600 "$T/proxy.out" "$T/proxy.log" \
 	/usr/bin/python3 "$HERE/proxy_bench.py" "$EXECD" "$P_NGINX_PROXY" \
 	"$T/nginx-proxy/html" "$PROXY_MIB" "${BENCH_PROXY_N:-500}" \
@@ -698,17 +715,24 @@ stop "$NGINX_PID"
 PX_OUT=$(cat "$T/proxy.out")
 # shellcheck disable=SC2086
 set -- $PX_OUT
-[ $# -eq 7 ] || fail "proxy_bench.py printed '$PX_OUT'"
-RATIO=$(calc "sprintf(\"%.2f\", $3)")
-row "/proxy download $PROXY_MIB MiB" "$1 MB/s" "$2 MB/s nginx" "$RATIO" \
-	"ratio >= $PROXY_DL_MIN_RATIO" \
+[ $# -eq 9 ] || fail "proxy_bench.py printed '$PX_OUT'"
+# The targets are against bench/relay.c, the least a user-space proxy
+# does; nginx direct, with no hop at all, is shown for information.
+RATIO=$(calc "sprintf(\"%.2f\", $7)")
+row "/proxy download $PROXY_MIB MiB" "$1 MB/s" "$6 MB/s splice relay" \
+	"$RATIO" "ratio >= $PROXY_DL_MIN_RATIO" \
 	"$(verdict_ge "$RATIO" "$PROXY_DL_MIN_RATIO")"
-row "/proxy download vs a relay" "$1 MB/s" "$6 MB/s splice relay" \
-	"$(calc "sprintf(\"%.2f\", $7)")" "(information)" "-"
-RATIO=$(calc "sprintf(\"%.2f\", $4 / $5)")
-row "/proxy small GET (median)" "$(us_ms "$4" 3) ms" \
-	"$(us_ms "$5" 3) ms nginx" "$RATIO" "ratio <= $PROXY_LAT_MAX_RATIO" \
+row "/proxy download vs nginx direct" "$1 MB/s" "$2 MB/s nginx" \
+	"$(calc "sprintf(\"%.2f\", $3)")" "(information)" "-"
+# The relay answers one request per connection: both sides connect anew.
+RATIO=$(calc "sprintf(\"%.2f\", $8 / $9)")
+row "/proxy small GET (median)" "$(us_ms "$8" 3) ms" \
+	"$(us_ms "$9" 3) ms splice relay" "$RATIO" \
+	"ratio <= $PROXY_LAT_MAX_RATIO" \
 	"$(verdict_le "$RATIO" "$PROXY_LAT_MAX_RATIO")"
+row "/proxy small GET, kept alive" "$(us_ms "$4" 3) ms" \
+	"$(us_ms "$5" 3) ms nginx" "$(calc "sprintf(\"%.2f\", $4 / $5)")" \
+	"(information)" "-"
 
 # --- 14: a keystroke's echo through /pty's WebSocket vs a local pty -------
 
