@@ -1014,36 +1014,7 @@ test_python_consumers(void)
 	T_EQ_INT(SC.n, 1);
 	T_OK(SA.n > SC.n);
 
-	/* 6. Requests that are never answered are bounded, and forgotten. */
-	{
-		char first[33] = "";
-		struct kp_msg *cm;
-		int rc = 0, sent = 0;
-
-		memset(&Q, 0, sizeof(Q));
-		for (int i = 0; i <= KERNEL_REQ_MAX; i++) {
-			/* A comm_msg to no comm: ipykernel never replies. */
-			cm = kp_msg_new("comm_msg", "consumer-session",
-			    "tester", json_pack("{s:s, s:{}}", "comm_id",
-			    "no-such-comm", "data"), NULL);
-			T_OK(cm != NULL);
-			rc = kernel_send(S.k, KP_SHELL, cm, &req_cb, NULL);
-			if (i == 0)
-				snprintf(first, sizeof(first), "%s",
-				    kp_msg_id(cm));
-			kp_msg_free(cm);
-			if (rc != 0)
-				break;
-			sent++;
-		}
-		T_EQ_INT(sent, KERNEL_REQ_MAX);
-		T_EQ_INT(rc, -ENOBUFS);
-		kernel_send_forget(S.k, first);
-		request(kp_msg_kernel_info_request("consumer-session"));
-		T_EQ_STR(Q.reply_type, "kernel_info_reply");
-	}
-
-	/* 7. Death: restarting, then idle again; requests end with why. */
+	/* 6. Death: restarting, then idle again; requests end with why. */
 	SA.st_idle = 0;
 	request(kp_msg_execute_request("consumer-session",
 	    "import os\nos.kill(os.getpid(), 9)", false, false));
