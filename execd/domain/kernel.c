@@ -156,6 +156,7 @@ struct kernel {
 	char				 int_id[33];	/* ... for this one */
 	unsigned			 int_sent;	/* before a restart */
 	struct request			*requests;
+	unsigned			 nrequests;	/* KERNEL_REQ_MAX */
 	struct kernel_sub		*subs;
 	unsigned			 nsubs;
 	unsigned			 delivering;	/* to subs, nested */
@@ -1035,6 +1036,7 @@ fail_pending(struct kernel *k, const char *why)
 			p->cb->done(k, NULL, why, p->arg);
 		free_pending(k, p);
 	}
+	k->nrequests = 0;
 	while ((q = k->requests) != NULL) {
 		k->requests = q->next;
 		if (q->cb != NULL && q->cb->reply != NULL)
@@ -1253,6 +1255,7 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
     const struct kernel_req_cb *cb, void *arg)
 {
 	struct request *q;
+	bool awaited;
 	int rc;
 
 	if (c != KP_SHELL && c != KP_CONTROL && c != KP_STDIN)
@@ -1261,11 +1264,16 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
 		return -EAGAIN;
 	if (k->state != K_READY || k->ch == NULL)
 		return -EPIPE;
+	awaited = cb != NULL && (cb->reply != NULL || cb->input != NULL);
+	/* A reply that never comes must not grow the list for ever. */
+	if (awaited && k->nrequests >= KERNEL_REQ_MAX)
+		return -ENOBUFS;
 	if ((rc = kp_chan_send(k->ch, c, m)) < 0)
 		return rc;
 	k->last_activity = loop_wall_ms();
-	if (cb == NULL || (cb->reply == NULL && cb->input == NULL))
+	if (!awaited)
 		return 0;
+	k->nrequests++;
 	q = xcalloc(1, sizeof(*q));
 	snprintf(q->id, sizeof(q->id), "%s", kp_msg_id(m));
 	q->cb = cb;
@@ -1284,6 +1292,7 @@ kernel_send_forget(struct kernel *k, const char *id)
 			struct request *q = *qq;
 
 			*qq = q->next;
+			k->nrequests--;
 			free(q);
 			return;
 		}
@@ -1316,6 +1325,7 @@ to_request(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m)
 	if (n < 6 || strcmp(type + n - 6, "_reply") != 0)
 		return false;
 	*qq = q->next;
+	k->nrequests--;
 	if (q->cb->reply != NULL)
 		q->cb->reply(k, m, NULL, q->arg);
 	free(q);

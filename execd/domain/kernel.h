@@ -181,11 +181,15 @@ int	kernel_restart(struct kernel *);	/* fresh process, same object */
  */
 void	kernel_shutdown(struct kernel *);
 
+/* Consumers' requests a kernel awaits replies to at once, at most. */
+#define KERNEL_REQ_MAX	1024
+
 /*
  * Sign and send a consumer's message m (not freed) on shell, control or
  * stdin; cb (NULL: nothing awaited) hears its reply and input requests.
  * 0, -EAGAIN while not ready, -EPIPE once dead, -EINVAL for a channel
- * other than those three, or -errno.
+ * other than those three, -ENOBUFS (nothing sent) when KERNEL_REQ_MAX
+ * requests await their replies already, or -errno.
  */
 int	kernel_send(struct kernel *, enum kp_chan_id, const struct kp_msg *m,
 	    const struct kernel_req_cb *cb, void *arg);
