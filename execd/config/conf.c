@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,8 +211,44 @@ static const char *const ignored[] = {
 	"jupyter-idle-poll-interval",
 };
 
+/*
+ * The options that are one number in a field of struct conf: a size
+ * (K, M, G suffixes) in a size_t, or a plain count in an unsigned, each
+ * within [lo, hi].
+ */
+static const struct num {
+	enum opt_id	 id;
+	bool		 size;		/* a size_t; else an unsigned */
+	size_t		 off;		/* of the field in struct conf */
+	unsigned long	 lo, hi;
+} nums[] = {
+#define SZ(o, f, l, h)	{ o, true, offsetof(struct conf, f), l, h }
+#define UN(o, f, l, h)	{ o, false, offsetof(struct conf, f), l, h }
+	SZ(O_MAX_BODY, max_body, 1, SIZE_MAX),
+	SZ(O_MAX_UPLOAD, max_upload, 0, SIZE_MAX),
+	SZ(O_STREAM_BUF, stream_cap, 4096, SIZE_MAX),
+	SZ(O_BODY_MIN_RATE, body_min_rate, 1, SIZE_MAX),
+	SZ(O_BODY_MEMORY, body_memory, 1, SIZE_MAX),
+	SZ(O_MAX_OUTPUT, max_output, 1, SIZE_MAX),
+	SZ(O_PTY_REPLAY, pty_replay, 4096, 1UL << 30),
+	UN(O_TIMEOUT, conn_timeout, 0, 86400),
+	UN(O_HEADER_TIMEOUT, header_timeout, 0, 86400),
+	UN(O_BODY_TIMEOUT, body_timeout, 0, 86400),
+	UN(O_MAX_HALF_OPEN, max_half_open, 0, 1000000),
+	UN(O_MAX_CONNS, max_conns, 1, 1000000),
+	UN(O_MAX_CONNS_IP, max_conns_per_ip, 0, 1000000),
+	UN(O_KERNEL_READY, kernel_ready_s, 1, 3600),
+	UN(O_PROXY_TIMEOUT, proxy_timeout, 0, 86400),
+	UN(O_BUSY_POLL, busy_poll_us, 0, 10000),
+	UN(O_IDLE, idle_s, 0, 30 * 86400),
+	UN(O_GRACE, grace_ms, 0, 3600000),
+#undef SZ
+#undef UN
+};
+
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define NIGNORED (sizeof(ignored) / sizeof(ignored[0]))
+#define NNUMS (sizeof(nums) / sizeof(nums[0]))
 _Static_assert(NOPTS <= CONF_MAX_OPTS, "CONF_MAX_OPTS is too small");
 
 static int	set(struct conf *, enum opt_id, const char *, char *, size_t);
@@ -366,6 +403,25 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].id == id)
 			name = opts[i].name;
+	for (const struct num *n = nums; n < nums + NNUMS; n++) {
+		size_t z = 0;
+
+		if (n->id != id)
+			continue;
+		if (n->size && parse_size(v, &z) < 0)
+			goto bad;
+		if (!n->size && parse_uint(v, n->hi, &u) < 0)
+			goto bad;
+		if (!n->size)
+			z = u;
+		if (z < n->lo || z > n->hi)
+			goto bad;
+		if (n->size)
+			*(size_t *)(void *)((char *)c + n->off) = z;
+		else
+			*(unsigned *)(void *)((char *)c + n->off) = (unsigned)z;
+		return 0;
+	}
 	switch (id) {
 	case O_LISTEN:
 		return parse_listen(c, v, err, errlen);
@@ -388,57 +444,6 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		if (log_level_parse(v, &c->log_level) < 0)
 			goto bad;
 		return 0;
-	case O_MAX_BODY:
-		if (parse_size(v, &c->max_body) < 0 || c->max_body == 0)
-			goto bad;
-		return 0;
-	case O_MAX_UPLOAD:
-		if (parse_size(v, &c->max_upload) < 0)
-			goto bad;
-		return 0;
-	case O_STREAM_BUF:
-		if (parse_size(v, &c->stream_cap) < 0 || c->stream_cap < 4096)
-			goto bad;
-		return 0;
-	case O_TIMEOUT:
-		if (parse_uint(v, 86400, &u) < 0)
-			goto bad;
-		c->conn_timeout = (unsigned)u;
-		return 0;
-	case O_HEADER_TIMEOUT:
-		if (parse_uint(v, 86400, &u) < 0)
-			goto bad;
-		c->header_timeout = (unsigned)u;
-		return 0;
-	case O_BODY_TIMEOUT:
-		if (parse_uint(v, 86400, &u) < 0)
-			goto bad;
-		c->body_timeout = (unsigned)u;
-		return 0;
-	case O_BODY_MIN_RATE:
-		if (parse_size(v, &c->body_min_rate) < 0 ||
-		    c->body_min_rate == 0)
-			goto bad;
-		return 0;
-	case O_MAX_HALF_OPEN:
-		if (parse_uint(v, 1000000, &u) < 0)
-			goto bad;
-		c->max_half_open = (unsigned)u;
-		return 0;
-	case O_BODY_MEMORY:
-		if (parse_size(v, &c->body_memory) < 0 || c->body_memory == 0)
-			goto bad;
-		return 0;
-	case O_MAX_CONNS:
-		if (parse_uint(v, 1000000, &u) < 0 || u == 0)
-			goto bad;
-		c->max_conns = (unsigned)u;
-		return 0;
-	case O_MAX_CONNS_IP:
-		if (parse_uint(v, 1000000, &u) < 0)
-			goto bad;
-		c->max_conns_per_ip = (unsigned)u;
-		return 0;
 	case O_RUNTIME_DIR:
 		if (v[0] != '/')
 			goto bad;
@@ -455,40 +460,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		else
 			goto bad;
 		return 0;
-	case O_KERNEL_READY:
-		if (parse_uint(v, 3600, &u) < 0 || u == 0)
-			goto bad;
-		c->kernel_ready_s = (unsigned)u;
-		return 0;
-	case O_MAX_OUTPUT:
-		if (parse_size(v, &c->max_output) < 0 || c->max_output == 0)
-			goto bad;
-		return 0;
-	case O_PROXY_TIMEOUT:
-		if (parse_uint(v, 86400, &u) < 0)
-			goto bad;
-		c->proxy_timeout = (unsigned)u;
-		return 0;
-	case O_BUSY_POLL:
-		if (parse_uint(v, 10000, &u) < 0)
-			goto bad;
-		c->busy_poll_us = (unsigned)u;
-		return 0;
-	case O_PTY_REPLAY:
-		if (parse_size(v, &c->pty_replay) < 0 ||
-		    c->pty_replay < 4096 || c->pty_replay > (1UL << 30))
-			goto bad;
-		return 0;
 	case O_POOL:
 		if (conf_pool_parse(v, NULL, 0) < 0)
 			goto bad;
 		free(c->pool);
 		c->pool = xstrdup(v);
-		return 0;
-	case O_IDLE:
-		if (parse_uint(v, 30 * 86400, &u) < 0)
-			goto bad;
-		c->idle_s = (unsigned)u;
 		return 0;
 	case O_SECCOMP:
 		if (sandbox_profile_parse(v, &c->sandbox.profile) < 0)
@@ -523,11 +499,6 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
 			goto bad;
 		c->cgroups_off = strcmp(v, "off") == 0;
-		return 0;
-	case O_GRACE:
-		if (parse_uint(v, 3600000, &u) < 0)
-			goto bad;
-		c->grace_ms = (unsigned)u;
 		return 0;
 	default:
 		return 0;
