@@ -7,7 +7,7 @@ WARN	= -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-qual \
 	  -Wformat=2 -Wwrite-strings -Wundef -Wvla -Wno-unused-parameter
 HARDEN	= -fstack-protector-strong -fPIE -D_FORTIFY_SOURCE=2
 OPT	?= -O2 -g
-PKGS	= libmicrohttpd libzmq jansson libcrypto libseccomp uuid yaml-0.1
+PKGS	= libmicrohttpd libzmq jansson libcrypto libseccomp yaml-0.1
 PIE_LD	= -pie
 # STATIC=1 (what `make static` runs after scripts/static-deps.sh): one
 # static-pie binary in build/static, with the libmicrohttpd and libzmq that

@@ -8,7 +8,7 @@
 set -eu
 
 build="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev"
+libjansson-dev libssl-dev libseccomp-dev libyaml-dev"
 run="python3 python3-ipykernel"
 # Kernels for tests/integration/test_kernels.py: IRkernel (R draws PNGs
 # with cairo, a dependency of r-base-core), octave_kernel (plots through

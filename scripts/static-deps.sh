@@ -38,12 +38,12 @@ sum=$(cksum <"$0")
 #   cmake           libzmq's build (its tarball has no configure script)
 #   pkg-config      how the Makefile finds the archives
 #   xz-utils        the source tarballs are .tar.xz
-#   libjansson-dev libssl-dev libseccomp-dev uuid-dev libyaml-dev
-#                   the static archives of the other five libraries
+#   libjansson-dev libssl-dev libseccomp-dev libyaml-dev
+#                   the static archives of the other four libraries
 #   file            the static build's test checks "static-pie linked"
 #   busybox-static  /bin/sh in the empty root the static binary is tested in
 pkgs="dpkg-dev build-essential g++ cmake pkg-config xz-utils libjansson-dev
-libssl-dev libseccomp-dev uuid-dev libyaml-dev file busybox-static"
+libssl-dev libseccomp-dev libyaml-dev file busybox-static"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
