@@ -38,6 +38,7 @@
  */
 struct item {
 	struct item		*next;
+	uint64_t		 seq;		/* once taken */
 	int			 which;
 	struct sse_event	 ev;
 	json_t			*json;		/* ev's results or error */
@@ -54,12 +55,15 @@ struct run {
 	struct context		*ctx;
 	run_notify_cb		*notify;
 	void			*arg;
-	size_t			 max_output, max_queue;
+	size_t			 max_output, max_queue, max_replay;
 	long long		 timeout_ms;
 	uint64_t		 t0;
 	struct list		 q;		/* events the reader may take */
 	struct list		 line;		/* what waits */
 	struct item		*taken;		/* the event run_next gave */
+	struct list		 kept;		/* taken before, for replay */
+	size_t			 kept_bytes;
+	uint64_t		 seq;		/* of the last event taken */
 	size_t			 q_bytes;	/* of events in q */
 	size_t			 ev_bytes;	/* of events in line */
 	size_t			 t_bytes, t_mem;	/* of text in line */
@@ -88,6 +92,8 @@ static void	 line_move(struct run *);
 static void	 line_trim(struct run *, size_t);
 static void	 line_finish(struct run *);
 static void	 overflow(struct run *);
+static void	 keep(struct run *, struct item *);
+static void	 list_append(struct list *, struct item *);
 static struct item *item_pop(struct list *);
 static void	 item_free(struct item *);
 static void	 list_free(struct list *);
@@ -107,6 +113,7 @@ run_new(struct context *c, const struct run_opts *o, run_notify_cb *cb,
 	r->arg = arg;
 	r->max_output = o->max_output;
 	r->max_queue = o->max_queue;
+	r->max_replay = o->max_replay;
 	r->timeout_ms = o->timeout_ms;
 	r->t0 = loop_now_ms();
 	r->in_new = true;
@@ -128,7 +135,7 @@ run_next(struct run *r, struct sse_event *ev)
 {
 	struct item *t;
 
-	item_free(r->taken);
+	keep(r, r->taken);
 	r->taken = NULL;
 	if (r->overflowed)
 		return RUN_OVERFLOW;
@@ -138,9 +145,49 @@ run_next(struct run *r, struct sse_event *ev)
 	if ((t = item_pop(&r->q)) == NULL)
 		return r->ended && r->line.first == NULL ? RUN_END : RUN_WAIT;
 	r->q_bytes -= t->cost;
+	if (t->seq == 0)	/* not a replay */
+		t->seq = ++r->seq;
 	r->taken = t;
 	*ev = t->ev;
+	ev->seq = t->seq;
 	return RUN_EVENT;
+}
+
+/*
+ * The kept events after seq go back to the front of the queue, in order.
+ * They are counted in the queue again, so a replay far behind the run
+ * is bounded as a slow reader is.
+ */
+int
+run_replay(struct run *r, uint64_t seq)
+{
+	struct list back = { NULL, NULL };
+	struct item *t;
+
+	keep(r, r->taken);
+	r->taken = NULL;
+	if (seq > r->seq)
+		return -EINVAL;
+	if (seq == r->seq)
+		return 0;
+	if (r->kept.first == NULL || r->kept.first->seq > seq + 1)
+		return -ERANGE;
+	while ((t = item_pop(&r->kept)) != NULL) {
+		r->kept_bytes -= t->cost;
+		if (t->seq <= seq) {
+			item_free(t);
+			continue;
+		}
+		list_append(&back, t);
+		r->q_bytes += t->cost;
+	}
+	if (back.last != NULL) {
+		back.last->next = r->q.first;
+		if (r->q.first == NULL)
+			r->q.last = back.last;
+		r->q.first = back.first;
+	}
+	return 0;
 }
 
 int
@@ -160,8 +207,28 @@ run_free(struct run *r)
 		context_run_forget(r->ctx, r);
 	list_free(&r->q);
 	list_free(&r->line);
+	list_free(&r->kept);
 	item_free(r->taken);
 	free(r);
+}
+
+/* Keep a taken event for replay, the oldest going past max_replay. */
+static void
+keep(struct run *r, struct item *t)
+{
+	if (t == NULL)
+		return;
+	if (r->max_replay == 0) {
+		item_free(t);
+		return;
+	}
+	list_append(&r->kept, t);
+	r->kept_bytes += t->cost;
+	while (r->kept_bytes > r->max_replay &&
+	    (t = item_pop(&r->kept)) != NULL) {
+		r->kept_bytes -= t->cost;
+		item_free(t);
+	}
 }
 
 /* Tell the reader, unless it is still in run_new's caller. */
@@ -387,7 +454,8 @@ overflow(struct run *r)
 {
 	list_free(&r->q);
 	list_free(&r->line);
-	r->q_bytes = r->ev_bytes = r->t_bytes = r->t_mem = 0;
+	list_free(&r->kept);
+	r->q_bytes = r->ev_bytes = r->t_bytes = r->t_mem = r->kept_bytes = 0;
 	r->overflowed = r->ended = r->finishing = true;
 }
 

@@ -22,6 +22,13 @@
  * faster than the reader takes them) drop everything held and end the
  * run's events with RUN_OVERFLOW.
  *
+ * Every event the reader takes has a sequence number (ev->seq: 1, 2, ...
+ * in the order taken).  A reader that lost what it took (its client went
+ * away mid-stream and came back with the last number it saw) asks for the
+ * events after that number again with run_replay(); the run keeps the
+ * most recent taken events for that, up to max_replay bytes (0: none, and
+ * nothing is kept).
+ *
  * How events are framed on a wire (sse_fmt.h) is the reader's business.
  * Loop thread only.
  */
@@ -29,6 +36,7 @@
 #define EXECD_RUN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../../sse/sse_fmt.h"
 
@@ -42,6 +50,7 @@ struct run_opts {
 	long long	 timeout_ms;	/* 0: none */
 	size_t		 max_output;	/* text bytes kept, head and tail */
 	size_t		 max_queue;	/* other bytes that may wait */
+	size_t		 max_replay;	/* taken events kept; 0: none */
 };
 
 /* What run_next() says. */
@@ -69,6 +78,13 @@ struct run	*run_new(struct context *c, const struct run_opts *o,
  * or run_free(): RUN_EVENT, RUN_WAIT, RUN_END or RUN_OVERFLOW.
  */
 int		 run_next(struct run *, struct sse_event *ev);
+/*
+ * Take the events after sequence number seq again: the next run_next()
+ * gives seq + 1 (0: from the first event).  0, -ERANGE when an event
+ * after seq is no longer kept (nothing changes), -EINVAL when seq is
+ * past the last event taken.  Invalidates the event run_next() gave.
+ */
+int		 run_replay(struct run *, uint64_t seq);
 /* Interrupt the run's code.  0, -ESRCH when it no longer runs, -errno. */
 int		 run_interrupt(struct run *);
 /*

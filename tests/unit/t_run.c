@@ -31,6 +31,7 @@ static char			 dir[] = "/tmp/t_run.XXXXXX";
 /* What a reader took from a run. */
 struct seen {
 	char	 type[MAX_EV][24];
+	uint64_t seq[MAX_EV];
 	int	 n;
 	char	 out[1 << 15];	/* stdout text, in order */
 	char	 err[1 << 15];	/* stderr text, in order */
@@ -45,6 +46,7 @@ struct seen {
 
 static struct seen	 S;
 static struct run	*R;
+static size_t		 replay_bytes;	/* run_opts.max_replay of start() */
 
 static void
 add(char *to, size_t *n, size_t cap, const char *p, size_t len)
@@ -65,9 +67,11 @@ drain(void)
 	int rc;
 
 	while ((rc = run_next(R, &ev)) == RUN_EVENT) {
-		if (S.n < MAX_EV)
+		if (S.n < MAX_EV) {
+			S.seq[S.n] = ev.seq;
 			snprintf(S.type[S.n++], sizeof(S.type[0]), "%s",
 			    ev.type);
+		}
 		if (strcmp(ev.type, "stdout") == 0)
 			add(S.out, &S.nout, sizeof(S.out), ev.text,
 			    ev.text_len);
@@ -187,7 +191,8 @@ start(struct context *c, const char *code, long long timeout_ms,
     size_t max_output, bool reading)
 {
 	struct run_opts o = { .code = code, .timeout_ms = timeout_ms,
-	    .max_output = max_output, .max_queue = 1 << 20 };
+	    .max_output = max_output, .max_queue = 1 << 20,
+	    .max_replay = replay_bytes };
 
 	memset(&S, 0, sizeof(S));
 	S.reading = reading;
@@ -351,6 +356,66 @@ test_bash_free_while_running(void)
 }
 
 /* A kernel's result, count first; then its timeout and an interrupt. */
+/*
+ * Events are numbered 1, 2, ... as taken; the kept ones are taken again
+ * after any number the reader saw, with the same numbers; a number never
+ * given, or one whose successors are no longer kept, is refused.
+ */
+static void
+test_bash_replay(void)
+{
+	struct context *c = ctx_new("bash");
+	struct seen first;
+
+	if (c == NULL)
+		return;
+	replay_bytes = 1 << 20;
+	start(c, "echo one; echo two >&2; false", 0, 1 << 20, true);
+	T_OK(wait_until(over, 30000));
+	first = S;
+	T_OK(first.n >= 6);	/* init, 2 texts, status, error, complete */
+	for (int i = 0; i < first.n; i++)
+		T_EQ_INT((long long)first.seq[i], i + 1);
+	T_EQ_INT(run_replay(R, (uint64_t)first.n + 1), -EINVAL);
+
+	memset(&S, 0, sizeof(S));
+	T_EQ_INT(run_replay(R, 0), 0);
+	drain();
+	T_EQ_INT(S.status, RUN_END);
+	T_EQ_INT(S.n, first.n);
+	for (int i = 0; i < first.n; i++) {
+		T_EQ_STR(S.type[i], first.type[i]);
+		T_EQ_INT((long long)S.seq[i], (long long)first.seq[i]);
+	}
+	T_EQ_STR(S.out, "one\n");
+	T_EQ_STR(S.err, "two\n");
+
+	memset(&S, 0, sizeof(S));
+	T_EQ_INT(run_replay(R, 2), 0);
+	drain();
+	T_EQ_INT(S.n, first.n - 2);
+	T_EQ_INT((long long)S.seq[0], 3);
+	T_EQ_STR(S.type[S.n - 1], "execution_complete");
+	run_free(R);
+
+	/* A bound of a few events: only the last ones come again. */
+	replay_bytes = 200;
+	start(c, "echo one; echo two >&2; false", 0, 1 << 20, true);
+	T_OK(wait_until(over, 30000));
+	first = S;
+	T_EQ_INT(run_replay(R, 0), -ERANGE);
+	memset(&S, 0, sizeof(S));
+	T_EQ_INT(run_replay(R, (uint64_t)first.n - 1), 0);
+	drain();
+	T_EQ_INT(S.n, 1);
+	T_EQ_STR(S.type[0], "execution_complete");
+	T_EQ_INT((long long)S.seq[0], first.n);
+	run_free(R);
+	R = NULL;
+	replay_bytes = 0;
+	context_delete(c);
+}
+
 static void
 test_python_result_timeout_interrupt(void)
 {
@@ -451,6 +516,7 @@ static const struct t_case cases[] = {
 	{ "bash cut, read at the end", test_bash_cut_read_at_the_end },
 	{ "bash timeout", test_bash_timeout },
 	{ "bash run freed while running", test_bash_free_while_running },
+	{ "bash events replayed after a number", test_bash_replay },
 	{ "python result, timeout, interrupt",
 	    test_python_result_timeout_interrupt },
 	{ "python overflow of an unread run", test_python_overflow },

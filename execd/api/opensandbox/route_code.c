@@ -191,6 +191,7 @@ on_pull(struct buf *out, void *arg)
 	int rc;
 
 	while ((rc = run_next(s->run, &ev)) == RUN_EVENT) {
+		ev.seq = 0;	/* upstream's /code events carry none */
 		sse_fmt_event(out, &ev);
 		if (out->len - start >= FEED_CHUNK)
 			return FEED_MORE;
