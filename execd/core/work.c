@@ -7,7 +7,9 @@
  * clients can hold at most all workers but one.  Workers sleep on a
  * condition variable; a finished job is
  * moved to the second list and an eventfd on the loop is bumped, and the
- * loop thread runs the done callbacks.  Nothing else is shared.
+ * loop thread runs the done callbacks.  Nothing else is shared.  A job
+ * submitted by a thread acting as another user (cred.h) runs, and has its
+ * done called, as that user too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cred.h"
 #include "log.h"
 #include "loop.h"
 #include "work.h"
@@ -32,6 +35,7 @@ struct item {
 	work_done_cb	*done;
 	void		*arg;
 	bool		 heavy;
+	struct cred	*cred;	/* the submitter's identity, or NULL */
 	struct item	*next;
 };
 
@@ -60,6 +64,7 @@ static void	 submit(work_fn *, work_done_cb *, void *, bool);
 static void	*worker(void *);
 static void	 finished(struct loop *, int, void *, int, void *);
 static void	 run_done(void);
+static void	 take_cred(const struct item *);
 
 static void
 push(struct itemq *q, struct item *j)
@@ -101,6 +106,22 @@ take(struct itemq *q)
 	return NULL;
 }
 
+/*
+ * Act as the job's submitter did (cred.h).  The submitting thread held
+ * this very identity a moment ago, so failing to take it means the
+ * process changed under us: never run the job as execd instead.
+ */
+static void
+take_cred(const struct item *j)
+{
+	int rc;
+
+	if ((rc = cred_enter(j->cred)) < 0)
+		fatalx("work: cannot act as uid %lu gid %lu: %s",
+		    (unsigned long)j->cred->uid, (unsigned long)j->cred->gid,
+		    strerror(-rc));
+}
+
 /* A worker: run jobs until told to stop and none it may run is left. */
 static void *
 worker(void *unused)
@@ -121,7 +142,9 @@ worker(void *unused)
 		if (j->heavy)
 			W.heavy_running++;
 		pthread_mutex_unlock(&W.mu);
+		take_cred(j);
 		j->fn(j->arg);
+		cred_leave(j->cred);
 		pthread_mutex_lock(&W.mu);
 		if (j->heavy) {
 			W.heavy_running--;
@@ -174,6 +197,7 @@ submit(work_fn *fn, work_done_cb *done, void *arg, bool heavy)
 	j->done = done;
 	j->arg = arg;
 	j->heavy = heavy;
+	j->cred = cred_dup_current();
 	pthread_mutex_lock(&W.mu);
 	if (W.nthreads == 0)
 		fatalx("work_submit before work_init");
@@ -223,7 +247,10 @@ run_done(void)
 		pthread_mutex_unlock(&W.mu);
 		if (j == NULL)
 			return;
+		take_cred(j);
 		j->done(j->arg);
+		cred_leave(j->cred);
+		free(j->cred);
 		free(j);
 	}
 }

@@ -8,6 +8,8 @@
  * they were submitted, except that heavy jobs (work_submit_heavy) never
  * take every worker: one that would waits, and later jobs pass it.  With
  * several workers, jobs may end in any order.
+ * A job submitted while the thread acts as another user (cred.h) runs,
+ * and has its done called, as that user.
  * work_init, work_submit, work_submit_heavy and work_shutdown: loop
  * thread only.
  */

@@ -1,0 +1,300 @@
+/*
+ * cred.c -- a thread acting as another user for a while (see cred.h).
+ *
+ * Why a thread and not a forked worker: the file routes already run their
+ * blocking work on the worker pool (work.c) and the rest in short steps on
+ * the loop thread, and a file they open stays theirs to read and write
+ * (downloads stream from it, uploads into it).  Giving those same threads
+ * the user's credentials around each step lets every handler run as it is,
+ * with the kernel checking each open, mkdir, rename, unlink, chmod and
+ * chown against the user -- nothing here or in the routes guesses what the
+ * kernel would allow.  A forked process per request would need each
+ * answer, and each open descriptor, shipped back.
+ *
+ * Linux keeps credentials per thread; glibc's setresuid() and friends
+ * make every thread of the process follow (they signal each one), which
+ * is why the raw system calls are used.  Only the calling thread changes.
+ *
+ * What a thread takes: the supplementary groups, then the effective gid,
+ * then the effective uid (the filesystem ids follow the effective ones).
+ * The real and saved ids stay execd's.  So:
+ *  - leaving the effective uid 0 clears the thread's effective
+ *    capabilities (CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_FOWNER, ...), which
+ *    cred_enter() checks: a non-root identity with any effective
+ *    capability left (a securebits setting could keep them) is refused;
+ *  - the permitted set is kept (the saved uid is still 0), which is what
+ *    lets cred_leave() come back; that code is execd's, never the user's;
+ *  - with the real and saved uid still 0, processes of that user can
+ *    neither signal execd nor trace the thread meanwhile (the kernel asks
+ *    for a match on the real or saved uid, and on all three for ptrace).
+ * A credential change resets the process's dumpable flag to the system's
+ * suid_dumpable; execd keeps itself not dumpable (main.c), so the flag is
+ * set again after every change.
+ *
+ * A thread that cannot give an identity back would go on as that user or
+ * worse: cred_leave() then stops execd.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cred.h"
+#include "log.h"
+#include "xmalloc.h"
+
+/* The 32-bit id calls where the plain ones take 16-bit ids. */
+#ifdef SYS_setresuid32
+#define SYS_SETRESUID	SYS_setresuid32
+#define SYS_SETRESGID	SYS_setresgid32
+#define SYS_SETGROUPS	SYS_setgroups32
+#else
+#define SYS_SETRESUID	SYS_setresuid
+#define SYS_SETRESGID	SYS_setresgid
+#define SYS_SETGROUPS	SYS_setgroups
+#endif
+
+#define PWBUF_MAX	(1024 * 1024)	/* a passwd entry's strings */
+
+/* The calling thread's identity, and what it gives back. */
+static __thread struct {
+	struct cred	 cur;
+	unsigned	 depth;		/* 0: acting as execd */
+	bool		 switched;	/* ids changed (not already these) */
+	uid_t		 euid;
+	gid_t		 egid;
+	size_t		 ngroups;
+	gid_t		 groups[CRED_NGROUPS];
+} T;
+
+static bool	 same_groups(const gid_t *, size_t, const gid_t *, size_t);
+static bool	 same_cred(const struct cred *, const struct cred *);
+static int	 caps_effective(bool *);
+static void	 keep_undumpable(void);
+
+/* Whether two group lists hold the same ids (as sets). */
+static bool
+same_groups(const gid_t *a, size_t na, const gid_t *b, size_t nb)
+{
+	size_t i, j;
+
+	for (i = 0; i < na; i++) {
+		for (j = 0; j < nb && b[j] != a[i]; j++)
+			;
+		if (j == nb)
+			return false;
+	}
+	for (j = 0; j < nb; j++) {
+		for (i = 0; i < na && a[i] != b[j]; i++)
+			;
+		if (i == na)
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_cred(const struct cred *a, const struct cred *b)
+{
+	return a->uid == b->uid && a->gid == b->gid &&
+	    same_groups(a->groups, a->ngroups, b->groups, b->ngroups);
+}
+
+/* Whether the calling thread holds any effective capability. */
+static int
+caps_effective(bool *any)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	*any = false;
+	for (size_t i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		if (d[i].effective != 0)
+			*any = true;
+	return 0;
+}
+
+static void
+keep_undumpable(void)
+{
+	(void)prctl(PR_SET_DUMPABLE, 0);
+}
+
+/* Look an identity up; see cred.h. */
+int
+cred_lookup(uid_t uid, gid_t gid, struct cred *out, char *err,
+    size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	size_t len = 1024;
+	char *buf = NULL;
+	int rc, n;
+
+	memset(out, 0, sizeof(*out));
+	out->uid = uid;
+	out->gid = gid;
+	for (;;) {
+		buf = xmalloc(len);
+		rc = getpwuid_r(uid, &pw, buf, len, &res);
+		if (rc != ERANGE || len >= PWBUF_MAX)
+			break;
+		free(buf);
+		len *= 2;
+	}
+	/* Not found may also be said with one of these (getpwuid_r(3)). */
+	if (rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM)
+		rc = 0, res = NULL;
+	if (rc != 0) {
+		snprintf(err, errlen, "lookup filesystem user %lu: %s",
+		    (unsigned long)uid, strerror(rc));
+		free(buf);
+		return -rc;
+	}
+	if (res == NULL) {
+		/* No account: no groups of its own, and "/" for "~". */
+		snprintf(out->home, sizeof(out->home), "/");
+		free(buf);
+		return 0;
+	}
+	if (strlen(pw.pw_dir) >= sizeof(out->home)) {
+		snprintf(err, errlen, "lookup filesystem user %lu: home "
+		    "directory too long", (unsigned long)uid);
+		free(buf);
+		return -ENAMETOOLONG;
+	}
+	snprintf(out->home, sizeof(out->home), "%s",
+	    pw.pw_dir[0] == '/' ? pw.pw_dir : "/");
+	n = CRED_NGROUPS;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, out->groups, &n) < 0) {
+		snprintf(err, errlen, "lookup filesystem groups of %s: more "
+		    "than %d groups", pw.pw_name, CRED_NGROUPS);
+		free(buf);
+		return -E2BIG;
+	}
+	out->ngroups = (size_t)n;
+	free(buf);
+	return 0;
+}
+
+/* Take c on this thread; see cred.h. */
+int
+cred_enter(const struct cred *c)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	bool any = false;
+	int n, rc;
+
+	if (c == NULL)
+		return 0;
+	if (T.depth > 0) {
+		if (!same_cred(&T.cur, c))
+			return -EBUSY;
+		T.depth++;
+		return 0;
+	}
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+		return -errno;
+	if ((n = getgroups(CRED_NGROUPS, T.groups)) < 0)
+		return -errno;
+	T.euid = eu;
+	T.egid = eg;
+	T.ngroups = (size_t)n;
+	T.switched = !(eu == c->uid && eg == c->gid &&
+	    same_groups(T.groups, T.ngroups, c->groups, c->ngroups));
+	if (T.switched) {
+		if (syscall(SYS_SETGROUPS, c->ngroups, c->groups) < 0)
+			return -errno;
+		if (syscall(SYS_SETRESGID, -1, c->gid, -1) < 0) {
+			rc = -errno;
+			goto undo_groups;
+		}
+		if (syscall(SYS_SETRESUID, -1, c->uid, -1) < 0) {
+			rc = -errno;
+			goto undo_gid;
+		}
+		keep_undumpable();
+	}
+	if (c->uid != 0) {
+		if ((rc = caps_effective(&any)) == 0 && any)
+			rc = -EPERM;
+		if (rc < 0) {
+			if (!T.switched)
+				return rc;
+			if (syscall(SYS_SETRESUID, -1, T.euid, -1) < 0)
+				fatal("cannot take uid %lu back",
+				    (unsigned long)T.euid);
+			keep_undumpable();
+			goto undo_gid;
+		}
+	}
+	T.cur = *c;
+	T.depth = 1;
+	return 0;
+undo_gid:
+	if (syscall(SYS_SETRESGID, -1, T.egid, -1) < 0)
+		fatal("cannot take gid %lu back", (unsigned long)T.egid);
+undo_groups:
+	if (syscall(SYS_SETGROUPS, T.ngroups, T.groups) < 0)
+		fatal("cannot take the supplementary groups back");
+	return rc;
+}
+
+/* Give the identity back; see cred.h. */
+void
+cred_leave(const struct cred *c)
+{
+	if (c == NULL)
+		return;
+	if (T.depth == 0)
+		fatalx("leaving an identity never entered");
+	if (--T.depth > 0)
+		return;
+	if (T.switched) {
+		/* The uid first: back at 0, the thread may set the rest. */
+		if (syscall(SYS_SETRESUID, -1, T.euid, -1) < 0)
+			fatal("cannot take uid %lu back",
+			    (unsigned long)T.euid);
+		if (syscall(SYS_SETRESGID, -1, T.egid, -1) < 0)
+			fatal("cannot take gid %lu back",
+			    (unsigned long)T.egid);
+		if (syscall(SYS_SETGROUPS, T.ngroups, T.groups) < 0)
+			fatal("cannot take the supplementary groups back");
+		keep_undumpable();
+		T.switched = false;
+	}
+}
+
+const struct cred *
+cred_current(void)
+{
+	return T.depth > 0 ? &T.cur : NULL;
+}
+
+struct cred *
+cred_dup_current(void)
+{
+	struct cred *c;
+
+	if (T.depth == 0)
+		return NULL;
+	c = xmalloc(sizeof(*c));
+	*c = T.cur;
+	return c;
+}
+
+const char *
+cred_home(void)
+{
+	return T.depth > 0 ? T.cur.home : NULL;
+}

@@ -1,0 +1,57 @@
+/*
+ * cred.h -- running a stretch of execd's own code as another user: one
+ * thread takes a uid, a gid and supplementary groups for a while, so that
+ * the kernel decides every file access of that stretch as it would for
+ * that user, then gives them back.
+ *
+ * Credentials are per thread here: cred_enter() changes only the calling
+ * thread's (see cred.c for why, and what stays as it was).  A thread has
+ * at most one identity at a time; a nested enter must name the same one.
+ * The identity is also the thread's "current" one, which work.c carries
+ * to the jobs a thread submits meanwhile (and their done callbacks).
+ * Any thread.
+ */
+#ifndef EXECD_CRED_H
+#define EXECD_CRED_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define CRED_NGROUPS	1024	/* supplementary groups one identity may hold */
+
+/* An identity to act as.  Plain data: copy it freely. */
+struct cred {
+	uid_t	 uid;
+	gid_t	 gid;
+	size_t	 ngroups;
+	gid_t	 groups[CRED_NGROUPS];	/* supplementary, as the account's */
+	char	 home[PATH_MAX];	/* what "~" means; "/" when unknown */
+};
+
+/*
+ * The identity of uid with gid as its group: the account's groups and
+ * home from the user database; a uid the database does not know gets no
+ * supplementary groups and "/" as its home.  0, or -errno with why in err
+ * (the look-up failed, or the account has too many groups).  May block on
+ * the user database.
+ */
+int	 cred_lookup(uid_t uid, gid_t gid, struct cred *out, char *err,
+	    size_t errlen);
+/*
+ * Take c on the calling thread (NULL: nothing).  0, or -errno with the
+ * thread unchanged: not privileged to take it, or a non-root identity
+ * that would keep an effective capability (-EPERM).
+ */
+int	 cred_enter(const struct cred *c);
+/* Give back what the matching cred_enter(c) took (NULL: nothing). */
+void	 cred_leave(const struct cred *c);
+/* The calling thread's identity, NULL when it acts as execd. */
+const struct cred *cred_current(void);
+/* A heap copy of cred_current(), or NULL; free() it. */
+struct cred *cred_dup_current(void);
+/* Where "~" points for the calling thread's identity; NULL: execd's. */
+const char *cred_home(void);
+
+#endif
