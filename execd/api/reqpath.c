@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../fs/fs_path.h"
+#include "../core/cred.h"
 #include "../core/xmalloc.h"
 #include "../transport/http.h"
 #include "reqpath.h"
@@ -25,7 +26,8 @@ reqpath_resolve(struct http_req *req, const char *in, char *out,
 
 	/* The text form of a name that is not UTF-8 (fs_path.h). */
 	fs_path_unescape(raw);
-	rc = fs_path_resolve(raw, strlen(raw), NULL, out, outlen);
+	/* "~" is the home of the user the request acts as (cred.h). */
+	rc = fs_path_resolve(raw, strlen(raw), cred_home(), out, outlen);
 	free(raw);
 	if (rc == 0)
 		return 0;

@@ -42,6 +42,7 @@ struct http_req;
 #define HTTP_E_TIMEOUT		"TIMEOUT"
 #define HTTP_E_UNAVAILABLE	"UNAVAILABLE"
 #define HTTP_E_BUSY		"SERVER_BUSY"
+#define HTTP_E_IDENTITY		"FILESYSTEM_IDENTITY_UNAVAILABLE"
 
 struct http_conf {
 	const char	*addr;		/* numeric IPv4 or IPv6 address */

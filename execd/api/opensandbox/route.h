@@ -78,6 +78,22 @@ void	route_files_upload(struct http_req *);
 /* route_download.c: a file's bytes, a byte range or a window of lines. */
 void	route_files_download(struct http_req *);
 
+/*
+ * route_fs_as.c: /v1/filesystem/{uid}/{gid}/..., the routes above run as
+ * that user (one per route, named after it).
+ */
+void	route_files_info_as(struct http_req *);
+void	route_files_delete_as(struct http_req *);
+void	route_files_perms_as(struct http_req *);
+void	route_files_move_as(struct http_req *);
+void	route_files_search_as(struct http_req *);
+void	route_files_replace_as(struct http_req *);
+void	route_files_upload_as(struct http_req *);
+void	route_files_download_as(struct http_req *);
+void	route_dirs_list_as(struct http_req *);
+void	route_dirs_make_as(struct http_req *);
+void	route_dirs_delete_as(struct http_req *);
+
 /* route_archive.c: a directory streamed as tar. */
 void	route_files_archive(struct http_req *);
 

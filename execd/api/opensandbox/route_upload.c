@@ -11,6 +11,11 @@
  * worker thread (http_req_work).  Not for downloads (route_download.c)
  * nor for writing files from a JSON body (route_fs.c).  Loop thread only,
  * but for that job's fn.
+ *
+ * Under /v1/filesystem/{uid}/{gid} (route_fs_as.c) the handler runs as
+ * that user; the upload keeps the identity and takes it again around each
+ * later step on the loop thread (the body's bytes, its end, an abort), so
+ * that every file is opened, created and removed as that user.
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,6 +29,8 @@
 #include "../../../fs/fs_ops.h"
 #include "../../../fs/fs_path.h"
 #include "../../../util/buf.h"
+#include "../../core/cred.h"
+#include "../../core/log.h"
 #include "../../core/xmalloc.h"
 #include "../../transport/body.h"
 #include "../../transport/http.h"
@@ -64,6 +71,7 @@ struct upload {
 	struct fs_atomic	*files;		/* one per file part */
 	size_t			 nfiles;
 	mode_t			 newmode;	/* for files created */
+	struct cred		*cred;	/* the user it acts as, or NULL */
 	/* The first failure, answered by the sink. */
 	int			 rc;
 	unsigned		 status;	/* 0: from rc */
@@ -78,6 +86,7 @@ static int	 up_feed(struct http_req *, const char *, size_t, void *);
 static void	 up_end(struct http_req *, void *);
 static void	 up_abort(void *);
 static void	 up_free(struct upload *);
+static void	 end_body(struct http_req *, struct upload *);
 static void	 up_commit(void *);
 static void	 up_committed(struct http_req *, void *);
 static int	 up_fail(struct upload *, unsigned, const char *,
@@ -145,6 +154,7 @@ route_files_upload(struct http_req *req)
 	umask(um);
 	up->newmode = 0777 & ~um;	/* upstream: 0755 under umask 022 */
 	up->mp = mp_new(boundary, &up_cbs, up);
+	up->cred = cred_dup_current();
 	http_req_sink(req, up_feed, up_end, up_abort, up);
 }
 
@@ -243,7 +253,7 @@ up_end_part(void *arg)
 		return up_fail(up, 400, E_META, "metadata path is empty");
 	}
 	if (fs_path_resolve(path, json_string_length(json_object_get(v,
-	    "path")), NULL, t.path, sizeof(t.path)) < 0) {
+	    "path")), cred_home(), t.path, sizeof(t.path)) < 0) {
 		up_fail(up, 400, E_META, "invalid metadata path '%s': paths "
 		    "must be absolute or start with ~", path);
 		json_decref(v);
@@ -290,14 +300,20 @@ up_feed(struct http_req *req, const char *p, size_t n, void *arg)
 	struct upload *up = arg;
 	int rc;
 
+	if ((rc = cred_enter(up->cred)) < 0) {
+		http_reply_error(req, 503, HTTP_E_IDENTITY, "cannot act as "
+		    "uid %lu gid %lu: %s", (unsigned long)up->cred->uid,
+		    (unsigned long)up->cred->gid, strerror(-rc));
+		return -1;
+	}
 	if ((rc = mp_feed(up->mp, p, n)) < 0) {
 		if (up->rc == 0)
 			up_fail(up, 400, E_FILE,
 			    "malformed multipart body: %s", mp_error(up->mp));
 		up_reply(req, up);
-		return -1;
 	}
-	return 0;
+	cred_leave(up->cred);
+	return rc < 0 ? -1 : 0;
 }
 
 /* The whole body is in: check the pairs, then put every file in place. */
@@ -305,7 +321,26 @@ static void
 up_end(struct http_req *req, void *arg)
 {
 	struct upload *up = arg;
+	struct cred *c = up->cred;
+	int rc;
 
+	if ((rc = cred_enter(c)) < 0) {
+		http_reply_error(req, 503, HTTP_E_IDENTITY, "cannot act as "
+		    "uid %lu gid %lu: %s", (unsigned long)c->uid,
+		    (unsigned long)c->gid, strerror(-rc));
+		up_free(up);	/* its temporaries go as execd: ours */
+		return;
+	}
+	up->cred = NULL;	/* up_free() runs as c */
+	end_body(req, up);
+	cred_leave(c);
+	free(c);
+}
+
+/* up_end() as the upload's user. */
+static void
+end_body(struct http_req *req, struct upload *up)
+{
 	if (mp_finish(up->mp) < 0)
 		up_fail(up, 400, E_FILE, "malformed multipart body: %s",
 		    mp_error(up->mp));
@@ -324,6 +359,7 @@ up_end(struct http_req *req, void *arg)
 		return;
 	}
 	/* Syncing and renaming may take a while: on a worker. */
+	up->cred = cred_dup_current();
 	http_req_work(req, 0, NULL, up_commit, up_committed, up);
 }
 
@@ -367,7 +403,22 @@ up_committed(struct http_req *req, void *arg)
 static void
 up_abort(void *arg)
 {
-	up_free(arg);
+	struct upload *up = arg;
+	struct cred *c = up->cred;
+	int rc;
+
+	if ((rc = cred_enter(c)) < 0) {
+		log_warnx("upload: cannot act as uid %lu gid %lu to remove "
+		    "its temporaries: %s", (unsigned long)c->uid,
+		    (unsigned long)c->gid, strerror(-rc));
+	} else {
+		up->cred = NULL;
+		up_free(up);
+		cred_leave(c);
+		free(c);
+		return;
+	}
+	up_free(up);
 }
 
 /* Free everything; temporaries not committed are removed. */
@@ -380,5 +431,6 @@ up_free(struct upload *up)
 	free(up->targets);
 	buf_reset(&up->meta);
 	mp_free(up->mp);
+	free(up->cred);
 	free(up);
 }
