@@ -21,6 +21,7 @@
  * uid does (the static build reads only the files).  Loop thread only.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,25 +35,28 @@
 static int	 id_param(struct http_req *, const char *, unsigned long *);
 static void	 as_user(struct http_req *, http_handler *);
 
-/* The {name} segment as an id; on failure reply 400 and return -1. */
+/*
+ * The {name} segment as an id (http_parse_uint()'s form); on failure
+ * reply 400, in upstream's words for each case, and return -1.
+ */
 static int
 id_param(struct http_req *req, const char *name, unsigned long *out)
 {
 	const char *s = http_req_param(req, name);
-	size_t len = s != NULL ? strlen(s) : 0;
+	uint64_t v;
 
-	if (len == 0 || strspn(s, "0123456789") != len) {
+	if (s != NULL && http_parse_uint(s, ID_MAX, &v) == 0) {
+		*out = (unsigned long)v;
+		return 0;
+	}
+	if (s == NULL || s[0] == '\0' || strspn(s, "0123456789") !=
+	    strlen(s))
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid %s: identity "
 		    "must be a decimal integer", name);
-		return -1;
-	}
-	/* More than ten digits is past ID_MAX whatever they are. */
-	if (len > 10 || (*out = strtoul(s, NULL, 10)) > ID_MAX) {
+	else
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid %s: identity "
 		    "must be between 0 and %lu", name, ID_MAX);
-		return -1;
-	}
-	return 0;
+	return -1;
 }
 
 /* Run fn for req as the user its path names. */
