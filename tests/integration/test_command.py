@@ -899,36 +899,3 @@ def test_code_without_language_is_a_shell_command():
             run_cmd(d, "true", path="/code")
             took.append(time.monotonic() - t0)
         assert min(took) < 0.8, took     # no linger after the command
-
-
-def test_execd_envs_file_is_merged_into_every_command():
-    t = tempfile.mkdtemp(prefix="execd-envs-")
-    path = os.path.join(t, "env")
-    with open(path, "w") as f:
-        f.write("# set by the image\nEF_A=from-file\nEF_B='quoted'\n\n"
-                "EF_C=$HOME/x:${NOPE_UNSET_VAR}:$$\nnot a line\n"
-                "1BAD=x\nEF_D=a=b\r\n")
-    with Execd(env={"EXECD_ENVS": path, "HOME": "/home/h"}) as d:
-        st, evs = run_cmd(d, 'echo "$EF_A|$EF_B|$EF_C|$EF_D"')
-        assert lines(evs, "stdout") == ["from-file|'quoted'|/home/h/x::$$|a=b"]
-        # The request's envs win over the file.
-        st, evs = run_cmd(d, 'echo "$EF_A"', envs={"EF_A": "from-request"})
-        assert lines(evs, "stdout") == ["from-request"]
-        # The file is read again for every command.
-        with open(path, "w") as f:
-            f.write("EF_A=changed\n")
-        st, evs = run_cmd(d, 'echo "$EF_A|$EF_B"')
-        assert lines(evs, "stdout") == ["changed|"]
-        os.unlink(path)
-        st, evs = run_cmd(d, 'echo "[$EF_A]"')
-        assert lines(evs, "stdout") == ["[]"]
-        assert_ok(evs)
-        # Sessions do not get it (as upstream).
-        with open(path, "w") as f:
-            f.write("EF_A=file\n")
-        st, h, body = d.request("POST", "/session", body={})
-        sid = json.loads(body)["session_id"]
-        st, h, body = d.request("POST", "/session/%s/run" % sid,
-                                body={"command": 'echo "[$EF_A]"'})
-        assert lines(events(body), "stdout") == ["[]"]
-    shutil.rmtree(t)
