@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../kernelproto/kp_msg.h"
+#include "../../sse/sse_fmt.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
 #include "../process/envfile.h"
@@ -64,8 +65,6 @@ static struct command_reader	*tails;
 
 static void	sweep(struct loop *, uint64_t, void *);
 static void	forget(struct command *);
-static char	**make_env(json_t *);
-static void	free_env(char **);
 static void	on_output(struct job *, int, const char *, size_t, void *);
 static void	on_done(struct job *, int, bool, void *);
 static void	history_notify(struct cmdlog_reader *, void *);
@@ -120,60 +119,38 @@ command_new(const char *content, bool background)
 	return c;
 }
 
-/*
- * execd's environment, with the variables of the EXECD_ENVS file over
- * it, and the request's envs over both.
- */
-static char **
-make_env(json_t *req_envs)
-{
-	extern char **environ;
-	size_t n = 0, i = 0, m;
-	const char *k;
-	json_t *v, *envs = envfile_read(getenv("EXECD_ENVS"));
-	char **env;
-
-	json_object_update(envs, req_envs);
-
-	while (environ[n] != NULL)
-		n++;
-	env = xcalloc(n + json_object_size(envs) + 1, sizeof(*env));
-	for (size_t j = 0; j < n; j++) {
-		m = strcspn(environ[j], "=");
-		json_object_foreach(envs, k, v)
-			if (strlen(k) == m && strncmp(k, environ[j], m) == 0)
-				goto next;
-		env[i++] = xstrdup(environ[j]);
-next:		;
-	}
-	json_object_foreach(envs, k, v)
-		env[i++] = xasprintf("%s=%s", k, json_string_value(v));
-	json_decref(envs);
-	return env;
-}
-
-static void
-free_env(char **env)
-{
-	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
-}
-
 /* Register the command, make its output file or history, start its job. */
 int
 command_start(const struct command_opts *co, command_end_cb *ended,
     void *arg, struct command **out, char *err, size_t errlen)
 {
-	struct job_opts o = { .cmd = co->command, .cwd = co->cwd,
-	    .set_ids = co->set_ids, .uid = co->uid, .gid = co->gid,
-	    .groups = co->groups, .ngroups = co->ngroups,
+	struct job_opts o = { .cmd = co->command, .argv = co->argv,
+	    .cwd = co->cwd, .set_ids = co->set_ids, .uid = co->uid,
+	    .gid = co->gid, .groups = co->groups, .ngroups = co->ngroups,
 	    .timeout_ms = co->timeout_ms, .grace_ms = grace,
 	    .out_fd = -1, .stdin_pipe = co->stdin_pipe,
 	    .limits = co->limits };
-	struct command *c = command_new(co->command, co->background);
-	char **env = make_env(co->envs), *prefix;
+	struct command *c;
+	char **env = envfile_env(co->envs, co->cwd), *prefix;
+	struct buf content;
 	int rc;
+
+	if (co->argv != NULL) {
+		/* The list as Go's encoder writes it: ["ls","-l"]. */
+		buf_init(&content);
+		buf_add(&content, "[", 1);
+		for (size_t i = 0; co->argv[i] != NULL; i++) {
+			if (i > 0)
+				buf_add(&content, ",", 1);
+			sse_fmt_string(&content, co->argv[i],
+			    strlen(co->argv[i]));
+		}
+		buf_add(&content, "]", 1);
+		c = command_new(content.p, co->background);
+		buf_reset(&content);
+	} else {
+		c = command_new(co->command, co->background);
+	}
 
 	o.envp = env;
 	c->ended = ended;
@@ -205,11 +182,11 @@ command_start(const struct command_opts *co, command_end_cb *ended,
 		close(o.out_fd);
 	if (rc < 0)
 		goto fail;
-	free_env(env);
+	envfile_env_free(env);
 	*out = c;
 	return 0;
 fail:
-	free_env(env);
+	envfile_env_free(env);
 	command_drop(c);
 	return rc;
 }

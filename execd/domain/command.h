@@ -56,7 +56,10 @@ struct command {
 
 /* What a command runs as; borrowed for the call. */
 struct command_opts {
-	const char	*command;
+	const char	*command;	/* run by the shell, unless argv */
+	char *const	*argv;		/* not NULL: run without a shell (see
+					   job.h); its status content is the
+					   list as JSON, as upstream's */
 	const char	*cwd;		/* NULL: execd's */
 	bool		 background;	/* output to a file, not a history */
 	unsigned	 timeout_ms;	/* 0: none */
@@ -65,7 +68,9 @@ struct command_opts {
 	gid_t		 gid;
 	const gid_t	*groups;
 	size_t		 ngroups;
-	json_t		*envs;		/* over execd's and EXECD_ENVS's */
+	json_t		*envs;		/* over execd's environment: the
+					   overlay of envfile_overlay(), the
+					   request's over EXECD_ENVS's */
 	bool		 stdin_pipe;	/* stdin a pipe for POST .../stdin */
 	const struct limits *limits;	/* NULL: none */
 };

@@ -10,6 +10,7 @@
  * environment; a job that ends by itself leaves what it started running.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +107,21 @@ job_start(struct loop *loop, const struct job_opts *o, job_output_cb *output,
 	    .gid = o->gid, .groups = o->groups, .ngroups = o->ngroups,
 	    .limits = o->limits };
 	int p1[2] = { -1, -1 }, p2[2] = { -1, -1 }, p0[2] = { -1, -1 }, rc;
-	char **envm;
+	char **envm, prog[PATH_MAX];
 
+	if (o->argv != NULL) {
+		/* As upstream words it (Go's exec.ErrNotFound). */
+		if (o->argv[0] == NULL || (rc = spawn_lookup(o->argv[0],
+		    o->cwd, o->envp, prog, sizeof(prog))) < 0) {
+			snprintf(err, errlen, "exec: \"%s\": executable file "
+			    "not found in $PATH", o->argv[0] != NULL ?
+			    o->argv[0] : "");
+			free(j);
+			return -ENOENT;
+		}
+		so.argv = o->argv;
+		so.path = prog;
+	}
 	j->loop = loop;
 	j->fd[0] = j->fd[1] = j->fd[2] = -1;
 	j->in_fd = -1;

@@ -1,7 +1,8 @@
 /*
  * job.h -- shell jobs: spawn, collect output, enforce a timeout.
  *
- * A job runs `bash -c CMD` (sh when there is no bash) in its own process
+ * A job runs `bash -c CMD` (sh when there is no bash), or an argv of its
+ * own without a shell, in its own process
  * group, with PTREE_MARK_VAR=<random> added to its environment (how its
  * processes are found when it is stopped).  It is complete when it has
  * been reaped and its pipes are at EOF; a grandchild that keeps a pipe
@@ -23,7 +24,10 @@ struct job;
 struct limits;
 
 struct job_opts {
-	const char	*cmd;
+	const char	*cmd;		/* run by the shell, unless argv */
+	char *const	*argv;		/* not NULL: run without a shell, the
+					   program found by spawn_lookup()
+					   in envp's PATH */
 	const char	*cwd;		/* NULL: execd's */
 	char *const	*envp;		/* NULL: execd's */
 	int		 set_ids;	/* run as uid/gid with groups */

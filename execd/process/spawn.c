@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
 #include <stdint.h>
@@ -309,8 +311,54 @@ child(const struct start *st)
 	/* 5. Working directory, then exec with a PATH search. */
 	if (o->cwd != NULL && chdir(o->cwd) < 0)
 		fail(errfd, S_CHDIR);
-	execvpe(o->argv[0], o->argv, o->envp ? o->envp : environ);
+	if (o->path != NULL)
+		execve(o->path, o->argv, o->envp ? o->envp : environ);
+	else
+		execvpe(o->argv[0], o->argv, o->envp ? o->envp : environ);
 	fail(errfd, S_EXEC);
+}
+
+/* The program for argv[0]; see spawn.h. */
+int
+spawn_lookup(const char *name, const char *cwd, char *const *envp,
+    char *out, size_t outlen)
+{
+	char *const *e = envp != NULL ? envp : environ;
+	char here[PATH_MAX];
+	const char *path = "", *dir, *end;
+	struct stat st;
+	size_t dl;
+	int n;
+
+	if (name[0] == '\0')
+		return -ENOENT;
+	if (name[0] == '/')
+		return snprintf(out, outlen, "%s", name) < (int)outlen ? 0 :
+		    -ENAMETOOLONG;
+	if (strchr(name, '/') != NULL) {
+		if (cwd == NULL && (cwd = getcwd(here, sizeof(here))) == NULL)
+			return -errno;
+		return snprintf(out, outlen, "%s%s%s", cwd,
+		    cwd[strlen(cwd) - 1] == '/' ? "" : "/", name) <
+		    (int)outlen ? 0 : -ENAMETOOLONG;
+	}
+	/* The last PATH in the environment, as Go reads it. */
+	for (; *e != NULL; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	for (dir = path; ; dir = end + 1) {
+		end = strchr(dir, ':');
+		dl = end != NULL ? (size_t)(end - dir) : strlen(dir);
+		if (dl > 0 && dir[0] == '/') {
+			n = snprintf(out, outlen, "%.*s/%s", (int)dl, dir, name);
+			if (n > 0 && (size_t)n < outlen && stat(out, &st) == 0 &&
+			    !S_ISDIR(st.st_mode) && (st.st_mode & 0111) != 0)
+				return 0;
+		}
+		if (end == NULL)
+			break;
+	}
+	return -ENOENT;
 }
 
 /* execd's own OOM score and its children's; see spawn.h. */

@@ -15,6 +15,8 @@
 
 struct spawn_opts {
 	char *const	*argv;		/* argv[0] is looked up in PATH */
+	const char	*path;		/* not NULL: exec'd as it is, with
+					   argv (no search, no shell) */
 	char *const	*envp;		/* NULL: execd's environment */
 	const char	*cwd;		/* NULL: execd's */
 	int		 stdin_fd;	/* -1: /dev/null */
@@ -72,6 +74,16 @@ int	spawn_oom_init(int child_adj, int *self);
  */
 int	spawn_start(const struct spawn_opts *, pid_t *pid, char *err,
 	    size_t errlen);
+/*
+ * Find the program a child runs for argv[0] name, as upstream does for a
+ * command given as argv: an absolute name as it is; a name with a '/'
+ * under cwd (NULL: execd's); a bare name in the first absolute directory
+ * of envp's PATH (NULL envp: execd's environment) that holds a regular
+ * file of that name with an execute bit.  0 with the path in out, or
+ * -ENOENT, -ENAMETOOLONG.
+ */
+int	spawn_lookup(const char *name, const char *cwd, char *const *envp,
+	    char *out, size_t outlen);
 /*
  * A close-on-exec pipe between execd and a child, execd's end (fds[ours])
  * non-blocking.  0, or -errno with nothing left open (fds untouched, or

@@ -33,7 +33,8 @@ static const struct body_field code_fields[] = {
 };
 
 static const struct body_field command_fields[] = {
-	{ "command", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	{ "command", BODY_STRING, 0 },	/* or argv: route_cmd.c */
+	{ "argv", BODY_ARRAY, 0 },
 	{ "cwd", BODY_STRING, 0 },
 	{ "background", BODY_BOOL, 0 },
 	{ "timeout", BODY_INT, 0 },

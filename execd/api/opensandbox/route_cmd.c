@@ -1,8 +1,8 @@
 /*
- * route_cmd.c -- shell commands: POST /command (a stream), GET
- * /command/status/{id}, GET /command/{id}/logs, GET /command/{id}/stream,
- * POST /command/{id}/stdin, and the interrupt shared by DELETE /command
- * and DELETE /code.
+ * route_cmd.c -- commands, a shell string or an argv list run without a
+ * shell: POST /command (a stream), GET /command/status/{id}, GET
+ * /command/{id}/logs, GET /command/{id}/stream, POST /command/{id}/stdin,
+ * and the interrupt shared by DELETE /command and DELETE /code.
  *
  * A foreground command streams its output one event per line, the line
  * terminator stripped ("\n", "\r" or "\r\n"), a blank line as "\n", as
@@ -30,12 +30,14 @@
 
 #include "../../../fs/fs_path.h"
 #include "../../../sse/sse_fmt.h"
+#include "../../../util/id.h"
 #include "../../config/conf.h"
 #include "../../core/loop.h"
 #include "../../core/xmalloc.h"
 #include "../../domain/command.h"
 #include "../../domain/context.h"
 #include "../../domain/session.h"
+#include "../../process/envfile.h"
 #include "../../process/job.h"
 #include "../../process/limits.h"
 #include "../../transport/body.h"
@@ -50,7 +52,9 @@
 
 /* A request, checked. */
 struct cmd_req {
-	const char	*command;
+	const char	*command;	/* or argv */
+	json_t		*argv;		/* borrowed; NULL: command */
+	json_t		*overlay;	/* owned: EXECD_ENVS's and envs */
 	char		 cwd[PATH_MAX];
 	bool		 has_cwd;
 	bool		 background;
@@ -60,33 +64,137 @@ struct cmd_req {
 	gid_t		 gid;
 	gid_t		 groups[MAX_GROUPS];
 	int		 ngroups;
-	json_t		*envs;		/* borrowed */
 	bool		 stdin_pipe;
 	struct limits	 limits;	/* the defaults, the request's over */
 };
 
 static void	 start(struct http_req *, struct cmd_req *);
+static void	 start_failed(struct http_req *, const char *);
 static int64_t	 ms_of(const struct timespec *);
 
-/* Check the body into r; on failure reply 400 and return -1. */
+/*
+ * Exactly one of a non-empty command and an argv list of strings whose
+ * first is not empty, none with a NUL: upstream's rules and words (its
+ * decoding stage, then its validation).  0, or -1 with the reply sent.
+ */
+static int
+check_what(struct http_req *req, json_t *body, struct cmd_req *r)
+{
+	json_t *c = json_object_get(body, "command");
+	json_t *a = json_object_get(body, "argv"), *v;
+	size_t i;
+
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v)) {
+			http_reply_error(req, 400, HTTP_E_BODY, "error parsing "
+			    "request, MAYBE invalid body format. argv "
+			    "elements must be strings: argv[%zu] is %s", i,
+			    json_is_null(v) ? "null" : json_is_object(v) ?
+			    "an object" : json_is_array(v) ? "an array" :
+			    json_is_boolean(v) ? "a boolean" : "a number");
+			return -1;
+		}
+	}
+	if ((c != NULL) == (a != NULL) || (c != NULL &&
+	    json_string_length(c) == 0) || (a != NULL && !json_is_array(a))) {
+		http_reply_error(req, 400, HTTP_E_BODY, "error parsing request, "
+		    "MAYBE invalid body format. exactly one of non-empty "
+		    "command or argv is required");
+		return -1;
+	}
+	if (c != NULL) {
+		r->command = json_string_value(c);
+		return 0;
+	}
+	if (json_array_size(a) == 0 ||
+	    json_string_length(json_array_get(a, 0)) == 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "argv must contain a non-empty executable");
+		return -1;
+	}
+	json_array_foreach(a, i, v) {
+		if (strlen(json_string_value(v)) != json_string_length(v)) {
+			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
+			    "request, argv must not contain NUL: argv[%zu] "
+			    "does", i);
+			return -1;
+		}
+	}
+	r->argv = a;
+	return 0;
+}
+
+/*
+ * The working directory, its $NAME, ${NAME} and ~ expanded as upstream
+ * expands them (with the variables the command gets), into r->cwd; on
+ * failure err says why and -1 is returned.
+ */
+static int
+check_cwd(const char *cwd, struct cmd_req *r, char *err, size_t errlen)
+{
+	char why[512];
+	struct buf exp;
+	struct stat st;
+	int rc = -1;
+
+	buf_init_max(&exp, PATH_MAX);
+	if (envfile_expand_path(cwd, r->overlay, &exp, why,
+	    sizeof(why)) < 0) {
+		snprintf(err, errlen, "cannot resolve working directory "
+		    "\"%s\": %s", cwd, why);
+		goto out;
+	}
+	if (exp.full || fs_path_resolve(exp.p, exp.len, NULL, r->cwd,
+	    sizeof(r->cwd)) < 0) {
+		snprintf(err, errlen, "invalid working directory '%s': it "
+		    "must be absolute or start with ~%s", cwd,
+		    strcmp(cwd, exp.full ? "" : exp.p) != 0 ? " once its "
+		    "variables are expanded" : "");
+		goto out;
+	}
+	if (stat(r->cwd, &st) < 0) {
+		if (errno == ENOENT)
+			snprintf(err, errlen, "working directory does not "
+			    "exist: %s", cwd);
+		else
+			snprintf(err, errlen, "cannot access working directory "
+			    "\"%s\": %s", cwd, strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "working directory path is not a "
+		    "directory: %s", cwd);
+		goto out;
+	}
+	r->has_cwd = true;
+	rc = 0;
+out:
+	buf_reset(&exp);
+	return rc;
+}
+
+/*
+ * Check the body into r; on failure reply 400 and return -1.  r->overlay
+ * may be set either way: the caller drops it.
+ */
 static int
 check(struct http_req *req, json_t *body, struct cmd_req *r)
 {
-	char err[512];
+	char err[1024];
 	const char *cwd, *k;
 	struct passwd *pw;
-	struct stat st;
 	long long uid, gid;
-	json_t *v;
+	json_t *v, *envs;
 
 	memset(r, 0, sizeof(*r));
+	if (check_what(req, body, r) < 0)
+		return -1;
 	conf_limits(((struct execd *)http_req_app(req))->conf,
 	    LIMITS_COMMAND, NULL, &r->limits);
 	if ((v = json_object_get(body, "limits")) != NULL &&
 	    !json_is_null(v) && limits_from_json(&r->limits, v, err,
 	    sizeof(err)) < 0)
 		goto bad;
-	r->command = body_str(body, "command", "");
 	r->background = json_is_true(json_object_get(body, "background"));
 	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));
 	r->timeout_ms = body_int(body, "timeout", 0);
@@ -95,8 +203,8 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 		    "negative");
 		goto bad;
 	}
-	r->envs = json_object_get(body, "envs");
-	json_object_foreach(r->envs, k, v) {
+	envs = json_object_get(body, "envs");
+	json_object_foreach(envs, k, v) {
 		if (!json_is_string(v) || k[0] == '\0' ||
 		    strchr(k, '=') != NULL) {
 			snprintf(err, sizeof(err), "field 'envs.%s' must be a "
@@ -104,6 +212,8 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 			goto bad;
 		}
 	}
+	/* Read once: the cwd is checked with what the command gets. */
+	r->overlay = envfile_overlay(envs);
 	uid = body_int(body, "uid", -1);
 	gid = body_int(body, "gid", -1);
 	if (json_object_get(body, "gid") != NULL && !json_is_null(
@@ -135,25 +245,8 @@ check(struct http_req *req, json_t *body, struct cmd_req *r)
 			r->ngroups = 0;
 	}
 	cwd = body_str(body, "cwd", "");
-	if (cwd[0] != '\0') {
-		if (fs_path_resolve(cwd, strlen(cwd), NULL, r->cwd,
-		    sizeof(r->cwd)) < 0) {
-			snprintf(err, sizeof(err), "invalid working directory "
-			    "'%s': it must be absolute or start with ~", cwd);
-			goto bad;
-		}
-		if (stat(r->cwd, &st) < 0) {
-			snprintf(err, sizeof(err), "working directory does not "
-			    "exist: %s", cwd);
-			goto bad;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			snprintf(err, sizeof(err), "working directory path is "
-			    "not a directory: %s", cwd);
-			goto bad;
-		}
-		r->has_cwd = true;
-	}
+	if (cwd[0] != '\0' && check_cwd(cwd, r, err, sizeof(err)) < 0)
+		goto bad;
 	return 0;
 bad:
 	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s", err);
@@ -168,6 +261,7 @@ route_command_run(struct http_req *req)
 
 	if (check(req, http_req_json(req), &r) == 0)
 		start(req, &r);
+	json_decref(r.overlay);
 }
 
 /* Start the command and answer with its stream. */
@@ -178,16 +272,32 @@ start(struct http_req *req, struct cmd_req *r)
 	    r->cwd : NULL, .background = r->background,
 	    .timeout_ms = (unsigned)r->timeout_ms, .set_ids = r->set_ids,
 	    .uid = r->uid, .gid = r->gid, .groups = r->groups,
-	    .ngroups = (size_t)r->ngroups, .envs = r->envs,
+	    .ngroups = (size_t)r->ngroups, .envs = r->overlay,
 	    .stdin_pipe = r->stdin_pipe, .limits = &r->limits };
 	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
 	    .flags = EVSTREAM_F_NO_PING };
 	struct evstream *s;
 	struct command *c;
-	char err[512];
+	char err[512], **argv = NULL;
+	size_t i;
+	json_t *v;
 	int rc;
 
-	if ((rc = command_start(&o, NULL, NULL, &c, err, sizeof(err))) < 0) {
+	if (r->argv != NULL) {
+		argv = xcalloc(json_array_size(r->argv) + 1, sizeof(*argv));
+		json_array_foreach(r->argv, i, v)
+			argv[i] = (char *)(uintptr_t)json_string_value(v);
+		o.argv = argv;
+	}
+	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
+	free(argv);
+	if (rc < 0 && r->argv != NULL && rc != -ENOMEM && rc != -EMFILE &&
+	    rc != -ENFILE && rc != -EAGAIN) {
+		/* The program was not found or would not run. */
+		start_failed(req, err);
+		return;
+	}
+	if (rc < 0) {
 		http_reply_errno(req, rc, "error running commands %s", err);
 		return;
 	}
@@ -215,6 +325,38 @@ start(struct http_req *req, struct cmd_req *r)
 	}
 	/* Foreground: the first reader of its history, from the start. */
 	(void)cmdstream_reply(req, c, 0);
+}
+
+/*
+ * An argv command that did not start, as upstream says so: init (with an
+ * id that names nothing: no command was registered), then an error event
+ * CommandExecError whose evalue and traceback say why.
+ */
+static void
+start_failed(struct http_req *req, const char *why)
+{
+	struct evstream_opts so = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_NO_PING };
+	struct sse_event ev = { .type = "init", .timestamp = loop_wall_ms() };
+	struct evstream *s;
+	char id[ID_HEX_LEN + 1];
+	json_t *e;
+	struct buf b;
+
+	if ((s = evstream_open(req, &so)) == NULL)
+		return;
+	id_hex(id);
+	ev.text = id;
+	buf_init(&b);
+	sse_fmt_event(&b, &ev);
+	e = json_pack("{s:s, s:s, s:[s]}", "ename", "CommandExecError",
+	    "evalue", why, "traceback", why);
+	ev = (struct sse_event){ .type = "error", .error = e,
+	    .timestamp = loop_wall_ms() };
+	sse_fmt_event(&b, &ev);
+	json_decref(e);
+	evstream_end(s, b.p, b.len);
+	buf_reset(&b);
 }
 
 /* A time as Unix milliseconds. */

@@ -19,6 +19,7 @@
 #include "../../domain/command.h"
 #include "../../domain/context.h"
 #include "../../domain/run.h"
+#include "../../process/envfile.h"
 #include "../../process/limits.h"
 #include "../../transport/body.h"
 #include "../../transport/evstream.h"
@@ -61,7 +62,10 @@ run_command(struct http_req *req, const char *code)
 	char err[512];
 	int rc;
 
-	if ((rc = command_start(&o, NULL, NULL, &c, err, sizeof(err))) < 0) {
+	o.envs = envfile_overlay(NULL);
+	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
+	json_decref(o.envs);
+	if (rc < 0) {
 		http_reply_errno(req, rc, "error running commands %s", err);
 		return;
 	}
