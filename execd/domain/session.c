@@ -20,6 +20,7 @@
 #include "../core/xmalloc.h"
 #include "../process/cgroup.h"
 #include "../process/child.h"
+#include "../process/envfile.h"
 #include "../process/limits.h"
 #include "../process/spawn.h"
 #include "session.h"
@@ -52,6 +53,8 @@ struct session {
 	bool		 active;
 	bool		 timed_out;
 	uint64_t	 t_timeout, t_kill;
+	bool		 envfile;	/* gets EXECD_ENVS (registered) */
+	json_t		*applied;	/* its variables the shell has */
 	struct session	*next;		/* in the registry */
 };
 
@@ -60,6 +63,8 @@ static char		*reg_dir;
 static unsigned		 reg_grace_ms;
 static struct session	*registry;
 
+static struct session *make(struct loop *, const char *, const char *,
+		    unsigned, const struct limits *, bool, char *, size_t);
 static int	start_shell(struct session *, char *, size_t);
 static void	stop_shell(struct session *);
 static void	next_run(struct session *);
@@ -104,7 +109,7 @@ session_open(const char *cwd, const struct limits *l, char *err,
 		snprintf(err, errlen, "execd is shutting down");
 		return NULL;
 	}
-	if ((s = session_new(reg_loop, reg_dir, cwd, reg_grace_ms, l, err,
+	if ((s = make(reg_loop, reg_dir, cwd, reg_grace_ms, l, true, err,
 	    errlen)) == NULL)
 		return NULL;
 	s->next = registry;
@@ -143,9 +148,18 @@ struct session *
 session_new(struct loop *loop, const char *dir, const char *cwd,
     unsigned grace_ms, const struct limits *l, char *err, size_t errlen)
 {
+	return make(loop, dir, cwd, grace_ms, l, false, err, errlen);
+}
+
+/* A session, with EXECD_ENVS's variables when envfile. */
+static struct session *
+make(struct loop *loop, const char *dir, const char *cwd, unsigned grace_ms,
+    const struct limits *l, bool envfile, char *err, size_t errlen)
+{
 	struct session *s = xcalloc(1, sizeof(*s));
 
 	s->loop = loop;
+	s->envfile = envfile;
 	id_hex(s->id);
 	s->file = xasprintf("%s/session-%s.sh", dir, s->id);
 	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
@@ -155,6 +169,7 @@ session_new(struct loop *loop, const char *dir, const char *cwd,
 	s->in_fd = s->out_fd = s->err_fd = s->st_fd = -1;
 	buf_init_max(&s->st, 4096);	/* status lines are short */
 	if (start_shell(s, err, errlen) < 0) {
+		json_decref(s->applied);
 		free(s->file);
 		free(s->cwd);
 		free(s);
@@ -190,7 +205,14 @@ start_shell(struct session *s, char *err, size_t errlen)
 	    .has_fd3 = 1, .limits = &s->limits };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int st[2] = { -1, -1 }, rc;
+	char **env = NULL;
 
+	if (s->envfile) {
+		/* The file as it is now; later changes come with runs. */
+		json_decref(s->applied);
+		s->applied = envfile_overlay(NULL);
+		so.envp = env = envfile_env(s->applied, NULL);
+	}
 	if ((rc = spawn_pipe(in, 1)) < 0 || (rc = spawn_pipe(out, 0)) < 0 ||
 	    (rc = spawn_pipe(er, 0)) < 0 || (rc = spawn_pipe(st, 0)) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(-rc));
@@ -200,7 +222,9 @@ start_shell(struct session *s, char *err, size_t errlen)
 	so.stdout_fd = out[1];
 	so.stderr_fd = er[1];
 	so.fd3 = st[1];
-	if ((rc = spawn_start(&so, &s->pid, err, errlen)) < 0)
+	rc = spawn_start(&so, &s->pid, err, errlen);
+	envfile_env_free(env);
+	if (rc < 0)
 		goto fail;
 	close(in[0]);
 	close(out[1]);
@@ -274,6 +298,39 @@ quote(struct buf *b, const char *p)
 	buf_add(b, "'", 1);
 }
 
+/*
+ * Export to the shell, in the run file f, the variables of EXECD_ENVS
+ * that changed (or came) since the shell last got them, so that a line
+ * an SDK appends there (setEnv) is seen by the session's next run; the
+ * variables the session set itself stay as they are unless the file
+ * changes them.
+ */
+static void
+export_changes(struct session *s, FILE *f)
+{
+	json_t *now = envfile_overlay(NULL), *was;
+	const char *k;
+	struct buf b;
+	json_t *v;
+
+	buf_init(&b);
+	json_object_foreach(now, k, v) {
+		was = json_object_get(s->applied, k);
+		if (was != NULL && json_string_length(was) ==
+		    json_string_length(v) && memcmp(json_string_value(was),
+		    json_string_value(v), json_string_length(v)) == 0)
+			continue;
+		buf_addf(&b, "export %s=", k);
+		quote(&b, json_string_value(v));
+		buf_add(&b, "\n", 1);
+	}
+	if (b.len > 0)
+		fwrite(b.p, 1, b.len, f);
+	buf_reset(&b);
+	json_decref(s->applied);
+	s->applied = now;
+}
+
 /* Queue a run; see session.h. */
 int
 session_run(struct session *s, const char *code, const char *cwd,
@@ -326,6 +383,8 @@ next_run(struct session *s)
 		finish_run(s, 1, "cannot write the run's code");
 		return;
 	}
+	if (s->envfile)
+		export_changes(s, f);
 	if (r->cwd != NULL) {
 		buf_init(&b);
 		buf_adds(&b, "cd -- ");
@@ -544,5 +603,6 @@ session_free(struct session *s)
 	unlink(s->file);
 	free(s->file);
 	free(s->cwd);
+	json_decref(s->applied);
 	free(s);
 }

@@ -10,6 +10,12 @@
  * exec, set -e), the run ends with that status and the session starts a
  * fresh shell and says it was reset.  Runs on one session queue in order.
  *
+ * The shell of a session a client opens starts with execd's environment
+ * and the variables of the EXECD_ENVS file over it (envfile.h); before
+ * each run, the variables of that file that changed since the shell last
+ * got them are exported to it, so that what an SDK appends there reaches
+ * open sessions too.
+ *
  * The sessions clients open (POST /session) are kept in this module's
  * registry, by id, from session_open() until session_close() or
  * session_shutdown(); a code context's shell is made with session_new()

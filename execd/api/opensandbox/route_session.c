@@ -22,6 +22,7 @@
 #include "../../core/xmalloc.h"
 #include "../../domain/outstream.h"
 #include "../../domain/session.h"
+#include "../../process/envfile.h"
 #include "../../process/limits.h"
 #include "../../transport/body.h"
 #include "../../transport/evstream.h"
@@ -36,11 +37,32 @@ struct srun_listener {
 	bool			 running;
 };
 
-/* Resolve a cwd; on failure reply 400 and return -1. */
+/*
+ * Resolve a cwd, its $NAME and ${NAME} from execd's environment and the
+ * EXECD_ENVS file (what the session's shell gets), then a leading ~; on
+ * failure reply 400 and return -1.
+ */
 static int
 resolve(struct http_req *req, const char *cwd, char *out, size_t outlen)
 {
-	if (fs_path_resolve(cwd, strlen(cwd), NULL, out, outlen) == 0)
+	json_t *over = envfile_overlay(NULL);
+	char why[512];
+	struct buf exp;
+	int rc;
+
+	buf_init_max(&exp, PATH_MAX);
+	rc = envfile_expand_path(cwd, over, &exp, why, sizeof(why));
+	json_decref(over);
+	if (rc < 0) {
+		buf_reset(&exp);
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "cannot resolve working directory \"%s\": %s", cwd, why);
+		return -1;
+	}
+	rc = exp.full ? -ENAMETOOLONG : fs_path_resolve(exp.p, exp.len, NULL,
+	    out, outlen);
+	buf_reset(&exp);
+	if (rc == 0)
 		return 0;
 	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, working "
 	    "directory '%s' must be absolute or start with ~", cwd);
