@@ -226,18 +226,19 @@ port() {
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# status PORT [TOKEN]: the status of one GET /ping there (0: no answer).
+# status PORT [TOKEN]: the status of one GET /metrics there (0: no
+# answer); /ping answers without the token, as probes send none.
 status() {
 	/usr/bin/python3 - "$1" "${2:-}" <<'EOF' 2>/dev/null || echo 0
 import http.client, sys
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=2)
 h = {"X-EXECD-ACCESS-TOKEN": sys.argv[2]} if sys.argv[2] else {}
-c.request("GET", "/ping", headers=h)
+c.request("GET", "/metrics", headers=h)
 print(c.getresponse().status)
 EOF
 }
 
-# ping PORT [TOKEN]: wait up to 30 s for a 200 from execd's /ping there.
+# ping PORT [TOKEN]: wait up to 30 s for a 200 from execd there.
 ping() {
 	i=0
 	while [ $i -lt 150 ]; do

@@ -37,6 +37,8 @@ const struct dialect dialect_opensandbox = {
 	.deny_status = 401,
 	.deny_body = "{\"error\":\"Unauthorized: invalid or missing header "
 	    "X-EXECD-ACCESS-TOKEN\"}",
+	/* upstream's gate: an "error" key, not code and message */
+	.hold_body = "{\"error\":\"" DIALECT_HOLD_MSG "\"}",
 };
 
 const struct dialect dialect_jupyter = {
@@ -216,4 +218,14 @@ dialect_deny(const struct dialect *d, struct buf *out)
 	else
 		d->error(out, d->deny_status, DIALECT_E_DENY, d->deny_msg);
 	return d->deny_status;
+}
+
+/* d's answer to a request held until execd is initialised. */
+void
+dialect_hold(const struct dialect *d, struct buf *out)
+{
+	if (d->hold_body != NULL)
+		buf_adds(out, d->hold_body);
+	else
+		d->error(out, 503, "UNAVAILABLE", DIALECT_HOLD_MSG);
 }

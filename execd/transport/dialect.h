@@ -42,7 +42,15 @@ struct dialect {
 	const char		*deny_msg;	/* ... error() with this */
 	const char		*deny_hname;	/* a header with it, or NULL */
 	const char		*deny_hval;
+	const char		*hold_body;	/* 503 while held, or NULL:
+						   error() with
+						   DIALECT_HOLD_MSG */
 };
+
+/* Why a request is held until execd is initialised (upstream's words). */
+#define DIALECT_HOLD_MSG	"execd is not initialized yet: POST " \
+	"/internal/init must be called first"
+
 
 /*
  * OpenSandbox's (the default: a route that names none speaks it): the
@@ -85,6 +93,11 @@ void	 dialect_error(const struct dialect *d, struct buf *out,
 	    unsigned status, const char *code, const char *msg);
 /* Append d's answer to a missing or wrong token; returns its status. */
 unsigned dialect_deny(const struct dialect *d, struct buf *out);
+/*
+ * Append d's 503 body for a request held until execd is initialised
+ * (http_hold): OpenSandbox's is upstream's fixed {"error":"..."}.
+ */
+void	 dialect_hold(const struct dialect *d, struct buf *out);
 /*
  * The JSON-RPC error code of an HTTP status: 400 -32600 (invalid
  * request), 500 -32603 (internal error), another 4xx -(32000 + status -

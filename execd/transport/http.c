@@ -168,6 +168,9 @@ struct http_server {
 	struct http_conf	 conf;
 	unsigned char		 token_md[DIALECT_MD_LEN];
 	bool			 has_token;
+	unsigned char		 bound_md[DIALECT_MD_LEN];	/* http_bind_token */
+	bool			 has_bound;
+	bool			 held;		/* http_hold: not yet open */
 	const struct http_route	*routes;
 	size_t			 nroutes;
 	void			*app;
@@ -194,7 +197,7 @@ struct http_server {
 /* Why a request is refused before its handler runs. */
 enum reject {
 	REJ_NONE, REJ_TOKEN, REJ_NO_ROUTE, REJ_METHOD, REJ_TOO_BIG, REJ_NUL,
-	REJ_BUSY
+	REJ_BUSY, REJ_HELD
 };
 
 struct http_req {
@@ -841,7 +844,7 @@ token_ok(struct http_req *req)
 
 	if (forms & DIALECT_T_QUERY)
 		redact_token(req->uri);
-	if (!req->srv->has_token)
+	if (!req->srv->has_token && !req->srv->has_bound)
 		return true;
 	if (forms & DIALECT_T_HEADER)
 		c.header = MHD_lookup_connection_value(req->conn,
@@ -852,7 +855,41 @@ token_ok(struct http_req *req)
 	if (forms & DIALECT_T_QUERY)
 		c.query = MHD_lookup_connection_value(req->conn,
 		    MHD_GET_ARGUMENT_KIND, TOKEN_QUERY);
-	return dialect_token_ok(req->dialect, &c, req->srv->token_md);
+	/* A bound token replaces the configured one; see http_bind_token. */
+	return dialect_token_ok(req->dialect, &c, req->srv->has_bound ?
+	    req->srv->bound_md : req->srv->token_md);
+}
+
+/* Whether req carries the token in force; see http.h. */
+bool
+http_req_token_ok(struct http_req *req)
+{
+	return token_ok(req);
+}
+
+/* Whether any token is in force; see http.h. */
+bool
+http_has_token(const struct http_server *srv)
+{
+	return srv->has_token || srv->has_bound;
+}
+
+/* Replace (or, md NULL, drop) the bound token; see http.h. */
+void
+http_bind_token(struct http_server *srv, const unsigned char *md)
+{
+	srv->has_bound = md != NULL;
+	if (md != NULL)
+		memcpy(srv->bound_md, md, DIALECT_MD_LEN);
+	else
+		explicit_bzero(srv->bound_md, DIALECT_MD_LEN);
+}
+
+/* Hold every route but the open ones at 503, or stop; see http.h. */
+void
+http_hold(struct http_server *srv, bool held)
+{
+	srv->held = held;
 }
 
 /* The value of a hex digit, or -1. */
@@ -1066,9 +1103,20 @@ check(struct http_req *req)
 	int rc;
 
 	rc = route_find(req, &known);
-	if (!token_ok(req)) {
-		req->route = NULL;	/* nothing of it runs */
-		return REJ_TOKEN;
+	/*
+	 * Open routes (probes, runtime initialisation) need no token and
+	 * are never held; every other request is held while execd waits
+	 * for its initialisation, whatever credentials it carries.
+	 */
+	if (rc < 0 || !(req->route->flags & HTTP_R_OPEN)) {
+		if (req->srv->held) {
+			req->route = NULL;
+			return REJ_HELD;
+		}
+		if (!token_ok(req)) {
+			req->route = NULL;	/* nothing of it runs */
+			return REJ_TOKEN;
+		}
 	}
 	if (rc < 0)
 		return rc == -ENOENT ? REJ_NO_ROUTE : REJ_METHOD;
@@ -1110,6 +1158,20 @@ has_body(struct MHD_Connection *conn)
 	    MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL)
 		return true;
 	return cl != NULL && strtoull(cl, NULL, 10) > 0;
+}
+
+/* The dialect's answer to a request without the token; see http.h. */
+void
+http_reply_deny(struct http_req *req)
+{
+	struct buf b;
+	unsigned status;
+
+	buf_init(&b);
+	status = dialect_deny(req->dialect, &b);
+	http_reply_text(req, status, req->dialect->type, b.p, b.len,
+	    req->dialect->deny_hname, req->dialect->deny_hval);
+	buf_reset(&b);
 }
 
 /* Answer a refused request. */
@@ -1154,6 +1216,13 @@ reject(struct http_req *req)
 		break;
 	case REJ_BUSY:
 		reply_busy(req);
+		break;
+	case REJ_HELD:
+		buf_init(&b);
+		dialect_hold(req->dialect, &b);
+		http_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    req->dialect->type, b.p, b.len, NULL, NULL);
+		buf_reset(&b);
 		break;
 	case REJ_NONE:
 		fatalx("nothing to reject");

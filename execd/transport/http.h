@@ -43,6 +43,7 @@ struct http_req;
 #define HTTP_E_UNAVAILABLE	"UNAVAILABLE"
 #define HTTP_E_BUSY		"SERVER_BUSY"
 #define HTTP_E_IDENTITY		"FILESYSTEM_IDENTITY_UNAVAILABLE"
+#define HTTP_E_ALREADY_INIT	"ALREADY_INITIALIZED"
 
 struct http_conf {
 	const char	*addr;		/* numeric IPv4 or IPv6 address */
@@ -77,6 +78,10 @@ typedef void http_handler(struct http_req *);
 #define HTTP_R_PREFIX	0x20	/* the path matches every path that starts
 				   with the pattern's text before its first
 				   '{' (no parameters are filled) */
+#define HTTP_R_OPEN	0x40	/* no token is asked for, and the route is
+				   served while others are held
+				   (http_hold): health probes and runtime
+				   initialisation */
 
 /*
  * A route names the fields its JSON body may hold (body.h, ended by
@@ -128,6 +133,26 @@ void	 http_shutdown(struct http_server *);
 /* Open streams that have not yet gone. */
 size_t	 http_streams(const struct http_server *);
 void	 http_free(struct http_server *);	/* NULL ok */
+
+/*
+ * Runtime initialisation (see domain/runtime.h).  http_hold(srv, true)
+ * answers every request whose route is not HTTP_R_OPEN with 503 and the
+ * dialect's body for it (dialect_hold), token or not, until it is called
+ * with false.  http_bind_token() makes the token whose SHA-256 digest is
+ * md the only one accepted, in place of the configured one; NULL drops it
+ * (the configured one, if any, is accepted again).  Loop thread.
+ */
+void	 http_hold(struct http_server *, bool held);
+void	 http_bind_token(struct http_server *, const unsigned char *md);
+/* Whether a token is in force (configured or bound). */
+bool	 http_has_token(const struct http_server *);
+/*
+ * Whether req carries the token in force, in the forms of its dialect
+ * (true when none is); for an HTTP_R_OPEN route that still wants it.
+ */
+bool	 http_req_token_ok(struct http_req *);
+/* Answer req as a request without the token is answered (401). */
+void	 http_reply_deny(struct http_req *);
 
 /* Request accessors; strings are borrowed for the handler's duration. */
 const char	*http_req_method(const struct http_req *);

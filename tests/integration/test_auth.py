@@ -16,7 +16,7 @@ def check_401(st, h, body):
 
 def test_every_request_needs_the_token():
     with Execd("--access-token", TOKEN, "--listen", "127.0.0.1:0") as d:
-        for method, path in [("GET", "/ping"), ("GET", "/metrics"),
+        for method, path in [("GET", "/metrics"),
                              ("GET", "/nope"), ("DELETE", "/ping"),
                              ("POST", "/directories"),
                              ("GET", "/metrics/watch")]:
@@ -25,12 +25,27 @@ def test_every_request_needs_the_token():
                 "X-EXECD-ACCESS-TOKEN": TOKEN + "x"}))
             check_401(*d.request(method, path, headers={
                 "X-EXECD-ACCESS-TOKEN": ""}))
-        st, _, _ = d.request("GET", "/ping",
+        st, _, _ = d.request("GET", "/metrics",
                              headers={"x-execd-access-token": TOKEN})
         assert st == 200
         st, _, _ = d.request("GET", "/nope",
                              headers={"X-EXECD-ACCESS-TOKEN": TOKEN})
         assert st == 404
+
+
+def test_probes_answer_without_the_token():
+    """As in 1.1: /ping and /ready are what a Kubernetes probe asks,
+    and a probe sends no token; a wrong one is not held against them."""
+    with Execd("--access-token", TOKEN, "--listen", "127.0.0.1:0") as d:
+        for hdrs in ({}, {"X-EXECD-ACCESS-TOKEN": "wrong"}):
+            st, _, body = d.request("GET", "/ping", headers=hdrs)
+            assert st == 200 and body == b"", (st, body)
+            st, _, body = d.request("GET", "/ready", headers=hdrs)
+            assert st == 200, (st, body)
+            assert json.loads(body) == {"initialized": True}, body
+        # the method is still the route's: anything else is guarded
+        check_401(*d.request("POST", "/ping"))
+        check_401(*d.request("GET", "/ping/x"))
 
 
 def test_401_with_a_body_sent():
@@ -44,11 +59,12 @@ def test_401_with_a_body_sent():
 def test_token_from_environment_and_never_logged():
     with Execd("--listen", "127.0.0.1:0",
                env={"EXECD_ACCESS_TOKEN": TOKEN}) as d:
-        check_401(*d.request("GET", "/ping"))
-        st, _, _ = d.request("GET", "/ping",
+        check_401(*d.request("GET", "/metrics"))
+        st, _, _ = d.request("GET", "/metrics",
                              headers={"X-EXECD-ACCESS-TOKEN": TOKEN})
         assert st == 200
-        d.request("GET", "/ping", headers={"X-EXECD-ACCESS-TOKEN": "guess"})
+        d.request("GET", "/metrics",
+                  headers={"X-EXECD-ACCESS-TOKEN": "guess"})
         d.stop()
         log = d.read_log()
         assert TOKEN not in log and "guess" not in log, log

@@ -184,7 +184,7 @@ def test_real_execd_with_a_token_then_sigterm():
         def status(token):
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             try:
-                c.request("GET", "/ping", headers={
+                c.request("GET", "/metrics", headers={
                     "X-EXECD-ACCESS-TOKEN": token} if token else {})
                 return c.getresponse().status
             except OSError:

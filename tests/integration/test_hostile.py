@@ -106,7 +106,7 @@ def test_access_token_is_not_in_proc():
         out = authed_out(d, "tr '\\0' ' ' </proc/%d/cmdline" % d.proc.pid,
                          tok)
         assert "--access-token" in out and tok not in out, out
-        st, h, body = d.request("GET", "/ping")
+        st, h, body = d.request("GET", "/metrics")
         assert st == 401, body      # the token still guards every route
     with Execd(env={"EXECD_ACCESS_TOKEN": tok}) as d:
         out = authed_out(d, "tr '\\0' ' ' </proc/%d/environ; echo; env"
@@ -117,7 +117,7 @@ def test_access_token_is_not_in_proc():
         f.flush()
         with Execd("--access-token-file", f.name) as d:
             assert authed_out(d, "echo ok", tok) == "ok\n"
-            st, h, body = d.request("GET", "/ping")
+            st, h, body = d.request("GET", "/metrics")
             assert st == 401, body
 
 

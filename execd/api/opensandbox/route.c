@@ -3,7 +3,9 @@
  *
  * The order matters only for readability: http.c matches on method and
  * path.  specs/execd-api.yaml must describe exactly these routes; a test
- * compares the two through `execd --routes`.  Every row here speaks
+ * compares the two through `execd --routes`.  HTTP_R_OPEN rows need no
+ * token and are served while other routes are held (http_hold).
+ * Every row here speaks
  * OpenSandbox's dialect (its last field NULL; see http.h and dialect.h).
  */
 #include "route.h"
@@ -67,7 +69,8 @@ static const struct body_field pty_fields[] = {
 };
 
 const struct http_route route_table[] = {
-	{ "GET", "/ping", 0, route_ping, "health check", NULL, NULL },
+	{ "GET", "/ping", HTTP_R_OPEN, route_ping,
+	    "health check (no token needed)", NULL, NULL },
 	{ "GET", "/metrics", 0, route_metrics, "resource use of the sandbox",
 	    NULL, NULL },
 	{ "GET", "/metrics/watch", 0, route_metrics_watch,
