@@ -45,9 +45,11 @@
 #include "domain/command.h"
 #include "domain/context.h"
 #include "domain/pty.h"
+#include "domain/runtime.h"
 #include "domain/session.h"
 #include "process/cgroup.h"
 #include "process/child.h"
+#include "process/envfile.h"
 #include "process/sandbox.h"
 #include "process/spawn.h"
 #include "transport/evstream.h"
@@ -146,6 +148,10 @@ main(int argc, char **argv)
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
 	announce(&conf, http_port(app.http));
+	/* --runtime-init: nothing but probes until POST /internal/init. */
+	runtime_start(conf.runtime_init);
+	envfile_set_wrap(runtime_env_over);	/* the binding's variables */
+	http_hold(app.http, conf.runtime_init);
 	conf_forget_token(&conf);	/* http keeps a digest only */
 	if ((rc = work_init(app.loop, WORKERS)) < 0)
 		fatalx("cannot start the worker threads: %s", strerror(-rc));
@@ -190,6 +196,7 @@ main(int argc, char **argv)
 	pty_shutdown();
 	session_shutdown();
 	command_shutdown();
+	runtime_shutdown();
 	if (kernel_dir != NULL)
 		rmdir(kernel_dir);
 	free(kernel_dir);

@@ -40,7 +40,7 @@ enum opt_id {
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
-	O_PROXY_TIMEOUT, O_BUSY_POLL,
+	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -189,6 +189,11 @@ static const struct opt opts[] = {
 	    "run children as this user, with its groups, HOME, USER and "
 	    "LOGNAME, when a request gives no uid (default: execd's own "
 	    "identity)" },
+	{ "runtime-init", O_RUNTIME_INIT, "EXECD_RUNTIME_INIT", "BOOL",
+	    "false",
+	    "wait for POST /internal/init: until it succeeds every route but "
+	    "/ping, /ready and /internal/init answers 503; written alone, "
+	    "--runtime-init means true (true|false, yes|no, 1|0)" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
@@ -495,6 +500,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		return conf_limits_parse(c, v, err, errlen);
 	case O_USER:
 		return conf_user_set(&c->user, v, err, errlen);
+	case O_RUNTIME_INIT:
+		if (conf_bool_parse(v, &c->runtime_init) < 0)
+			goto bad;
+		return 0;
 	case O_CGROUPS:
 		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
 			goto bad;
@@ -669,6 +678,10 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		}
 		if (eq != NULL) {
 			v = eq + 1;
+		} else if (o != NULL && o->id == O_RUNTIME_INIT) {
+			static char flag_on[] = "true";
+
+			v = flag_on;	/* a boolean flag, as upstream's */
 		} else if (i + 1 < argc) {
 			v = argv[++i];
 		} else {
@@ -685,6 +698,32 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		snprintf(c->addr, sizeof(c->addr), "%s",
 		    c->token != NULL ? "0.0.0.0" : "127.0.0.1");
 	return 0;
+}
+
+/*
+ * A boolean as upstream's flag package and Go's strconv.ParseBool read
+ * it (1, t, true, 0, f, false in their cases), and yes/no as our other
+ * switches are written.  0 with *out set, or -EINVAL.
+ */
+int
+conf_bool_parse(const char *s, bool *out)
+{
+	static const char *const yes[] = { "1", "t", "T", "true", "TRUE",
+	    "True", "yes" };
+	static const char *const no[] = { "0", "f", "F", "false", "FALSE",
+	    "False", "no" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 /*
@@ -953,7 +992,7 @@ config_path(int argc, char **argv)
 		o = find(name, n);
 		if (o == NULL && !is_ignored(name, n))
 			break;		/* conf_parse says so */
-		if (o != NULL && o->arg == NULL)
+		if (o != NULL && (o->arg == NULL || o->id == O_RUNTIME_INIT))
 			continue;
 		if (eq == NULL && ++i == argc)
 			break;

@@ -75,6 +75,7 @@ struct conf {
 	size_t		 nlang_limits;
 	struct conf_user user;		/* default identity of children */
 	bool		 cgroups_off;	/* limits by rlimits only */
+	bool		 runtime_init;	/* held until POST /internal/init */
 	bool		 print_routes;
 	bool		 print_kernels;
 	bool		 print_config;
@@ -108,6 +109,8 @@ struct conf_pool {
 	char		lang[64];
 	unsigned	n;
 };
+/* A boolean option's value (true|false, 1|0, yes|no ...): 0 or -EINVAL. */
+int	conf_bool_parse(const char *, bool *out);
 /* Parse --pool into out (up to max); the entry count, or -EINVAL. */
 int	conf_pool_parse(const char *, struct conf_pool *out, size_t max);
 /*

@@ -400,6 +400,15 @@ tails_kick(struct command *c)
 	}
 }
 
+/* Stop every running command's job (a runtime re-initialisation). */
+void
+command_stop_all(void)
+{
+	for (struct command *c = list; c != NULL; c = c->next)
+		if (c->running && c->job != NULL)
+			(void)job_stop(c->job);
+}
+
 /* A registered command by id. */
 struct command *
 command_find(const char *id)

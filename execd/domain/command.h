@@ -115,6 +115,8 @@ void		 command_reader_free(struct command_reader *);	/* NULL ok */
 /* A new registered command (running, started now). */
 struct command	*command_new(const char *content, bool background);
 struct command	*command_find(const char *id);
+/* Stop every running command (job_stop); their records stay. */
+void		 command_stop_all(void);
 /* The job ended with waitpid status st; records code, error, time. */
 void		 command_finish(struct command *, int st, bool timed_out);
 /* Forget a command at once (a start failure). */

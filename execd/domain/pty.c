@@ -91,6 +91,14 @@ pty_shutdown(void)
 		pty_free(ptys, "execd is shutting down");
 }
 
+/* Free every session, telling its clients why. */
+void
+pty_close_all(const char *why)
+{
+	while (ptys != NULL)
+		pty_free(ptys, why);
+}
+
 /* A registered session without a shell. */
 struct pty *
 pty_new(const char *cwd, const char *command, size_t ring_cap)

@@ -52,6 +52,8 @@ typedef void pty_gone_cb(struct pty *, const char *why, void *arg);
 void		 pty_init(struct loop *);
 /* pty_free() every session, saying execd is shutting down. */
 void		 pty_shutdown(void);
+/* pty_free() every session with why; the registry stays started. */
+void		 pty_close_all(const char *why);
 /*
  * A new session, registered under a fresh id, whose shell will start in
  * cwd (NULL: execd's) and run command (NULL: interactive), keeping the

@@ -143,6 +143,18 @@ session_close(const char *id)
 	return -ENOENT;
 }
 
+/* Unregister and free every session; the module stays started. */
+void
+session_close_all(void)
+{
+	struct session *s;
+
+	while ((s = registry) != NULL) {
+		registry = s->next;
+		session_free(s);
+	}
+}
+
 /* A new session with its shell running; see session.h. */
 struct session *
 session_new(struct loop *loop, const char *dir, const char *cwd,

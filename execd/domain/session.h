@@ -59,6 +59,8 @@ struct session	*session_open(const char *cwd, const struct limits *l,
 struct session	*session_find(const char *id);
 /* Unregister and session_free() the session id.  0, or -ENOENT. */
 int		 session_close(const char *id);
+/* session_close() every registered session. */
+void		 session_close_all(void);
 
 /*
  * A session whose shell starts in cwd (NULL: execd's), under l (NULL:

@@ -443,6 +443,15 @@ envfile_read(const char *path)
 	return vars;
 }
 
+static envfile_wrap_fn	*wrap;
+
+/* The last step of every overlay; see envfile.h. */
+void
+envfile_set_wrap(envfile_wrap_fn *fn)
+{
+	wrap = fn;
+}
+
 /* EXECD_ENVS's variables under over's; see envfile.h. */
 json_t *
 envfile_overlay(const json_t *over)
@@ -454,7 +463,7 @@ envfile_overlay(const json_t *over)
 	json_object_foreach((json_t *)(uintptr_t)over, k, v)
 		if (json_is_string(v))
 			json_object_set_nocheck(vars, k, v);
-	return vars;
+	return wrap != NULL ? wrap(vars) : vars;
 }
 
 /* Whether environment entry e is for a name over has (or PWD). */

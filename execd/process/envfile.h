@@ -63,6 +63,14 @@ json_t	*envfile_read(const char *path);
  */
 json_t	*envfile_overlay(const json_t *over);
 /*
+ * A function every overlay passes through last: it takes the overlay and
+ * returns the one to use (the runtime binding's variables under it, the
+ * sandbox id over it; domain/runtime.h), so that commands, sessions and
+ * the expansion of a cwd all see them.  NULL: none.  Set once, at start.
+ */
+typedef json_t *envfile_wrap_fn(json_t *overlay);
+void	 envfile_set_wrap(envfile_wrap_fn *);
+/*
  * execd's environment with over's variables (may be NULL) replacing or
  * adding to it, and PWD=pwd when pwd is not NULL (under over): a
  * NULL-ended array to free with envfile_env_free().

@@ -4,7 +4,7 @@
  * The order matters only for readability: http.c matches on method and
  * path.  specs/execd-api.yaml must describe exactly these routes; a test
  * compares the two through `execd --routes`.  HTTP_R_OPEN rows need no
- * token and are served while other routes are held (http_hold).
+ * token and are served while execd waits for POST /internal/init.
  * Every row here speaks
  * OpenSandbox's dialect (its last field NULL; see http.h and dialect.h).
  */
@@ -71,6 +71,12 @@ static const struct body_field pty_fields[] = {
 const struct http_route route_table[] = {
 	{ "GET", "/ping", HTTP_R_OPEN, route_ping,
 	    "health check (no token needed)", NULL, NULL },
+	{ "GET", "/ready", HTTP_R_OPEN, route_ready,
+	    "whether execd is initialised: its sandbox id and generation "
+	    "(no token needed)", NULL, NULL },
+	{ "POST", "/internal/init", HTTP_R_RAW | HTTP_R_OPEN, route_init,
+	    "bind a sandbox id, generation, token and environment (the "
+	    "control plane's; a token once initialised)", NULL, NULL },
 	{ "GET", "/metrics", 0, route_metrics, "resource use of the sandbox",
 	    NULL, NULL },
 	{ "GET", "/metrics/watch", 0, route_metrics_watch,

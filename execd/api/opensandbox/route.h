@@ -19,6 +19,10 @@ void	route_ping(struct http_req *);
 void	route_metrics(struct http_req *);
 void	route_metrics_watch(struct http_req *);
 
+/* route_init.c: runtime initialisation. */
+void	route_ready(struct http_req *);
+void	route_init(struct http_req *);
+
 /* route_context.c: code contexts. */
 void	route_context_create(struct http_req *);
 void	route_context_list(struct http_req *);
