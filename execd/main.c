@@ -44,6 +44,7 @@
 #include "core/xmalloc.h"
 #include "domain/command.h"
 #include "domain/context.h"
+#include "domain/lifecycle.h"
 #include "domain/pty.h"
 #include "domain/runtime.h"
 #include "domain/session.h"
@@ -70,6 +71,8 @@ static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
 static char		*kernel_dir;	/* the default user's kernels' files */
 static struct conf	*live;		/* app.conf, which SIGHUP changes */
+static struct limits	 hook_limits;	/* lifecycle hooks': commands' */
+static int		 exit_status;	/* 1: preStart failed */
 
 static void	on_signal(struct loop *, int, void *, int, void *);
 static void	begin_shutdown(void);
@@ -87,6 +90,8 @@ static void	context_limits(const char *, struct limits *, void *);
 static void	setup_sandbox(const struct conf *);
 static int	setup_nss(void);
 static void	reload_policy(void);
+static void	start_hooks(const struct conf *);
+static void	pre_start_done(int, const char *, void *);
 
 int
 main(int argc, char **argv)
@@ -124,6 +129,12 @@ main(int argc, char **argv)
 		    argc - conf.ignored_from > 1 ? "s" : "",
 		    argv[conf.ignored_from]);
 	app.conf = live = &conf;
+	/* Before any thread: it changes execd's environment. */
+	if (lifecycle_load(err, sizeof(err)) < 0) {
+		log_warnx("lifecycle hooks: %s", err);
+		conf_reset(&conf);
+		return 1;
+	}
 	raise_fd_limit();
 	if (setup_signals() < 0)
 		fatal("signals");
@@ -180,6 +191,7 @@ main(int argc, char **argv)
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	pty_init(app.loop);
 	setup_contexts(&conf);
+	start_hooks(&conf);
 
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
 	loop_on_before_poll(app.loop, check_done, NULL);
@@ -193,6 +205,7 @@ main(int argc, char **argv)
 	work_shutdown();
 	http_free(app.http);
 	context_shutdown();
+	lifecycle_shutdown();
 	pty_shutdown();
 	session_shutdown();
 	command_shutdown();
@@ -209,7 +222,49 @@ main(int argc, char **argv)
 	sandbox_free(sandbox);
 	conf_reset(&conf);
 	log_notice("stopped");
-	return 0;
+	return exit_status;
+}
+
+/*
+ * The template's hooks, without --runtime-init (with it, an init runs
+ * them): preStart first, execd ready only once it succeeds, and a
+ * failing one ends execd with status 1, as upstream's does; then the
+ * periodic hooks.  They run as commands do, with their limits.
+ */
+static void
+start_hooks(const struct conf *c)
+{
+	char err[256];
+	int rc;
+
+	conf_limits(c, LIMITS_COMMAND, NULL, &hook_limits);
+	lifecycle_init(app.loop, c->grace_ms, &hook_limits);
+	if (c->runtime_init)
+		return;
+	rc = lifecycle_pre_start(lifecycle_template(), pre_start_done, NULL,
+	    err, sizeof(err));
+	if (rc == 1) {
+		lifecycle_periodic_start(lifecycle_template());
+		return;
+	}
+	runtime_set_ready(false);
+	if (rc < 0)
+		pre_start_done(rc, err, NULL);
+}
+
+/* preStart is over: ready and the periodic hooks, or the end. */
+static void
+pre_start_done(int rc, const char *why, void *arg)
+{
+	if (rc < 0) {
+		log_warnx("lifecycle preStart failed (%s): execd stops", why);
+		exit_status = 1;
+		if (!stopping)
+			begin_shutdown();
+		return;
+	}
+	lifecycle_periodic_start(lifecycle_template());
+	runtime_set_ready(true);
 }
 
 /*
@@ -525,6 +580,7 @@ begin_shutdown(void)
 	int n;
 
 	stopping = true;
+	lifecycle_periodic_stop();
 	http_shutdown(app.http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_delete_all();

@@ -30,6 +30,7 @@ static const char *const reserved[] = {
 };
 
 static struct {
+	bool		 gated;		/* started to wait for an init */
 	bool		 ready;
 	bool		 bound;
 	char		*sandbox_id;
@@ -425,7 +426,15 @@ runtime_req_reset(struct runtime_req *r)
 void
 runtime_start(bool gated)
 {
+	rt.gated = gated;
 	rt.ready = !gated;
+}
+
+/* Whether execd still waits for its first successful init. */
+bool
+runtime_awaited(void)
+{
+	return rt.gated && !rt.ready;
 }
 
 /* Forget the binding. */

@@ -78,6 +78,8 @@ bool	 runtime_env_reserved(const char *k);
 void	 runtime_start(bool gated);
 void	 runtime_shutdown(void);	/* forget the binding */
 bool	 runtime_ready(void);
+/* Started with gated, and not yet ready: an init is awaited. */
+bool	 runtime_awaited(void);
 void	 runtime_set_ready(bool);
 /* Whether an init has bound this execd (its id is then not NULL). */
 bool	 runtime_bound(void);

@@ -281,3 +281,206 @@ def test_bad_bodies_are_refused_and_change_nothing():
                             "entrypointPolicy": "restart"})
         assert st == 200, body
         assert "warning" not in body, body
+
+
+# --- lifecycle hooks ---
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return []
+
+
+def hooked(tmp, lifecycle, *args, **env):
+    e = {"OPENSANDBOX_LIFECYCLE": json.dumps(lifecycle),
+         "EXECD_LIFECYCLE_CONFIG": os.path.join(tmp, "saved.json")}
+    e.update(env)
+    return Execd(*args, env=e)
+
+
+def test_pre_start_comes_before_ready_and_logs_its_output():
+    with tempfile.TemporaryDirectory() as tmp:
+        go, out = os.path.join(tmp, "go"), os.path.join(tmp, "out")
+        pre = ["sh", "-c", "echo pre-out; echo pre-err >&2; "
+               "while [ ! -e %s ]; do sleep 0.05; done; echo pre >> %s"
+               % (go, out)]
+        tick = ["sh", "-c", "echo tick >> %s" % out]
+        with hooked(tmp, {"preStart": {"command": pre},
+                          "periodic": [{"name": "t", "schedule": "@every 1s",
+                                        "command": tick}]}) as d:
+            assert ready(d) == (503, {"initialized": False})
+            assert wait_for(lambda: "hook preStart stdout: pre-out" in
+                            d.read_log(), 10), d.read_log()
+            assert "hook preStart stderr: pre-err" in d.read_log()
+            assert lines(out) == [], "a periodic hook ran before preStart"
+            open(go, "w").close()
+            assert wait_for(lambda: ready(d)[0] == 200, 10)
+            assert wait_for(lambda: len(lines(out)) >= 3, 15), lines(out)
+            got = lines(out)
+            assert got[0] == "pre" and set(got[1:]) == {"tick"}, got
+            # the hooks' configuration was taken out of execd's env
+            env = stdout_of(d, "env")
+            assert "OPENSANDBOX_LIFECYCLE" not in env, env
+        saved = os.path.join(tmp, "saved.json")
+        assert os.stat(saved).st_mode & 0o777 == 0o600
+        # started again without the variable: the saved hooks run
+        os.unlink(out)
+        with Execd(env={"EXECD_LIFECYCLE_CONFIG": saved}) as d:
+            assert wait_for(lambda: "pre" in lines(out), 10), d.read_log()
+            assert wait_for(lambda: ready(d)[0] == 200, 10)
+
+
+def test_a_failing_pre_start_stops_execd():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = hooked(tmp, {"preStart": {"command": [
+            "sh", "-c", "sleep 0.5; exit 3"]}})
+        d.start()
+        assert ready(d)[0] == 503
+        d.proc.wait(20)
+        assert d.proc.returncode == 1, d.read_log()
+        assert "exited with status 3" in d.read_log(), d.read_log()
+
+
+def test_a_bad_template_lifecycle_is_refused_at_start():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = hooked(tmp, {"periodic": [{"name": "x", "schedule": "@every 1.5s",
+                                       "command": ["true"]}]})
+        try:
+            d.start(timeout=5)
+            raise AssertionError("started with a bad lifecycle")
+        except AssertionError as e:
+            assert "whole number of seconds" in str(e), e
+        assert d.proc.wait(5) == 1
+
+
+def test_init_runs_the_hooks_in_order_with_its_environment():
+    with tempfile.TemporaryDirectory() as tmp:
+        out, envfile = os.path.join(tmp, "out"), os.path.join(tmp, "envs")
+        with open(envfile, "w") as f:
+            f.write("FROM_FILE=file\n")
+        template = {"preStart": {"command": ["sh", "-c",
+                                             "echo template >> " + out]}}
+        pre = ["sh", "-c", 'echo "pre:$BOUND:$FROM_FILE:$OPENSANDBOX_ID:'
+               '${EXECD_ENVS:+set}:${OPENSANDBOX_LIFECYCLE:-unset}" >> '
+               + out + "; grep NoNewPrivs /proc/self/status >> " + out]
+        with hooked(tmp, template, "--runtime-init",
+                    EXECD_ENVS=envfile) as d:
+            assert lines(out) == [], "hooks ran before the init"
+            st, body = init(d, {
+                "sandboxId": "sb", "generation": 1,
+                "envs": {"BOUND": "b"},
+                "lifecycle": {"preStart": {"command": pre},
+                              "periodic": [{"name": "p",
+                                            "schedule": "@every 1s",
+                                            "command": ["sh", "-c",
+                                                        "echo tick >> "
+                                                        + out]}]}})
+            assert st == 200, body
+            got = lines(out)
+            # preStart ran, under the command sandbox, before the answer;
+            # execd's configuration names (EXECD_ENVS too) are not its
+            assert got[:3] == ["pre:b:file:sb::unset", "NoNewPrivs:",
+                               "1"], got
+            assert wait_for(lambda: "tick" in lines(out), 10), lines(out)
+            nnp = stdout_of(d, "grep NoNewPrivs /proc/self/status")
+            assert nnp.split() == ["NoNewPrivs:", "1"], nnp
+            # a re-init without lifecycle takes the template's hooks
+            st, body = init(d, {"sandboxId": "sb", "generation": 2}, None)
+            assert st == 409, body      # no token in force: refused
+        with hooked(tmp, template, "--runtime-init") as d:
+            os.unlink(out)
+            assert init(d, {"sandboxId": "sb", "generation": 1})[0] == 200
+            assert lines(out) == ["template"], lines(out)
+
+
+def test_periodic_runs_never_overlap():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        slow = ["sh", "-c", "echo start >> %s; sleep 2.5; echo end >> %s"
+                % (out, out)]
+        with Execd("--runtime-init") as d:
+            st, body = init(d, {"sandboxId": "s", "generation": 1,
+                                "lifecycle": {"periodic": [{
+                                    "name": "slow", "schedule": "@every 1s",
+                                    "command": slow}]}})
+            assert st == 200, body
+            assert wait_for(lambda: lines(out).count("end") >= 2, 30), \
+                lines(out)
+            got = lines(out)
+            for i, w in enumerate(got):
+                assert w == ("start" if i % 2 == 0 else "end"), got
+            assert "hook slow: skipped" in d.read_log(), d.read_log()
+
+
+def test_a_hook_that_never_ends_is_stopped_at_its_timeout():
+    with Execd("--runtime-init") as d:
+        st, body = init(d, {"sandboxId": "s", "generation": 1,
+                            "lifecycle": {"preStart": {
+                                "command": ["sh", "-c", "trap '' TERM; "
+                                            "sleep 1000 & wait"],
+                                "timeoutSeconds": 1}}})
+        assert st == 500, body
+        assert body["code"] == "RUNTIME_ERROR", body
+        assert body["message"] == ("runtime init preStart: timed out "
+                                    "after 1 s"), body
+        assert ready(d)[0] == 503
+        assert d.request("GET", "/metrics")[0] == 503
+        assert wait_for(lambda: "sleep 1000" not in stdout_ps(), 10), \
+            stdout_ps()
+        # no token was bound: the control plane may try again
+        st, body = init(d, {"sandboxId": "s", "generation": 2,
+                            "lifecycle": {}})
+        assert st == 200, body
+        assert d.request("GET", "/metrics")[0] == 200
+
+
+def stdout_ps():
+    import subprocess
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                          text=True).stdout
+
+
+def test_bad_lifecycle_in_an_init_changes_nothing():
+    with Execd("--runtime-init") as d:
+        for lc, msg in [
+                ({"version": 2}, "unsupported lifecycle config version 2"),
+                ({"preStart": {"command": []}},
+                 "preStart command must not be empty"),
+                ({"preStart": {"command": [" "]}},
+                 "preStart command must not be empty"),
+                ({"preStart": {"command": ["x"], "timeoutSeconds": -1}},
+                 "preStart timeoutSeconds must not be negative"),
+                ({"periodic": [{"name": " ", "schedule": "@hourly",
+                                "command": ["x"]}]},
+                 "periodic hook name must not be blank"),
+                ({"periodic": [{"name": "a", "schedule": "@hourly",
+                                "command": ["x"]},
+                               {"name": " a ", "schedule": "@daily",
+                                "command": ["x"]}]},
+                 'duplicate periodic hook name "a"'),
+                ({"periodic": [{"name": "a", "schedule": "",
+                                "command": ["x"]}]},
+                 'periodic hook "a" schedule must not be blank'),
+                ({"periodic": [{"name": "a", "schedule": "61 * * * *",
+                                "command": ["x"]}]},
+                 'periodic hook "a" has invalid schedule: end of range '
+                 '(61) above maximum (59)'),
+                ({"periodic": [{"name": "a", "schedule": "* * * *",
+                                "command": ["x"]}]},
+                 'periodic hook "a" has invalid schedule: expected '
+                 'exactly 5 fields, found 4'),
+                ({"periodic": [{"name": "a", "schedule": "@every 500ms",
+                                "command": ["x"]}]},
+                 'periodic hook "a" @every interval must be a whole '
+                 'number of seconds'),
+                ({"periodic": [{"name": "a", "schedule": "@hourly",
+                                "command": []}]},
+                 "periodic a command must not be empty")]:
+            st, body = init(d, {"sandboxId": "s", "generation": 1,
+                                "lifecycle": lc})
+            assert st == 400, (lc, body)
+            assert body["message"].startswith("invalid lifecycle: " + msg), \
+                (lc, body)
+        assert ready(d) == (503, {"initialized": False})

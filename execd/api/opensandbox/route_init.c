@@ -10,8 +10,11 @@
  * cannot re-initialise it with a token of its own; with no token in
  * force at all there is nothing to prove the caller by, and another
  * init is refused 409 (docs/compatibility.md).  An init runs in
- * upstream's order: reset what runs (unless preserveRuntimeState), bind,
- * ready.  The parsing and the binding are domain/runtime.c's.
+ * upstream's order: reset what runs and the periodic hooks (unless
+ * preserveRuntimeState), bind, preStart (the request waits for it; a
+ * failure is 500 and execd stays unready), the periodic hooks, ready.
+ * One init at a time: another while preStart runs is 409.  The parsing
+ * and the binding are domain/runtime.c's, the hooks lifecycle.c's.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include "../../core/log.h"
 #include "../../core/xmalloc.h"
 #include "../../domain/command.h"
+#include "../../domain/lifecycle.h"
 #include "../../domain/pty.h"
 #include "../../domain/runtime.h"
 #include "../../domain/session.h"
@@ -30,6 +34,25 @@
 #include "route.h"
 
 #define REINIT_WHY	"execd was initialised again"
+
+/* An init waiting for its preStart. */
+struct pending {
+	struct http_req		*req;
+	struct http_server	*http;
+	struct lifecycle	*own;		/* the request's hooks, or NULL */
+	const struct lifecycle	*hooks;		/* own or the template's */
+	char			*sid;
+	uint64_t		 gen;
+	json_t			*warnings;
+	bool			 keep_hooks;	/* periodic ones go on as they are */
+};
+
+static struct pending	*inflight;
+
+static void	finish(struct pending *);
+static void	pending_free(struct pending *);
+static void	pre_done(int, const char *, void *);
+static void	pre_cancel(struct http_req *, void *);
 
 /* 200 when ready, else 503; {"initialized","sandboxId"?,"generation"?}. */
 void
@@ -56,7 +79,7 @@ route_ready(struct http_req *req)
 static bool
 may_init(struct http_req *req, struct http_server *srv)
 {
-	if (!runtime_ready() && runtime_token_md() == NULL)
+	if (runtime_awaited() && runtime_token_md() == NULL)
 		return true;
 	if (!http_has_token(srv)) {
 		http_reply_error(req, 409, HTTP_E_ALREADY_INIT,
@@ -71,50 +94,136 @@ may_init(struct http_req *req, struct http_server *srv)
 	return true;
 }
 
-/* POST /internal/init: check, reset, bind, ready; see the file comment. */
+/* POST /internal/init: check, reset, bind, hooks, ready; see above. */
 void
 route_init(struct http_req *req)
 {
 	struct execd *app = http_req_app(req);
 	struct runtime_req r;
+	struct lifecycle *own = NULL;
+	struct pending *p;
 	const void *body;
-	char err[512], *sid;
-	uint64_t gen;
-	json_t *o, *warnings;
+	char err[512];
+	bool preserve, keep_hooks;
 	size_t n;
+	int rc;
 
 	if (!may_init(req, app->http))
 		return;
+	if (inflight != NULL) {
+		http_reply_error(req, 409, HTTP_E_ALREADY_INIT, "runtime init "
+		    "in progress: its preStart hook still runs");
+		return;
+	}
 	body = http_req_body(req, &n);
 	if (runtime_req_parse(body, n, &r, err, sizeof(err)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
 		return;
 	}
-	/* 1. What the previous generation left running, unless kept. */
-	if (!r.preserve) {
+	if (r.lifecycle != NULL && lifecycle_parse(r.lifecycle, &own, err,
+	    sizeof(err)) < 0) {
+		runtime_req_reset(&r);
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid lifecycle: %s",
+		    err);
+		return;
+	}
+	/*
+	 * 1. What the previous generation left running, unless kept; kept,
+	 * its periodic hooks go on too, unless the request gives others.
+	 */
+	preserve = r.preserve;
+	keep_hooks = preserve && own == NULL;
+	if (!preserve) {
 		command_stop_all();
 		session_close_all();
 		pty_close_all(REINIT_WHY);
 	}
+	if (!keep_hooks)
+		lifecycle_periodic_stop();
 	/* 2. The binding, and with it the token http.c accepts. */
-	warnings = json_incref(r.warnings);
-	sid = xstrdup(r.sandbox_id);
-	gen = r.generation;
+	p = xcalloc(1, sizeof(*p));
+	p->http = app->http;
+	p->own = own;
+	p->hooks = own != NULL ? own : lifecycle_template();
+	p->keep_hooks = keep_hooks;
+	p->warnings = json_incref(r.warnings);
+	p->sid = xstrdup(r.sandbox_id);
+	p->gen = r.generation;
 	runtime_bind(&r);
 	http_bind_token(app->http, runtime_token_md());
-	log_info("runtime init: sandbox %s generation %" PRIu64 "%s", sid,
-	    gen, runtime_token_md() != NULL ? ", token bound" : "");
+	log_info("runtime init: sandbox %s generation %" PRIu64 "%s", p->sid,
+	    p->gen, runtime_token_md() != NULL ? ", token bound" : "");
 	/*
-	 * 3. The entrypoint: execd never starts one, so upstream's classic
-	 * mode applies and either policy leaves it as it is, unwarned.
+	 * 3. preStart, then the periodic hooks.  The entrypoint: execd never
+	 * starts one, so upstream's classic mode applies and either policy
+	 * leaves it as it is, unwarned.
 	 */
+	p->req = req;
+	if (keep_hooks || (rc = lifecycle_pre_start(p->hooks, pre_done, p,
+	    err, sizeof(err))) == 1) {
+		finish(p);
+		return;
+	}
+	if (rc < 0) {
+		http_reply_error(req, 500, HTTP_E_RUNTIME, "runtime init "
+		    "preStart: %s", err);
+		pending_free(p);
+		return;
+	}
+	inflight = p;
+	http_req_defer(req, pre_cancel, p);
+}
+
+/* The periodic hooks, ready, 200; p is freed. */
+static void
+finish(struct pending *p)
+{
+	json_t *o;
+
+	if (!p->keep_hooks)
+		lifecycle_periodic_start(p->hooks);
 	runtime_set_ready(true);
-	http_hold(app->http, false);
+	http_hold(p->http, false);
 	o = json_pack("{s:s, s:s, s:I}", "status", "initialized",
-	    "sandboxId", sid, "generation", (json_int_t)gen);
-	if (json_array_size(warnings) > 0)
-		json_object_set(o, "warning", warnings);
-	json_decref(warnings);
-	free(sid);
-	http_reply_json(req, 200, o);
+	    "sandboxId", p->sid, "generation", (json_int_t)p->gen);
+	if (json_array_size(p->warnings) > 0)
+		json_object_set(o, "warning", p->warnings);
+	http_reply_json(p->req, 200, o);
+	pending_free(p);
+}
+
+/* preStart is over: go on, or 500 and stay as we are. */
+static void
+pre_done(int rc, const char *why, void *arg)
+{
+	struct pending *p = arg;
+
+	inflight = NULL;
+	if (rc == 0) {
+		finish(p);
+		return;
+	}
+	http_reply_error(p->req, 500, HTTP_E_RUNTIME, "runtime init "
+	    "preStart: %s", why);
+	pending_free(p);
+}
+
+/* The client left or execd stops while preStart runs: stop it. */
+static void
+pre_cancel(struct http_req *req, void *arg)
+{
+	struct pending *p = arg;
+
+	inflight = NULL;
+	lifecycle_pre_start_cancel();
+	pending_free(p);
+}
+
+static void
+pending_free(struct pending *p)
+{
+	lifecycle_free(p->own);
+	json_decref(p->warnings);
+	free(p->sid);
+	free(p);
 }
