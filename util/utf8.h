@@ -49,4 +49,24 @@ utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/*
+ * Make the C string s valid UTF-8 in place: every byte that does not
+ * start a valid sequence becomes '?'.  For messages built from text a
+ * client sent, cut short, or quoted by a parser.
+ */
+static inline void
+utf8_scrub(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t n = 0, k;
+
+	while (p[n] != '\0')
+		n++;
+	for (size_t i = 0; i < n; i += k)
+		if ((k = utf8_len(p + i, n - i)) == 0) {
+			p[i] = '?';
+			k = 1;
+		}
+}
+
 #endif

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../../util/buf.h"
+#include "../../util/utf8.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
@@ -308,6 +309,7 @@ lifecycle_parse(const json_t *v, struct lifecycle **out, char *err,
 	*out = l;
 	return 0;
 fail:
+	utf8_scrub(err);
 	free(name);
 	free(sched);
 	lifecycle_free(l);
@@ -340,6 +342,7 @@ lifecycle_parse_text(const char *s, size_t n, struct lifecycle **out,
 	}
 	if ((v = json_loadb(s, n, 0, &je)) == NULL) {
 		snprintf(err, errlen, "%s", je.text);
+		utf8_scrub(err);
 		return -EINVAL;
 	}
 	rc = lifecycle_parse(v, out, err, errlen);
@@ -689,6 +692,8 @@ lifecycle_cron_parse(const char *spec, struct lifecycle_cron *out,
 	*out = c;
 	rc = 0;
 out:
+	if (rc < 0)
+		utf8_scrub(err);	/* the spec, quoted and cut short */
 	free(s);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../../util/utf8.h"
 #include "../core/xmalloc.h"
 #include "runtime.h"
 
@@ -227,6 +228,7 @@ runtime_req_parse(const char *body, size_t n, struct runtime_req *out,
 	root = json_loadb(body, n, JSON_DECODE_ANY, &je);
 	if (root == NULL) {
 		snprintf(err, errlen, LEAD "%s", n == 0 ? "EOF" : je.text);
+		utf8_scrub(err);
 		return -EINVAL;
 	}
 	if (json_is_null(root)) {	/* as an empty object */
@@ -404,6 +406,8 @@ runtime_req_parse(const char *body, size_t n, struct runtime_req *out,
 	memset(&r, 0, sizeof(r));
 	rc = 0;
 out:
+	if (rc < 0)
+		utf8_scrub(err);	/* a parser's quote, a key cut short */
 	runtime_req_reset(&r);
 	json_decref(root);
 	return rc;
