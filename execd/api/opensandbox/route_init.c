@@ -83,8 +83,8 @@ may_init(struct http_req *req, struct http_server *srv)
 		return true;
 	if (!http_has_token(srv)) {
 		http_reply_error(req, 409, HTTP_E_ALREADY_INIT,
-		    "runtime init already accepted; execd has no access token "
-		    "by which to authorise another (see GET /ready)");
+		    "execd is initialised and has no access token by which "
+		    "to authorise another runtime init (see GET /ready)");
 		return false;
 	}
 	if (!http_req_token_ok(req)) {
