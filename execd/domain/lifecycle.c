@@ -29,7 +29,6 @@
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
-#include "../process/envfile.h"
 #include "../process/job.h"
 #include "lifecycle.h"
 #include "runtime.h"
@@ -88,7 +87,6 @@ static void	 run_done(struct job *, int, bool, void *);
 static void	 run_free(struct run *);
 static void	 slot_tick(struct loop *, uint64_t, void *);
 static void	 slot_arm(struct slot *);
-static char	**hook_env(void);
 
 /* --- configuration --- */
 
@@ -778,41 +776,6 @@ lifecycle_shutdown(void)
 	tmpl = NULL;
 }
 
-/*
- * A hook's environment: execd's without its configuration names, the
- * runtime binding's and the EXECD_ENVS file's over it.
- */
-static char **
-hook_env(void)
-{
-	extern char **environ;
-	json_t *over = runtime_env_over(envfile_read(getenv("EXECD_ENVS")));
-	size_t n = 0, i = 0, m;
-	const char *k;
-	json_t *v;
-	char **env, name[256];
-
-	while (environ[n] != NULL)
-		n++;
-	env = xcalloc(n + json_object_size(over) + 1, sizeof(*env));
-	for (size_t j = 0; j < n; j++) {
-		m = strcspn(environ[j], "=");
-		if (m < sizeof(name)) {
-			memcpy(name, environ[j], m);
-			name[m] = '\0';
-			if (runtime_env_reserved(name) ||
-			    json_object_get(over, name) != NULL)
-				continue;
-		}
-		env[i++] = xstrdup(environ[j]);
-	}
-	json_object_foreach(over, k, v)
-		if (!runtime_env_reserved(k))
-			env[i++] = xasprintf("%s=%s", k, json_string_value(v));
-	json_decref(over);
-	return env;
-}
-
 /* The shell text that runs argv as given: exec 'a' 'b' ... */
 static char *
 exec_line(char *const *argv)
@@ -843,7 +806,7 @@ run_start(struct lifecycle_hook *h, bool is_pre, struct slot *slot,
     struct run **out, char *err, size_t errlen)
 {
 	struct run *r = xcalloc(1, sizeof(*r));
-	char **env = hook_env(), *cmd = exec_line(h->argv);
+	char **env = runtime_env_child(), *cmd = exec_line(h->argv);
 	uint64_t ms = h->timeout_s * 1000;
 	struct job_opts o = { .cmd = cmd, .envp = env, .grace_ms = 0,
 	    .timeout_ms = ms > UINT_MAX ? UINT_MAX : (unsigned)ms,
@@ -857,9 +820,7 @@ run_start(struct lifecycle_hook *h, bool is_pre, struct slot *slot,
 	buf_init_max(&r->out[0], LINE_MAX_LOG * 2);
 	buf_init_max(&r->out[1], LINE_MAX_LOG * 2);
 	rc = job_start(L, &o, run_output, run_done, r, &r->job, err, errlen);
-	for (size_t i = 0; env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
+	runtime_env_free(env);
 	free(cmd);
 	if (rc < 0) {
 		r->job = NULL;

@@ -29,6 +29,7 @@
 #include "../process/spawn.h"
 #include "pty.h"
 #include "ring.h"
+#include "runtime.h"
 
 _Static_assert(PTY_ID_LEN == ID_UUID_LEN + 1, "a terminal id is a UUID");
 
@@ -212,6 +213,7 @@ spawn_pty(struct pty *p, char **argv, char *err, size_t errlen)
 	struct spawn_opts so = { .argv = argv, .cwd = p->cwd, .ctty = 1,
 	    .limits = &p->limits };
 	int m, s, rc;
+	char **env;
 
 	if (openpty(&m, &s, NULL, NULL, &ws) < 0) {
 		rc = -errno;
@@ -226,7 +228,10 @@ spawn_pty(struct pty *p, char **argv, char *err, size_t errlen)
 		goto fail;
 	}
 	so.stdin_fd = so.stdout_fd = so.stderr_fd = s;
-	if ((rc = spawn_start(&so, &p->pid, err, errlen)) < 0)
+	so.envp = env = runtime_env_child();
+	rc = spawn_start(&so, &p->pid, err, errlen);
+	runtime_env_free(env);
+	if (rc < 0)
 		goto fail;
 	close(s);
 	p->in_fd = p->out_fd = m;
@@ -245,6 +250,7 @@ spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
 	    .limits = &p->limits };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	int rc;
+	char **env;
 
 	if ((rc = spawn_pipe(in, 1)) < 0 || (rc = spawn_pipe(out, 0)) < 0 ||
 	    (rc = spawn_pipe(er, 0)) < 0) {
@@ -254,7 +260,10 @@ spawn_pipes(struct pty *p, char **argv, char *err, size_t errlen)
 	so.stdin_fd = in[0];
 	so.stdout_fd = out[1];
 	so.stderr_fd = er[1];
-	if ((rc = spawn_start(&so, &p->pid, err, errlen)) < 0)
+	so.envp = env = runtime_env_child();
+	rc = spawn_start(&so, &p->pid, err, errlen);
+	runtime_env_free(env);
+	if (rc < 0)
 		goto fail;
 	close(in[0]);
 	close(out[1]);

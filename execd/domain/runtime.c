@@ -19,6 +19,7 @@
 
 #include "../../util/utf8.h"
 #include "../core/xmalloc.h"
+#include "../process/envfile.h"
 #include "runtime.h"
 
 #define LEAD	"invalid runtime init request: "
@@ -521,4 +522,49 @@ runtime_env_over(json_t *over)
 	    json_string(rt.sandbox_id));
 	json_decref(over);
 	return env;
+}
+
+/*
+ * The environment of a shell, terminal or hook: execd's without its
+ * configuration names, the binding's variables and then the EXECD_ENVS
+ * file's over it (upstream's order for all but commands).
+ */
+char **
+runtime_env_child(void)
+{
+	extern char **environ;
+	json_t *over = envfile_overlay(NULL);	/* file, binding (wrapped) */
+	size_t n = 0, i = 0, m;
+	const char *k;
+	json_t *v;
+	char **env, name[256];
+
+	while (environ[n] != NULL)
+		n++;
+	env = xcalloc(n + json_object_size(over) + 1, sizeof(*env));
+	for (size_t j = 0; j < n; j++) {
+		m = strcspn(environ[j], "=");
+		if (m < sizeof(name)) {
+			memcpy(name, environ[j], m);
+			name[m] = '\0';
+			if (runtime_env_reserved(name) ||
+			    json_object_get(over, name) != NULL)
+				continue;
+		}
+		env[i++] = xstrdup(environ[j]);
+	}
+	json_object_foreach(over, k, v)
+		if (!runtime_env_reserved(k))
+			env[i++] = xasprintf("%s=%s", k, json_string_value(v));
+	json_decref(over);
+	return env;
+}
+
+/* Free what runtime_env_child() made; NULL ok. */
+void
+runtime_env_free(char **env)
+{
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
 }

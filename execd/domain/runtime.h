@@ -99,5 +99,14 @@ void	 runtime_bind(struct runtime_req *req);
  * new object.
  */
 json_t	*runtime_env_over(json_t *over);
+/*
+ * The environment of a bash session, a terminal or a lifecycle hook, as
+ * upstream gives it: execd's without its configuration names
+ * (runtime_env_reserved), under the binding's variables, under the
+ * EXECD_ENVS file's, OPENSANDBOX_ID the sandbox id when bound.  A new
+ * NULL-terminated array; runtime_env_free() frees it.  Loop thread.
+ */
+char	**runtime_env_child(void);
+void	 runtime_env_free(char **env);
 
 #endif

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 
 from lib import Execd, events, wait_for
 
@@ -484,3 +485,35 @@ def test_bad_lifecycle_in_an_init_changes_nothing():
             assert body["message"].startswith("invalid lifecycle: " + msg), \
                 (lc, body)
         assert ready(d) == (503, {"initialized": False})
+
+
+def test_sessions_and_terminals_get_the_binding_environment():
+    import test_pty_ws as ptyws
+    from test_session import new_session, run, lines as slines
+    with tempfile.TemporaryDirectory() as tmp:
+        envfile = os.path.join(tmp, "envs")
+        with open(envfile, "w") as f:
+            f.write("BOTH=file\n")
+        with Execd("--runtime-init", env={"EXECD_ENVS": envfile}) as d:
+            st, body = init(d, {"sandboxId": "sbx", "generation": 1,
+                                "envs": {"BOUND": "b", "BOTH": "bound"}})
+            assert st == 200, body
+            sid = new_session(d)
+            st, evs = run(d, sid, "echo $BOUND-$BOTH-$OPENSANDBOX_ID")
+            assert st == 200, evs
+            assert "".join(slines(evs)).strip() == "b-file-sbx", evs
+            # a terminal, as upstream's: without execd's configuration
+            st, _, data = d.request("POST", "/pty", body={
+                "command": "echo term-$BOUND-$BOTH-$OPENSANDBOX_ID-"
+                           "${EXECD_ENVS:-none}; sleep 5"})
+            assert st in (200, 201), data
+            c = ptyws.Conn(d, json.loads(data)["session_id"])
+            seen = b""
+            deadline = time.monotonic() + 15
+            want = b"term-b-file-sbx-none"
+            while want not in seen and time.monotonic() < deadline:
+                fin, op, p = c.read(max(0.1, deadline - time.monotonic()))
+                assert op != 8, (p, seen)
+                seen += p
+            c.close()
+            assert want in seen, seen
