@@ -78,6 +78,14 @@ def test_runtime_init_from_the_environment_and_its_values():
         assert ready(d) == (200, {"initialized": True})
     with Execd("--runtime-init=false") as d:
         assert d.request("GET", "/metrics")[0] == 200
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write("runtime_init: yes\n")
+        f.flush()
+        with Execd("--config", f.name) as d:
+            assert d.request("GET", "/metrics")[0] == 503
+        # the command line goes over the file
+        with Execd("--config", f.name, "--runtime-init=0") as d:
+            assert d.request("GET", "/metrics")[0] == 200
     d = Execd(env={"EXECD_RUNTIME_INIT": "maybe"})
     try:
         d.start(timeout=5)
