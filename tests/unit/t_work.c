@@ -8,9 +8,11 @@
  * time; heavy jobs never hold every worker (a plain job submitted after
  * three blocked heavy ones runs at once) and still all run at shutdown;
  * work_shutdown() waits for queued jobs and runs their done callbacks
- * with no loop running.  A watchdog timer ends a test instead
+ * with no loop running; a job given up on (work_abandon) has its worker
+ * replaced while it runs.  A watchdog timer ends a test instead
  * of letting it hang.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -217,6 +219,98 @@ test_shutdown_finishes_queued_jobs(void)
 	}
 }
 
+/* A job that waits until released (a hung mount's read). */
+static atomic_bool	 released;
+
+static void
+blocked(void *arg)
+{
+	struct job *j = arg;
+
+	j->ran_on = pthread_self();
+	while (!atomic_load(&released))
+		usleep(1000);
+}
+
+static int
+threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 2;	/* . and .. */
+}
+
+/*
+ * The threads once there are n, or after 5 s: a worker that has ended
+ * (detached) may take a moment to leave the task list.
+ */
+static int
+threads_settle(int n)
+{
+	for (int i = 0; i < 5000 && threads_now() != n; i++)
+		usleep(1000);
+	return threads_now();
+}
+
+/*
+ * One worker, held by a job its submitter gave up on: a worker is started
+ * in its stead, so later jobs run; once the held job returns, its done
+ * runs and the pool is back to one worker.  A job abandoned before it
+ * started still runs, and shutdown waits for none stuck.
+ */
+static void
+test_abandoned_job_is_replaced(void)
+{
+	struct job stuck = { .id = 1 }, later = { .id = 2 }, queued = {
+	    .id = 3 };
+	struct work_job *sj;
+	int base;
+
+	atomic_store(&released, false);
+	T_EQ_INT(threads_settle(1), 1);	/* earlier tests' workers gone */
+	setup(1);
+	/* The loop's own threads and the worker: what the pool goes back to. */
+	base = threads_now();
+	sj = work_submit(blocked, done, &stuck);
+	while (stuck.ran_on == 0)
+		usleep(1000);
+	work_abandon(sj);
+	T_EQ_INT(threads_settle(base + 1), base + 1);
+	want = 1;
+	work_submit(fn, done, &later);
+	loop_run(L);
+	T_EQ_INT(later.dones, 1);
+	T_EQ_INT(stuck.dones, 0);
+	atomic_store(&released, true);
+	want = 2;
+	loop_run(L);
+	T_EQ_INT(stuck.dones, 1);
+	T_EQ_INT(threads_settle(base), base);
+
+	/* Abandoned while queued behind a stuck job: it runs all the same. */
+	atomic_store(&released, false);
+	stuck = (struct job){ .id = 1 };
+	sj = work_submit(blocked, done, &stuck);
+	while (stuck.ran_on == 0)
+		usleep(1000);
+	work_abandon(work_submit(fn, done, &queued));
+	work_abandon(sj);
+	want = 3;
+	loop_run(L);
+	T_EQ_INT(queued.dones, 1);
+	atomic_store(&released, true);
+	want = 4;
+	loop_run(L);
+	T_EQ_INT(stuck.dones, 1);
+	teardown();
+}
+
 static void
 test_init_refuses_bad_counts(void)
 {
@@ -233,6 +327,7 @@ static const struct t_case cases[] = {
 	{ "two_workers_run_at_once", test_two_workers_run_at_once },
 	{ "shutdown_finishes_queued_jobs", test_shutdown_finishes_queued_jobs },
 	{ "heavy_jobs_leave_a_worker", test_heavy_jobs_leave_a_worker },
+	{ "abandoned_job_is_replaced", test_abandoned_job_is_replaced },
 	{ "init_refuses_bad_counts", test_init_refuses_bad_counts },
 };
 
