@@ -154,7 +154,7 @@ main(int argc, char **argv)
 	    .body_timeout = conf.body_timeout,
 	    .body_min_rate = conf.body_min_rate,
 	    .max_half_open = conf.max_half_open,
-	    .body_memory = conf.body_memory };
+	    .body_memory = conf.body_memory, .work_timeout = conf.fs_timeout };
 	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);

@@ -40,7 +40,7 @@ enum opt_id {
 	O_ROUTES, O_KERNELS, O_MAX_UPLOAD, O_PTY_REPLAY, O_HEADER_TIMEOUT,
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
-	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT,
+	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -110,6 +110,10 @@ static const struct opt opts[] = {
 	{ "max-connections-per-ip", O_MAX_CONNS_IP,
 	    "EXECD_MAX_CONNECTIONS_PER_IP", "N", "2048",
 	    "connections from one address at once (0: no limit)" },
+	{ "fs-timeout", O_FS_TIMEOUT, "EXECD_FS_TIMEOUT", "SECONDS", "60",
+	    "a file request whose file system has not answered within this "
+	    "(a hung network or FUSE mount) gets 504 TIMEOUT; the worker "
+	    "left waiting is replaced (0: wait for ever)" },
 	{ "proxy-timeout", O_PROXY_TIMEOUT, "EXECD_PROXY_TIMEOUT", "SECONDS",
 	    "60", "a /proxy backend silent this long gets 504 before its "
 	    "response head, or its response cut short after it (0: never; "
@@ -244,6 +248,7 @@ static const struct num {
 	UN(O_MAX_CONNS_IP, max_conns_per_ip, 0, 1000000),
 	UN(O_KERNEL_READY, kernel_ready_s, 1, 3600),
 	UN(O_PROXY_TIMEOUT, proxy_timeout, 0, 86400),
+	UN(O_FS_TIMEOUT, fs_timeout, 0, 86400),
 	UN(O_BUSY_POLL, busy_poll_us, 0, 10000),
 	UN(O_IDLE, idle_s, 0, 30 * 86400),
 	UN(O_GRACE, grace_ms, 0, 3600000),

@@ -65,6 +65,7 @@ struct conf {
 	size_t		 max_output;
 	size_t		 pty_replay;	/* terminal output kept */
 	unsigned	 proxy_timeout;	/* seconds a /proxy backend may be silent */
+	unsigned	 fs_timeout;	/* seconds a file request's worker may take */
 	unsigned	 busy_poll_us;	/* loop_busy_poll() cap, 0: off */
 	char		*pool;		/* "python=1,javascript=2" */
 	unsigned	 idle_s;	/* cull contexts idle this long */

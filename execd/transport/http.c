@@ -2297,6 +2297,10 @@ defer_link(struct http_req *req, http_defer_cancel_cb *cancel, void *arg)
 /* A request waiting for a worker (http_req_work). */
 struct http_work {
 	struct http_req		*req;		/* NULL once the request is gone */
+	struct loop		*loop;
+	struct work_job		*job;
+	uint64_t		 timer;		/* the deadline, or 0 */
+	unsigned		 timeout;	/* its seconds */
 	atomic_int		*cancel;
 	http_work_fn		*fn;
 	http_work_reply_cb	*reply;
@@ -2312,6 +2316,36 @@ hw_cancel(struct http_req *req, void *arg)
 	w->req = NULL;
 	if (w->cancel != NULL)
 		atomic_store(w->cancel, 1);
+	if (w->timer != 0)
+		loop_timer_cancel(w->loop, w->timer);
+	w->timer = 0;
+}
+
+/*
+ * The deadline passed with fn still running (or not started): what it
+ * waits on -- a hung mount, most likely -- will not answer in time.  The
+ * client hears so now; fn is told to stop, and the reply runs later with
+ * no request, only to free arg.  The worker left waiting is the pool's
+ * business (work.h).
+ */
+static void
+hw_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct http_work *w = arg;
+	struct http_req *req = w->req;
+
+	w->timer = 0;
+	if (req == NULL)
+		return;
+	w->req = NULL;
+	if (w->cancel != NULL)
+		atomic_store(w->cancel, 1);
+	work_abandon(w->job);
+	log_warnx("%s %s: no answer from the file system within %u s",
+	    req->method, req->uri, w->timeout);
+	http_reply_error(req, 504, HTTP_E_TIMEOUT, "the file system did not "
+	    "answer within %u s (a hung network or FUSE mount?); the "
+	    "operation may still complete later", w->timeout);
 }
 
 /* Worker thread: the owner's part only. */
@@ -2329,6 +2363,8 @@ hw_done(void *arg)
 {
 	struct http_work *w = arg;
 
+	if (w->timer != 0)
+		loop_timer_cancel(w->loop, w->timer);
 	w->reply(w->req, w->arg);
 	free(w);
 }
@@ -2341,15 +2377,17 @@ http_req_work(struct http_req *req, unsigned flags, atomic_int *cancel,
 	struct http_work *w = xcalloc(1, sizeof(*w));
 
 	w->req = req;
+	w->loop = req->srv->loop;
 	w->cancel = cancel;
 	w->fn = fn;
 	w->reply = reply;
 	w->arg = arg;
 	http_req_defer(req, hw_cancel, w);
-	if (flags & HTTP_WORK_HEAVY)
-		work_submit_heavy(hw_run, hw_done, w);
-	else
-		work_submit(hw_run, hw_done, w);
+	if ((w->timeout = req->srv->conf.work_timeout) > 0)
+		w->timer = loop_timer_add(w->loop, w->timeout * 1000ULL,
+		    hw_timeout, w);
+	w->job = flags & HTTP_WORK_HEAVY ? work_submit_heavy(hw_run, hw_done,
+	    w) : work_submit(hw_run, hw_done, w);
 }
 
 /*

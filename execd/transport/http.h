@@ -60,6 +60,7 @@ struct http_conf {
 	size_t		 body_min_rate;	/* ... one per this many bytes */
 	unsigned	 max_half_open;	/* 0: no limit */
 	size_t		 body_memory;	/* cap on all buffered bodies; 0: none */
+	unsigned	 work_timeout;	/* seconds for http_req_work; 0: none */
 };
 
 /*
@@ -246,8 +247,11 @@ void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
  * req and frees arg.  If the client leaves or execd shuts down first, the
  * request is answered 503 without the owner, *cancel (when not NULL) is
  * set so that fn may stop early, and reply runs with req NULL, only to
- * free arg.  This sits in the HTTP layer because HTTP already stands on
- * the workers (large bodies are parsed there); work.h knows no requests.
+ * free arg.  When fn has not returned within the server's work_timeout,
+ * the request is answered 504 TIMEOUT, *cancel is set, and reply runs
+ * with req NULL once fn returns, as for a client that left.  This sits in
+ * the HTTP layer because HTTP already stands on the workers (large bodies
+ * are parsed there); work.h knows no requests.
  */
 #define HTTP_WORK_HEAVY	0x01	/* the client chooses the cost (a grep) */
 typedef void http_work_fn(void *arg);

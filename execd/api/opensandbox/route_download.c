@@ -7,8 +7,11 @@
  * through a content reader, so memory stays flat whatever the size.
  * Files of kernel (pseudo) file systems, whose size says nothing and
  * whose reads may wait forever, are read without waiting by pseudofile.c,
- * whole (chunked, bounded) or as a window of lines.  Not for directories
- * (route_archive.c) nor uploads (route_upload.c).  Loop thread only.
+ * whole (chunked, bounded) or as a window of lines.  The file is opened
+ * on a worker (http_req_work): an open on a hung network or FUSE mount
+ * waits for ever, and must cost this request (a 504 after --fs-timeout),
+ * not the loop.  Not for directories (route_archive.c) nor uploads
+ * (route_upload.c).  Loop thread only, but for the opening job's fn.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +47,20 @@ struct window {
 	char		 buf[65536];
 };
 
+/* A download being opened: on a worker, then answered on the loop. */
+struct dl {
+	char		 path[PATH_MAX];
+	const char	*os, *ls, *range;	/* the request's, while it waits */
+	long long	 off, lim;
+	int		 fd;
+	int		 rc;		/* 0, or the open's or fstat's -errno */
+	bool		 pseudo;
+	struct stat	 st;
+};
+
+static void	 dl_open(void *);
+static void	 dl_opened(struct http_req *, void *);
+static void	 dl_answer(struct http_req *, const struct dl *);
 static void	 range_refuse(struct http_req *, const char *, int, uint64_t);
 static ssize_t	 whole_read(void *, char *, size_t);
 static void	 whole_done(void *);
@@ -84,47 +101,94 @@ range_refuse(struct http_req *req, const char *range, int rc, uint64_t size)
 void
 route_files_download(struct http_req *req)
 {
-	const char *os = http_req_query(req, "offset"),
-	    *ls = http_req_query(req, "limit"),
-	    *range = http_req_header(req, "Range"), *base;
-	char path[PATH_MAX], hdr[128];
-	long long off, lim;
+	struct dl *d = xcalloc(1, sizeof(*d));
+
+	d->fd = -1;
+	d->os = http_req_query(req, "offset");
+	d->ls = http_req_query(req, "limit");
+	d->range = http_req_header(req, "Range");
+	if (reqpath_query(req, d->path, sizeof(d->path)) < 0)
+		goto out;
+	if ((d->os != NULL || d->ls != NULL) && d->range != NULL) {
+		http_reply_error(req, 400, HTTP_E_BODY, "line-based reading "
+		    "(offset/limit) and byte range (Range header) are "
+		    "mutually exclusive");
+		goto out;
+	}
+	if ((d->off = xferhdr_window_arg(d->os)) < 0 ||
+	    (d->lim = xferhdr_window_arg(d->ls)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid query "
+		    "parameter '%s': %s", d->off < 0 ? "offset" : "limit",
+		    d->off < 0 ? d->os : d->ls);
+		goto out;
+	}
+	http_req_work(req, 0, NULL, dl_open, dl_opened, d);
+	return;
+out:
+	free(d);
+}
+
+/*
+ * On a worker: open and describe the file.  O_NONBLOCK, so that a FIFO
+ * does not wait for a writer (it is refused); a regular file of a disk
+ * loses it again, a pseudo file keeps it: a read of it may wait forever.
+ */
+static void
+dl_open(void *arg)
+{
+	struct dl *d = arg;
+
+	if ((d->fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
+		d->rc = -errno;
+		return;
+	}
+	if (fstat(d->fd, &d->st) < 0) {
+		d->rc = -errno;
+		return;
+	}
+	if (!S_ISREG(d->st.st_mode))
+		return;
+	if ((d->pseudo = pseudofile_is(d->fd)) == false)
+		fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);
+}
+
+/* On the loop: answer with the file opened (req NULL: only free). */
+static void
+dl_opened(struct http_req *req, void *arg)
+{
+	struct dl *d = arg;
+
+	if (req == NULL || d->rc < 0) {
+		if (d->fd >= 0)
+			close(d->fd);
+		if (req != NULL && d->fd < 0)
+			http_reply_errno(req, d->rc, "file not found. open %s: "
+			    "%s", d->path, strerror(-d->rc));
+		else if (req != NULL)
+			http_reply_errno(req, d->rc, "error accessing file: "
+			    "%s", strerror(-d->rc));
+	} else {
+		dl_answer(req, d);	/* the fd goes with the answer */
+	}
+	free(d);
+}
+
+/* The answer, whatever its shape, from the file d opened. */
+static void
+dl_answer(struct http_req *req, const struct dl *d)
+{
+	const char *os = d->os, *ls = d->ls, *range = d->range, *base;
+	const char *path = d->path;
+	char hdr[128];
+	long long off = d->off, lim = d->lim;
 	struct http_resp *hr;
 	struct buf b;
 	struct window *ln;
 	struct pseudofile *ps = NULL;
-	struct stat st;
+	struct stat st = d->st;
 	uint64_t start, len;
-	int fd, rc;
+	int fd = d->fd, rc;
 
-	if (reqpath_query(req, path, sizeof(path)) < 0)
-		return;
-	if ((os != NULL || ls != NULL) && range != NULL) {
-		http_reply_error(req, 400, HTTP_E_BODY, "line-based reading "
-		    "(offset/limit) and byte range (Range header) are "
-		    "mutually exclusive");
-		return;
-	}
-	if ((off = xferhdr_window_arg(os)) < 0 ||
-	    (lim = xferhdr_window_arg(ls)) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid query "
-		    "parameter '%s': %s", off < 0 ? "offset" : "limit",
-		    off < 0 ? os : ls);
-		return;
-	}
-	/* O_NONBLOCK: a FIFO must not stall the loop; it is refused below. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
-		http_reply_errno(req, -errno, "file not found. open %s: %s",
-		    path, strerror(errno));
-		return;
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		close(fd);
-		http_reply_errno(req, rc, "error accessing file: %s",
-		    strerror(-rc));
-		return;
-	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		http_reply_error(req, 400, HTTP_E_BODY, S_ISDIR(st.st_mode) ?
@@ -132,11 +196,8 @@ route_files_download(struct http_req *req)
 		    "directory)" : "not a regular file: %s", path);
 		return;
 	}
-	/* A pseudo file keeps O_NONBLOCK: a read of it may wait forever. */
-	if (pseudofile_is(fd))
+	if (d->pseudo)
 		ps = pseudofile_new(http_req_loop(req), fd);
-	else
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if (os == NULL && ls == NULL && ps != NULL) {
 		/* Whole and chunked: no length to promise, no range of it. */
 		hr = http_resp_reader(whole_read, whole_done, ps);
