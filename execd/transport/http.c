@@ -24,7 +24,8 @@
  * before the body was read lingers: the socket is kept, its write side
  * shut, and what the client still sends is read and dropped for a bounded
  * time, so that a client writing the whole body first still reads the
- * answer.  Buffered bodies share --body-memory; large JSON bodies are
+ * answer; lingering sockets count as half-open, and the first to be closed
+ * for room.  Buffered bodies share --body-memory; large JSON bodies are
  * parsed on the worker pool while their connection is suspended.
  */
 #include <arpa/inet.h>
@@ -68,9 +69,15 @@
 #define HTTP_WAKE_MS	1000	/* longest sleep with connections open */
 #define EOF_CHECK_MS	200	/* look for clients gone mid-body this often */
 #define SWEEP_MS	1000	/* check phase deadlines this often */
-#define LINGER_MS	5000	/* keep a socket after an early reply ... */
-#define LINGER_MAX	(32u << 20)	/* ... reading at most this much */
-#define LINGER_CONNS	256	/* sockets lingering at once */
+/*
+ * A socket kept after an early reply is read while bytes keep coming (a
+ * pause of LINGER_IDLE_MS ends it) for at most LINGER_MS and LINGER_MAX
+ * bytes: enough for a body several times --max-body-size to be written
+ * whole by a client that reads only afterwards.
+ */
+#define LINGER_IDLE_MS	5000
+#define LINGER_MS	30000
+#define LINGER_MAX	(256u << 20)
 #define PARSE_ASYNC_MIN	(256u << 10)	/* JSON bodies parsed off the loop */
 #define BUSY_RETRY	"1"	/* Retry-After of a 503 SERVER_BUSY */
 #define RX_UNKNOWN	UINT64_MAX
@@ -106,6 +113,8 @@ struct lingerer {
 	struct http_server	*srv;
 	int			 fd;
 	uint64_t		 timer;
+	uint64_t		 since;		/* started, loop ms */
+	uint64_t		 last;		/* last byte read, loop ms */
 	size_t			 nread;
 	struct lingerer		*prev, *next;
 };
@@ -457,9 +466,9 @@ accept_cb(void *cls, const struct sockaddr *sa, socklen_t len)
 	struct http_server *srv = cls;
 
 	if (srv->conf.max_half_open > 0 &&
-	    srv->nwaiting >= srv->conf.max_half_open)
+	    srv->nwaiting + srv->nlingers >= srv->conf.max_half_open)
 		cut_oldest(srv);
-	if (srv->nconns - srv->ncut >= srv->conf.max_conns &&
+	if (srv->nconns - srv->ncut + srv->nlingers >= srv->conf.max_conns &&
 	    !cut_oldest(srv)) {
 		log_debug("connection refused: %zu connections open",
 		    srv->nconns);
@@ -559,15 +568,25 @@ conn_cut(struct conn *c, const char *why)
 }
 
 /*
- * Cut the half-open connection that has waited longest, preferring one
- * that has not yet sent a whole header (a body under way has shown more
- * of a client's good faith).  False if none is half-open.
+ * Cut the half-open connection that has waited longest: first a
+ * lingering socket (its request has had its answer), then one that has
+ * not yet sent a whole header (a body under way has shown more of a
+ * client's good faith).  False if none is half-open.
  */
 static bool
 cut_oldest(struct http_server *srv)
 {
 	struct conn *best = NULL;
+	struct lingerer *lg;
 
+	if ((lg = srv->lingers) != NULL) {	/* the newest is first */
+		while (lg->next != NULL)
+			lg = lg->next;
+		log_debug("closing a lingering socket: too many half-open "
+		    "connections");
+		linger_end(lg);
+		return true;
+	}
 	for (struct conn *c = srv->conns; c != NULL; c = c->next) {
 		if (c->cut || c->phase == PH_BUSY)
 			continue;
@@ -675,9 +694,15 @@ linger_start(struct http_server *srv, int fd)
 	struct lingerer *lg;
 	int dfd;
 
-	if (srv->nlingers >= LINGER_CONNS || srv->quiesced ||
-	    (dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+	if (srv->quiesced || (dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return;
+	/*
+	 * The connection leaving MHD has left the half-open count (it was
+	 * busy); the lingerer enters it, making room as a new one would.
+	 */
+	if (srv->conf.max_half_open > 0 &&
+	    srv->nwaiting + srv->nlingers >= srv->conf.max_half_open)
+		cut_oldest(srv);
 	shutdown(dfd, SHUT_WR);
 	lg = xcalloc(1, sizeof(*lg));
 	lg->srv = srv;
@@ -687,7 +712,9 @@ linger_start(struct http_server *srv, int fd)
 		free(lg);
 		return;
 	}
-	lg->timer = loop_timer_add(srv->loop, LINGER_MS, linger_timeout, lg);
+	lg->since = lg->last = loop_now_ms();
+	lg->timer = loop_timer_add(srv->loop, LINGER_IDLE_MS, linger_timeout,
+	    lg);
 	lg->next = srv->lingers;
 	if (srv->lingers != NULL)
 		srv->lingers->prev = lg;
@@ -712,16 +739,26 @@ linger_read(struct loop *l, int fd, void *zs, int rev, void *arg)
 			linger_end(lg);
 			return;
 		}
+		lg->last = loop_now_ms();
 	}
 }
 
+/* Every LINGER_IDLE_MS or less: end after a pause or at the time cap. */
 static void
 linger_timeout(struct loop *l, uint64_t id, void *arg)
 {
 	struct lingerer *lg = arg;
+	uint64_t now = loop_now_ms(), left, idle_left;
 
 	lg->timer = 0;
-	linger_end(lg);
+	if (now - lg->last >= LINGER_IDLE_MS || now - lg->since >= LINGER_MS) {
+		linger_end(lg);
+		return;
+	}
+	left = LINGER_MS - (now - lg->since);
+	idle_left = LINGER_IDLE_MS - (now - lg->last);
+	lg->timer = loop_timer_add(l, left < idle_left ? left : idle_left,
+	    linger_timeout, lg);
 }
 
 /* Close a lingering socket and free it. */
