@@ -46,6 +46,7 @@
 #include "domain/context.h"
 #include "domain/lifecycle.h"
 #include "domain/pty.h"
+#include "domain/run.h"
 #include "domain/runtime.h"
 #include "domain/session.h"
 #include "process/cgroup.h"
@@ -189,6 +190,7 @@ main(int argc, char **argv)
 	/* The domain, each module over the ones before it. */
 	command_init(app.loop, cmd_dir, conf.grace_ms);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
+	run_init(cmd_dir);
 	pty_init(app.loop);
 	setup_contexts(&conf);
 	start_hooks(&conf);
@@ -206,6 +208,7 @@ main(int argc, char **argv)
 	http_free(app.http);
 	context_shutdown();
 	lifecycle_shutdown();
+	run_init(NULL);
 	pty_shutdown();
 	session_shutdown();
 	command_shutdown();

@@ -10,17 +10,33 @@
  * the last half of max_output, its front dropped as more comes, and it
  * moves on once the run is over, after the marker that says what was
  * dropped.  Both lists hold whole events, so a reader never sees a cut
- * event.  What the events mean comes from the context (context.h); this
+ * event.
+ *
+ * What is kept is the cut, not the output; but a reader that does not
+ * read still leaves max_output of text waiting, which is far more than
+ * the memory a stream may cost.  So text beyond RUN_MEM bytes is spooled:
+ * written to a file of the run's (unlinked, in the directory run_init
+ * named) and read back when it goes out, leaving in memory only the
+ * item, which is small.  Spooled are the text events of the queue and the
+ * pieces of the line but its last (text is appended there), those at the
+ * front of each list staying in memory.  The file grows only with what
+ * is spooled; the ranges of items gone are punched out of it, and it is
+ * emptied whenever nothing in it is still held.  If it cannot be made or
+ * written, text stays in memory, as before, and that is logged once.
+ * What the events mean comes from the context (context.h); this
  * file knows neither kernels nor shells, nor any wire.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
 #include "context.h"
@@ -31,10 +47,14 @@
 #define PIECE_MAX	(64 << 10)
 #define MOVE_MAX	(64 << 10)	/* text moved to the queue at once */
 #define EV_COST		64		/* an event's bytes besides its data */
+#define RUN_MEM		(256 << 10)	/* text held in memory, then spooled */
+#define SPOOL_MIN	(4 << 10)	/* smaller text is never spooled */
 
 /*
  * An event (which 0), or text of stream 1 or 2 still being gathered in
- * the line (which 1, 2: p[off..off+len) of cap bytes).
+ * the line (which 1, 2: p[off..off+len) of cap bytes).  Text (a piece's,
+ * or a text event's p[0..ev.text_len)) may be spooled: p is then NULL,
+ * and byte i of it is at fbase + i in the run's file.
  */
 struct item {
 	struct item		*next;
@@ -44,7 +64,11 @@ struct item {
 	json_t			*json;		/* ev's results or error */
 	size_t			 cost;		/* which 0: counted bytes */
 	size_t			 off, len, cap;
-	char			 p[];
+	bool			 text;		/* which 0: a text event */
+	bool			 spooled;
+	uint64_t		 fbase;		/* spooled: file offset of p[0] */
+	uint64_t		 foff, flen;	/* ... the range written */
+	char			*p;
 };
 
 struct list {
@@ -76,7 +100,15 @@ struct run {
 	bool			 overflowed;
 	bool			 saw_error;	/* an error event went out */
 	bool			 in_new;	/* run_new has not returned */
+	size_t			 mem;		/* text memory that may spool */
+	int			 spool;		/* the file, or -1 */
+	uint64_t		 spool_end;
+	size_t			 nspooled;	/* items with text in it */
+	bool			 spool_broken;
 };
+
+static char	*spool_dir;	/* run_init's */
+static bool	 spool_warned;
 
 static void	 on_event(struct kevent *, void *);
 static void	 on_done(const json_t *, const char *, void *);
@@ -95,10 +127,24 @@ static void	 overflow(struct run *);
 static void	 keep(struct run *, struct item *);
 static void	 list_append(struct list *, struct item *);
 static struct item *item_pop(struct list *);
-static void	 item_free(struct item *);
-static void	 list_free(struct list *);
+static void	 item_free(struct run *, struct item *);
+static void	 list_free(struct run *, struct list *);
+static size_t	 text_mem(const struct item *);
+static void	 spool_all(struct run *);
+static bool	 spool_item(struct run *, struct item *);
+static void	 unspool(struct run *, struct item *);
+static void	 spool_release(struct run *, struct item *);
+static unsigned char byte_at(struct run *, struct item *, size_t);
 
 static const struct context_run_cb run_cb = { on_event, on_done };
+
+/* Where runs spool text (copied); NULL: nowhere, text stays in memory. */
+void
+run_init(const char *dir)
+{
+	free(spool_dir);
+	spool_dir = dir != NULL ? xstrdup(dir) : NULL;
+}
 
 /* Start the code; the first events are queued before this returns. */
 struct run *
@@ -117,6 +163,7 @@ run_new(struct context *c, const struct run_opts *o, run_notify_cb *cb,
 	r->timeout_ms = o->timeout_ms;
 	r->t0 = loop_now_ms();
 	r->in_new = true;
+	r->spool = -1;
 	emit(r, &(struct sse_event){ .type = "init",
 	    .text = context_id(c) }, NULL, false);
 	r->running = true;
@@ -144,6 +191,8 @@ run_next(struct run *r, struct sse_event *ev)
 		line_move(r);
 	if ((t = item_pop(&r->q)) == NULL)
 		return r->ended && r->line.first == NULL ? RUN_END : RUN_WAIT;
+	if (t->spooled)
+		unspool(r, t);
 	r->q_bytes -= t->cost;
 	if (t->seq == 0)	/* not a replay */
 		t->seq = ++r->seq;
@@ -175,7 +224,7 @@ run_replay(struct run *r, uint64_t seq)
 	while ((t = item_pop(&r->kept)) != NULL) {
 		r->kept_bytes -= t->cost;
 		if (t->seq <= seq) {
-			item_free(t);
+			item_free(r, t);
 			continue;
 		}
 		list_append(&back, t);
@@ -205,10 +254,12 @@ run_free(struct run *r)
 		return;
 	if (r->running)
 		context_run_forget(r->ctx, r);
-	list_free(&r->q);
-	list_free(&r->line);
-	list_free(&r->kept);
-	item_free(r->taken);
+	list_free(r, &r->q);
+	list_free(r, &r->line);
+	list_free(r, &r->kept);
+	item_free(r, r->taken);
+	if (r->spool >= 0)
+		close(r->spool);
 	free(r);
 }
 
@@ -219,7 +270,7 @@ keep(struct run *r, struct item *t)
 	if (t == NULL)
 		return;
 	if (r->max_replay == 0) {
-		item_free(t);
+		item_free(r, t);
 		return;
 	}
 	list_append(&r->kept, t);
@@ -227,7 +278,7 @@ keep(struct run *r, struct item *t)
 	while (r->kept_bytes > r->max_replay &&
 	    (t = item_pop(&r->kept)) != NULL) {
 		r->kept_bytes -= t->cost;
-		item_free(t);
+		item_free(r, t);
 	}
 }
 
@@ -270,6 +321,7 @@ on_event(struct kevent *e, void *arg)
 		break;
 	}
 	kevent_clear(e);
+	spool_all(r);
 	notify(r);
 }
 
@@ -335,11 +387,12 @@ item_new(const struct sse_event *ev, json_t *json)
 {
 	size_t n = ev->text == NULL ? 0 : ev->text_len > 0 ? ev->text_len :
 	    strlen(ev->text);
-	struct item *t = xcalloc(1, sizeof(*t) + n + 1);
+	struct item *t = xcalloc(1, sizeof(*t));
 
 	t->ev = *ev;
 	t->ev.timestamp = loop_wall_ms();
 	if (ev->text != NULL) {
+		t->p = xcalloc(1, n + 1);
 		memcpy(t->p, ev->text, n);
 		t->ev.text = t->p;
 		t->ev.text_len = n;
@@ -380,21 +433,26 @@ item_pop(struct list *l)
 }
 
 static void
-item_free(struct item *t)
+item_free(struct run *r, struct item *t)
 {
 	if (t == NULL)
 		return;
+	if (t->spooled)
+		spool_release(r, t);
+	else
+		r->mem -= text_mem(t);
 	json_decref(t->json);
+	free(t->p);
 	free(t);
 }
 
 static void
-list_free(struct list *l)
+list_free(struct run *r, struct list *l)
 {
 	struct item *t;
 
 	while ((t = item_pop(l)) != NULL)
-		item_free(t);
+		item_free(r, t);
 }
 
 /*
@@ -441,6 +499,8 @@ emit_text(struct run *r, int which, const char *p, size_t n)
 		ev.text = p;
 		ev.text_len = k;
 		t = item_new(&ev, NULL);
+		t->text = true;
+		r->mem += text_mem(t);
 		list_append(&r->q, t);
 		r->q_bytes += t->cost;
 		p += k;
@@ -452,9 +512,9 @@ emit_text(struct run *r, int which, const char *p, size_t n)
 static void
 overflow(struct run *r)
 {
-	list_free(&r->q);
-	list_free(&r->line);
-	list_free(&r->kept);
+	list_free(r, &r->q);
+	list_free(r, &r->line);
+	list_free(r, &r->kept);
 	r->q_bytes = r->ev_bytes = r->t_bytes = r->t_mem = r->kept_bytes = 0;
 	r->overflowed = r->ended = r->finishing = true;
 }
@@ -463,12 +523,14 @@ overflow(struct run *r)
 static struct item *
 piece_new(struct run *r, int which, size_t cap)
 {
-	struct item *t = xcalloc(1, sizeof(*t) + cap);
+	struct item *t = xcalloc(1, sizeof(*t));
 
 	t->which = which;
 	t->cap = cap;
+	t->p = xmalloc(cap);
 	list_append(&r->line, t);
 	r->t_mem += cap;
+	r->mem += cap;
 	return t;
 }
 
@@ -490,6 +552,8 @@ line_move(struct run *r)
 		r->q_bytes += t->cost;
 		return;
 	}
+	if (t->spooled)
+		unspool(r, t);
 	k = t->len < MOVE_MAX ? t->len : MOVE_MAX;
 	if (!r->finishing && k > head - r->out_bytes)
 		k = head - r->out_bytes;
@@ -509,7 +573,7 @@ line_move(struct run *r)
 	}
 	item_pop(&r->line);
 	r->t_mem -= t->cap;
-	free(t);
+	item_free(r, t);
 }
 
 /*
@@ -532,13 +596,13 @@ line_trim(struct run *r, size_t n)
 		r->t_bytes -= t->len;
 		r->dropped += t->len;
 		r->t_mem -= t->cap;
-		free(t);
+		item_free(r, t);
 		return;
 	}
 	t->off += n;
 	t->len -= n;
 	/* Never start inside a character. */
-	while (t->len > 0 && ((unsigned char)t->p[t->off] & 0xc0) == 0x80) {
+	while (t->len > 0 && (byte_at(r, t, t->off) & 0xc0) == 0x80) {
 		t->off++;
 		t->len--;
 		n++;
@@ -556,8 +620,8 @@ line_add(struct run *r, int which, const char *p, size_t n)
 
 	while (n > 0) {
 		t = r->line.last;
-		if (t == NULL || t->which != which || t->off + t->len ==
-		    t->cap)
+		if (t == NULL || t->which != which || t->spooled ||
+		    t->off + t->len == t->cap)
 			t = piece_new(r, which, n < PIECE_MIN ? PIECE_MIN :
 			    n > PIECE_MAX ? PIECE_MAX : n);
 		k = t->cap - t->off - t->len < n ? t->cap - t->off - t->len :
@@ -638,4 +702,148 @@ line_finish(struct run *r)
 	}
 	r->dropped = 0;
 	r->finishing = true;
+}
+
+/* Text memory of t that spool_all may give back. */
+static size_t
+text_mem(const struct item *t)
+{
+	if (t->spooled || t->p == NULL)
+		return 0;
+	if (t->which != 0)
+		return t->cap;
+	return t->text ? t->ev.text_len + 1 : 0;
+}
+
+/*
+ * Past RUN_MEM bytes of text in memory, spool what the reader takes last:
+ * of each list the front stays (the queue's first RUN_MEM / 2 bytes, the
+ * line's next), and the line's last piece, which text is added to.
+ */
+static void
+spool_all(struct run *r)
+{
+	struct list *lists[2] = { &r->q, &r->line };
+	size_t keep, m;
+
+	if (r->mem <= RUN_MEM || r->spool_broken)
+		return;
+	keep = 0;
+	for (int i = 0; i < 2; i++) {
+		for (struct item *t = lists[i]->first; t != NULL;
+		    t = t->next) {
+			if ((m = text_mem(t)) < SPOOL_MIN)
+				continue;
+			if (keep + m <= RUN_MEM / 2 ||
+			    (i == 1 && t == r->line.last)) {
+				keep += m;
+				continue;
+			}
+			if (!spool_item(r, t))
+				return;
+		}
+	}
+}
+
+/* Write t's text to the file and free its memory; false on failure. */
+static bool
+spool_item(struct run *r, struct item *t)
+{
+	size_t start = t->which != 0 ? t->off : 0;
+	size_t len = t->which != 0 ? t->len : t->ev.text_len, done = 0;
+	ssize_t n;
+
+	if (spool_dir == NULL) {	/* none: in memory, as asked */
+		r->spool_broken = true;
+		return false;
+	}
+	if (r->spool < 0) {
+		r->spool = open(spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC,
+		    0600);
+		if (r->spool < 0)
+			goto broken;
+		r->spool_end = 0;
+	}
+	while (done < len) {
+		n = pwrite(r->spool, t->p + start + done, len - done,
+		    (off_t)(r->spool_end + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto broken;
+		done += (size_t)n;
+	}
+	r->mem -= text_mem(t);
+	t->foff = r->spool_end;
+	t->flen = len;
+	t->fbase = r->spool_end - start;
+	r->spool_end += len;
+	free(t->p);
+	t->p = NULL;
+	t->spooled = true;
+	r->nspooled++;
+	return true;
+broken:
+	if (!spool_warned)
+		log_warn("code output kept in memory: cannot spool it to %s",
+		    spool_dir);
+	spool_warned = true;
+	r->spool_broken = true;
+	return false;
+}
+
+/* Read t's text back into memory. */
+static void
+unspool(struct run *r, struct item *t)
+{
+	size_t cap = t->which != 0 ? t->cap : t->ev.text_len + 1;
+	size_t start = t->which != 0 ? t->off : 0;
+	size_t len = t->which != 0 ? t->len : t->ev.text_len, done = 0;
+	ssize_t n;
+
+	t->p = xcalloc(1, cap);
+	while (done < len) {
+		n = pread(r->spool, t->p + start + done, len - done,
+		    (off_t)(t->fbase + start + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Cannot happen short of a failing disk: say so. */
+			log_warn("code output lost reading it back");
+			memset(t->p + start + done, '?', len - done);
+			break;
+		}
+		done += (size_t)n;
+	}
+	spool_release(r, t);
+	if (t->which == 0)
+		t->ev.text = t->p;
+	r->mem += text_mem(t);
+}
+
+/* t's text leaves the file: punch its range out, or empty the file. */
+static void
+spool_release(struct run *r, struct item *t)
+{
+	t->spooled = false;
+	if (--r->nspooled == 0) {
+		if (ftruncate(r->spool, 0) == 0)
+			r->spool_end = 0;
+		return;
+	}
+	(void)fallocate(r->spool, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    (off_t)t->foff, (off_t)t->flen);
+}
+
+/* Byte i of t's text, wherever it is. */
+static unsigned char
+byte_at(struct run *r, struct item *t, size_t i)
+{
+	unsigned char c = 0;
+
+	if (!t->spooled)
+		return (unsigned char)t->p[i];
+	if (pread(r->spool, &c, 1, (off_t)(t->fbase + i)) != 1)
+		return 0;
+	return c;
 }

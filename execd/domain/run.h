@@ -20,7 +20,9 @@
  * tail.  Text events hold at most RUN_TEXT bytes each.  Other events that
  * wait for the reader beyond max_output + max_queue bytes (results far
  * faster than the reader takes them) drop everything held and end the
- * run's events with RUN_OVERFLOW.
+ * run's events with RUN_OVERFLOW.  What is kept waits in a file rather
+ * than in memory, past a small amount (run_init), so a reader that does
+ * not read costs little memory however much the code prints.
  *
  * Every event the reader takes has a sequence number (ev->seq: 1, 2, ...
  * in the order taken).  A reader that lost what it took (its client went
@@ -65,6 +67,13 @@ struct run_opts {
  * run_next() but not run_free().
  */
 typedef void	run_notify_cb(void *arg);
+
+/*
+ * Where runs spool the text their readers have yet to take beyond a small
+ * amount held in memory (see run.c): a directory execd writes, copied;
+ * NULL frees it, and text then stays in memory.
+ */
+void		 run_init(const char *dir);
 
 /*
  * Start o->code in c, which must be ready (context_ready()): the init

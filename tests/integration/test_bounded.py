@@ -2,12 +2,18 @@
 memory and still gets its answer: a refused body that the client writes
 whole before it reads is read and dropped (a lingering close) so that
 the client reads the refusal, and such sockets count among the
-half-open connections."""
+half-open connections; a code run's output that its client does not
+read waits on disk, cut to its head and tail, and arrives when the
+client reads again."""
+import json
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 
-from lib import Execd, expect_error, wait_for
+from lib import (Execd, events, expect_error, kinds, new_context, run_code,
+                 texts, wait_for)
 
 MIB = 1 << 20
 
@@ -83,3 +89,87 @@ def test_lingering_sockets_count_as_half_open():
             for s in held:
                 s.close()
         assert wait_for(lambda: d.fds() <= base, timeout=10), d.fds()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class RssPeak(threading.Thread):
+    """The highest VmRSS of a process, sampled until stopped."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, rss_kib(pid), False
+
+    def run(self):
+        while not self.done:
+            self.peak = max(self.peak, rss_kib(self.pid))
+            time.sleep(0.02)
+
+    def stop(self):
+        self.done = True
+        self.join()
+        return self.peak
+
+
+# 200 MiB in 2048 writes of 100 KiB, each a numbered line: at up to about
+# 50 MB/s, as fast as code that computes what it prints, and slower than
+# execd decodes (a kernel's PUB socket drops what its subscriber does not
+# take in time; see test_code's slow reader).
+BLOCKS, BLOCK = 2048, 100 << 10
+LOUD = ("import sys, time\n"
+        "for i in range(%d):\n"
+        "    sys.stdout.write('%%09d' %% i + 'y' * %d + '\\n')\n"
+        "    sys.stdout.flush()\n"
+        "    time.sleep(0.002)\n" % (BLOCKS, BLOCK - 10))
+UNREAD_S = 12       # the client reads nothing for this long
+
+
+def test_unread_kernel_output_stays_bounded_then_arrives_cut():
+    with Execd() as d:
+        ctx = new_context(d)
+        st, evs = run_code(d, "print('warm')", id=ctx["id"])
+        assert texts(evs, "stdout") == "warm\n", evs
+        base_fds = d.fds()
+        time.sleep(0.5)
+        rss = RssPeak(d.proc.pid)
+        base = rss.peak
+        rss.start()
+        c = d.conn(timeout=120)
+        c.request("POST", "/code", body=json.dumps(
+            {"code": LOUD, "context": {"id": ctx["id"]}}),
+            headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200
+        time.sleep(UNREAD_S)
+        data = r.read()
+        peak = rss.stop()
+        c.close()
+        evs = events(data)
+        k = kinds(evs)
+        assert k[-1] == "execution_complete", k[-5:]
+        marks = [i for i, e in enumerate(evs) if e["type"] == "stderr"]
+        assert len(marks) == 1, [evs[i]["text"][:200] for i in marks]
+        # --max-output 16M: the first 8 MiB, the marker, the last 8 MiB.
+        head = texts(evs[:marks[0]], "stdout")
+        tail = texts(evs[marks[0]:], "stdout")
+        half = 8 * MIB
+        assert len(head) == half and len(tail) == half, (len(head),
+                                                         len(tail))
+        line = "y" * (BLOCK - 10) + "\n"
+        assert head.startswith("000000000" + line + "000000001"), head[:20]
+        assert tail.endswith("%09d" % (BLOCKS - 1) + line), tail[-20:]
+        dropped = BLOCKS * BLOCK - 2 * half
+        m = evs[marks[0]]["text"]
+        assert "%d bytes dropped" % dropped in m, m
+        # The product's promise: under 8 MiB more while nobody reads.
+        grew = peak - base
+        assert grew < 8 << 10, "execd grew by %d KiB" % grew
+        # The run's spool file is gone with the run.
+        assert wait_for(lambda: d.fds() <= base_fds, timeout=10), (
+            d.fds(), base_fds)

@@ -5,7 +5,9 @@
  * a bash context's shell, and Debian's ipykernel for a kernel's results,
  * its timeout (an interrupt reported as TimeoutError) and its death.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +327,112 @@ test_bash_cut_read_at_the_end(void)
 	cut(false);
 }
 
+/* Descriptors of this process open on files in dir (spool files). */
+static int
+fds_in(const char *d)
+{
+	char link[300], to[512];
+	struct dirent *de;
+	DIR *fds = opendir("/proc/self/fd");
+	ssize_t n;
+	int count = 0;
+
+	if (fds == NULL)
+		return -1;
+	while ((de = readdir(fds)) != NULL) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		if ((n = readlink(link, to, sizeof(to) - 1)) <= 0)
+			continue;
+		to[n] = '\0';
+		if (strncmp(to, d, strlen(d)) == 0 && to[strlen(d)] == '/')
+			count++;
+	}
+	closedir(fds);
+	return count;
+}
+
+/*
+ * 6 MB of numbered lines past a max_output of 4 MiB, not read until the
+ * run is over: what the cut keeps waits in a spool file of spool_dir
+ * (when there is one, not in memory), and all of it arrives: 2 MiB of
+ * head from "1\n", the marker, 2 MiB of tail ending in the last line.
+ */
+static void
+cut_spooled(const char *spool_dir)
+{
+	struct context *c = ctx_new("bash");
+	const size_t half = 2 << 20;
+	const size_t total = 6888896;	/* seq 1 1000000 */
+	char *out = malloc(2 * half + 1), want[32];
+	size_t nout = 0, head = 0;
+	struct sse_event ev;
+	size_t used0, used = 0;
+	int rc, spooled = 0;
+
+	if (c == NULL || out == NULL)
+		return;
+	run_init(spool_dir);
+	used0 = mallinfo2().uordblks;
+	start(c, "seq 1 1000000", 0, 2 * half, false);
+	/* Unread until it is quiet for half a second (it is over). */
+	for (int i = 0, last = -1; i < 60 && S.notified != last; i++) {
+		last = S.notified;
+		wait_until(never, 500);
+		if (mallinfo2().uordblks > used0 &&
+		    mallinfo2().uordblks - used0 > used)
+			used = mallinfo2().uordblks - used0;
+		if (spool_dir != NULL && fds_in(spool_dir) > spooled)
+			spooled = fds_in(spool_dir);
+	}
+	if (spool_dir != NULL) {
+		T_EQ_INT(spooled, 1);
+		/* Not the 4 MiB kept: those wait on disk. */
+		if (used0 > 0)
+			T_OK(used < (1 << 20));
+	}
+	while ((rc = run_next(R, &ev)) == RUN_EVENT) {
+		if (strcmp(ev.type, "stdout") == 0) {
+			T_OK(nout + ev.text_len <= 2 * half);
+			if (nout + ev.text_len > 2 * half)
+				break;
+			memcpy(out + nout, ev.text, ev.text_len);
+			nout += ev.text_len;
+		} else if (strcmp(ev.type, "stderr") == 0) {
+			head = nout;
+			snprintf(want, sizeof(want), "%zu bytes dropped",
+			    total - 2 * half);
+			T_OK(memmem(ev.text, ev.text_len, want,
+			    strlen(want)) != NULL);
+		}
+	}
+	T_EQ_INT(rc, RUN_END);
+	T_EQ_INT(head, half);
+	T_EQ_INT(nout, 2 * half);
+	out[nout] = '\0';
+	T_OK(strncmp(out, "1\n2\n3\n", 6) == 0);
+	T_OK(nout > 8 && strcmp(out + nout - 8, "1000000\n") == 0);
+	run_free(R);
+	R = NULL;
+	if (spool_dir != NULL)
+		T_EQ_INT(fds_in(spool_dir), 0);
+	run_init(NULL);
+	free(out);
+	context_delete(c);
+}
+
+static void
+test_bash_cut_spooled_while_unread(void)
+{
+	cut_spooled(dir);
+}
+
+/* With no place to spool (or one that fails), text stays in memory. */
+static void
+test_bash_cut_unspooled(void)
+{
+	cut_spooled(NULL);
+}
+
 /* A shell's timeout: TimeoutError, then complete. */
 static void
 test_bash_timeout(void)
@@ -514,6 +622,9 @@ static const struct t_case cases[] = {
 	{ "bash failure is an error", test_bash_failure_is_an_error },
 	{ "bash cut, read as it comes", test_bash_cut_read_as_it_comes },
 	{ "bash cut, read at the end", test_bash_cut_read_at_the_end },
+	{ "bash cut spooled while unread",
+	    test_bash_cut_spooled_while_unread },
+	{ "bash cut with no spool", test_bash_cut_unspooled },
 	{ "bash timeout", test_bash_timeout },
 	{ "bash run freed while running", test_bash_free_while_running },
 	{ "bash events replayed after a number", test_bash_replay },
