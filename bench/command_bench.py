@@ -24,6 +24,20 @@ Run with /usr/bin/python3 (standard library only); bench/run.sh calls it.
       event per line, then execution_complete.  The baseline: the same
       generator piped to /dev/null by the shell.  Prints "execd_us base_us
       rss_idle_kib rss_peak_kib events stream_bytes".
+  command_bench.py unread EXECD MIB [SECS]
+      Start EXECD and make MIB MiB of output that its client does not
+      read for SECS seconds (default 20), sampling execd's RSS every 10
+      ms from before the request until all is read: first through a
+      foreground POST /command (the stream generator's lines), then
+      through POST /code in a python context (a warm-up run first): a
+      cell that writes MIB MiB in 100 KiB lines, each flushed, 2 ms
+      apart (about 50 MB/s, as fast as code that computes what it prints;
+      a kernel's PUB socket drops what its subscriber does not take in
+      time).  Then each stream is read whole and checked: every line of
+      the command, and of the cell the --max-output cut (8 MiB of head,
+      the marker counting what was dropped, 8 MiB of tail ending in the
+      last line).  Prints "cmd_rss_idle_kib cmd_rss_peak_kib
+      code_rss_idle_kib code_rss_peak_kib".
   command_bench.py isolation EXECD N [GAP_MS]
       Start two EXECDs: one as shipped (the default seccomp profile, and
       each command with a memory and a process limit, so with a cgroup
@@ -198,6 +212,108 @@ def cmd_stream(binary, mib, tmp):
                                  nstdout, total))
 
 
+# --- unread: output a client does not read for a while ----------------------
+
+class Peak(threading.Thread):
+    """The highest VmRSS (KiB) of pid, sampled every 10 ms until stop()."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.idle = self.peak = rss_kib(pid)
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                self.peak = max(self.peak, rss_kib(self.pid))
+            except (OSError, RuntimeError):
+                return
+            time.sleep(0.01)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        return self.idle, self.peak
+
+
+def unread(ex, path, body, secs):
+    """POST path, read nothing for secs, then all of it: (idle, peak
+    RSS in KiB, the body)."""
+    time.sleep(0.5)
+    peak = Peak(ex.proc.pid)
+    peak.start()
+    try:
+        c = ex.conn
+        c.request("POST", path, body=json.dumps(body),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        if r.status != 200:
+            die("POST %s: %d %r" % (path, r.status, r.read()[:300]))
+        time.sleep(secs)
+        data = r.read()
+    finally:
+        idle, top = peak.stop()
+    return idle, top, data
+
+
+CELL_LINE = 100 << 10
+
+
+def cell(mib):
+    """Code writing mib MiB in flushed 100 KiB lines, 2 ms apart."""
+    return ("import sys, time\n"
+            "for i in range(%d):\n"
+            "    sys.stdout.write('%%09d' %% i + 'y' * %d + '\\n')\n"
+            "    sys.stdout.flush()\n"
+            "    time.sleep(0.002)\n" % ((mib << 20) // CELL_LINE,
+                                          CELL_LINE - 10))
+
+
+def cmd_unread(binary, mib, tmp, secs="20"):
+    secs = float(secs)
+    ex = start_execd(binary, tmp)
+    try:
+        ex.request("GET", "/ping")
+        c_idle, c_peak, data = unread(ex, "/command",
+                                      {"command": generator(mib)}, secs)
+        want = -(-(mib << 20) // 99)
+        got = data.count(b'"type":"stdout"')
+        if got != want or b'"type":"execution_complete"' not in data[-600:]:
+            die("/command: %d stdout events (want %d), ends %r"
+                % (got, want, data[-300:]))
+        del data
+        ctx = ex.json("POST", "/code/context", {"language": "python"})
+        st, data = ex.request("POST", "/code", {
+            "code": "print('warm')", "context": {"id": ctx["id"]}})
+        if st != 200 or b"warm" not in data:
+            die("POST /code warm-up: %d %r" % (st, data[-300:]))
+        k_idle, k_peak, data = unread(ex, "/code", {
+            "code": cell(mib), "context": {"id": ctx["id"]}}, secs)
+        evs = [json.loads(x) for x in data.split(b"\n") if x.strip()]
+        marks = [i for i, e in enumerate(evs) if e["type"] == "stderr"]
+        if len(marks) != 1 or evs[-1]["type"] != "execution_complete":
+            die("/code: %d stderr events, ends %r" % (len(marks),
+                                                        evs[-1:]))
+        head = "".join(e["text"] for e in evs[:marks[0]]
+                       if e["type"] == "stdout")
+        tail = "".join(e["text"] for e in evs[marks[0]:]
+                       if e["type"] == "stdout")
+        last = "%09d" % ((mib << 20) // CELL_LINE - 1)
+        dropped = "%d bytes dropped" % (
+            (mib << 20) // CELL_LINE * CELL_LINE - len(head) - len(tail))
+        if (len(head) != 8 << 20 or len(tail) != 8 << 20 or
+                not head.startswith("000000000y") or
+                not tail.endswith(last + "y" * (CELL_LINE - 10) + "\n") or
+                dropped not in evs[marks[0]]["text"]):
+            die("/code: head %d bytes, tail %d, marker %r" % (
+                len(head), len(tail), evs[marks[0]]["text"][:200]))
+        ex.request("DELETE", "/code/contexts/" + ctx["id"])
+    finally:
+        ex.close()
+    print("%d %d %d %d" % (c_idle, c_peak, k_idle, k_peak))
+
+
 # --- isolation: POST /command true, isolation on and off ---------------------
 
 LIMITS = {"memory": "256MiB", "processes": 64}
@@ -251,6 +367,8 @@ def cmd_isolation(binary, n, tmp, gap_ms="0"):
 if __name__ == "__main__":
     sys.exit(benchlib.main(sys.argv, {"hold": cmd_hold,
                                       "stream": cmd_stream,
+                                      "unread": cmd_unread,
                                       "isolation": cmd_isolation},
                            "usage: command_bench.py hold EXECD N | "
-                           "stream EXECD MIB | isolation EXECD N [GAP_MS]\n"))
+                           "stream EXECD MIB | unread EXECD MIB [SECS] | "
+                           "isolation EXECD N [GAP_MS]\n"))

@@ -13,7 +13,9 @@
 # BENCH_KSTARTS (kernel starts per side, default 5), BENCH_CTXS (context
 # creations per side, default 5), BENCH_HOLD (background commands held at
 # once, default 1000), BENCH_STREAM_MIB (MiB of output streamed through
-# POST /command, default 256), NGINX (nginx binary),
+# POST /command, default 256), BENCH_UNREAD_MIB and BENCH_UNREAD_SECS
+# (output a client does not read, through /command and /code, and for how
+# long; default 200 and 20), NGINX (nginx binary),
 # WRK (wrk binary), BENCH_FILE_MIB (size of the file rows, default 512),
 # BENCH_INTS (interrupted runs per side, default 20),
 # BENCH_PROXY_MIB (size of the /proxy download, default 256),
@@ -71,6 +73,8 @@ KSTARTS=${BENCH_KSTARTS:-5}
 CTXS=${BENCH_CTXS:-5}
 HOLD_N=${BENCH_HOLD:-1000}
 STREAM_MIB=${BENCH_STREAM_MIB:-256}
+UNREAD_MIB=${BENCH_UNREAD_MIB:-200}
+UNREAD_SECS=${BENCH_UNREAD_SECS:-20}
 KPY=${KERNEL_PYTHON:-/usr/bin/python3}
 KBENCH=$B/bench/kbench
 STATIC_EXECD=${STATIC_EXECD:-$HERE/../build/static/execd}
@@ -629,6 +633,25 @@ row "$STREAM_MIB MiB lines via /command" \
 row "RSS growth, $STREAM_MIB MiB streamed" "$S_GROW KiB" \
 	"$S_RSS0 KiB idle" "$(calc "sprintf(\"%.2f\", $S_RSS / $S_RSS0)")" \
 	"< 8 MiB" "$(verdict_le "$S_GROW" $((STREAM_RSS_MAX_KIB - 1)))"
+
+# --- 12a: output a client does not read, /command and /code ----------------
+
+# "cmd_rss_idle cmd_rss_peak code_rss_idle code_rss_peak"
+run_bg 600 "$T/unread.out" "$T/unread.log" \
+	/usr/bin/python3 "$HERE/command_bench.py" unread "$EXECD" \
+	"$UNREAD_MIB" "$UNREAD_SECS" ||
+	fail "$UNREAD_MIB MiB unread: $(tail -c 600 "$T/unread.log")"
+U_OUT=$(cat "$T/unread.out")
+# shellcheck disable=SC2086
+set -- $U_OUT
+[ $# -eq 4 ] || fail "command_bench.py unread printed '$U_OUT'"
+U_CGROW=$(($2 - $1)) U_KGROW=$(($4 - $3))
+row "RSS $UNREAD_MIB MiB unread, /command" "$U_CGROW KiB" \
+	"$1 KiB idle" "$(calc "sprintf(\"%.2f\", $2 / $1)")" \
+	"< 8 MiB" "$(verdict_le "$U_CGROW" $((STREAM_RSS_MAX_KIB - 1)))"
+row "RSS $UNREAD_MIB MiB unread, /code" "$U_KGROW KiB" \
+	"$U_CGROW KiB /command" "$(calc "sprintf(\"%.2f\", $4 / $3)")" \
+	"< 8 MiB" "$(verdict_le "$U_KGROW" $((STREAM_RSS_MAX_KIB - 1)))"
 
 # --- 12b: POST /command true, isolation on (default profile, limits) vs off
 
