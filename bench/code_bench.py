@@ -693,10 +693,11 @@ def spawn_true(sh="/bin/sh"):
 
 
 def cmd_command(binary, n, tmp):
-    """POST /command of `true` to its final event, vs spawning it."""
+    """POST /command of `true` to its final event, vs spawning it; and a
+    GET /ping on the same connection: the HTTP round trip's share."""
     ex = start_execd(binary, tmp, "execd-command", "--log-level", "warn")
     body = json.dumps({"command": "true"}).encode()
-    ours, base, bash = [], [], []
+    ours, base, bash, ping = [], [], [], []
     try:
         for i in range(n + 10):
             c = ex.conn
@@ -710,15 +711,24 @@ def cmd_command(binary, n, tmp):
                 die("execd: POST /command: %d %r" % (r.status, data[-400:]))
             b = spawn_true()
             bb = spawn_true("/bin/bash")
+            t0 = now_us()
+            c.request("GET", "/ping")
+            r = c.getresponse()
+            r.read()
+            p = now_us() - t0
+            if r.status != 200:
+                die("execd: GET /ping: %d" % r.status)
             if i >= 10:
                 ours.append(t)
                 base.append(b)
                 bash.append(bb)
+                ping.append(p)
     finally:
         ex.close()
-    print("%d %d %d %d %d" % (statistics.median(ours), min(ours),
-                              statistics.median(base), min(base),
-                              statistics.median(bash)))
+    print("%d %d %d %d %d %d" % (statistics.median(ours), min(ours),
+                                 statistics.median(base), min(base),
+                                 statistics.median(bash),
+                                 statistics.median(ping)))
 
 
 if __name__ == "__main__":

@@ -580,9 +580,10 @@ run_bg 120 "$T/command.out" "$T/command.log" \
 C_CMD=$(cat "$T/command.out")
 # shellcheck disable=SC2086
 set -- $C_CMD
-[ $# -eq 5 ] || fail "code_bench.py command printed '$C_CMD'"
+[ $# -eq 6 ] || fail "code_bench.py command printed '$C_CMD'"
+CMD_US=$1
 CMD_BASH=$5
-CMD_SH=$3
+CMD_PING=$6
 # Upstream runs commands with bash, and so does execd: bash is the
 # baseline; dash (/bin/sh) is shown for information.
 RATIO=$(calc "sprintf(\"%.2f\", $1 / $5)")
@@ -668,6 +669,9 @@ RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
 row "POST /command true, isolated ($3)" "$(us_ms "$1" 2) ms" \
 	"$(us_ms "$2" 2) ms isolation off" "$RATIO" "<= 1.05x" \
 	"$(verdict_le "$RATIO" 1.05)"
+# Where execd's part of POST /command true goes (medians, so roughly).
+CMD_PART=$((CMD_US - CMD_BASH)) CMD_ISO=$(($1 - $2))
+CMD_REST=$((CMD_PART - CMD_PING - CMD_ISO))
 
 # The same, each command 100 ms after the one before, as an agent's come.
 ISO_GAP_N=${BENCH_ISO_GAP_N:-100}
@@ -795,6 +799,11 @@ note "streaming: $S_EVENTS stdout events, $S_BYTES bytes of stream read by" \
 	"99) into /dev/null; ratio = baseline time / execd time"
 note "POST /command runs bash, as upstream does: spawning /bin/bash -c true" \
 	"alone takes $(us_ms "$CMD_BASH" 2) ms here (/bin/sh is dash)"
+note "POST /command true: execd's part, $(us_ms "$CMD_PART" 2) ms over" \
+	"bash -c true, is about $(us_ms "$CMD_PING" 2) ms of HTTP round trip" \
+	"(GET /ping on the same connection), $(us_ms "$CMD_ISO" 2) ms of" \
+	"isolation (on vs off) and $(us_ms "$CMD_REST" 2) ms for the rest:" \
+	"pipes, the child's set-up before exec, the exit's wake-up, two events"
 note "1+1 round trip, fastest of $EXECS: execd $(us_ms "$KE_MIN" 2) ms," \
 	"jupyter_client $(us_ms "$KB_MIN" 2) ms"
 note "kernel start to ready over $KSTARTS runs: execd min" \
