@@ -118,6 +118,30 @@ pty_new(const char *cwd, const char *command, size_t ring_cap)
 	return p;
 }
 
+/* Open a terminal and close it again; see pty.h. */
+int
+pty_probe(char *err, size_t errlen)
+{
+	int m, s, rc;
+
+	if (openpty(&m, &s, NULL, NULL, NULL) < 0) {
+		rc = errno != 0 ? -errno : -ENXIO;
+		snprintf(err, errlen, "openpty: %s", strerror(-rc));
+		return rc;
+	}
+	close(m);
+	close(s);
+	return 0;
+}
+
+/* Out of descriptors, terminals or memory: another try may succeed. */
+bool
+pty_probe_transient(int rc)
+{
+	return rc == -EMFILE || rc == -ENFILE || rc == -ENOSPC ||
+	    rc == -ENOMEM || rc == -EAGAIN || rc == -EINTR;
+}
+
 /* The registered session with this id, or NULL. */
 struct pty *
 pty_find(const char *id)

@@ -60,6 +60,14 @@ void		 pty_close_all(const char *why);
  * last ring_cap bytes of output.  Never NULL.
  */
 struct pty	*pty_new(const char *cwd, const char *command, size_t ring_cap);
+/*
+ * Whether a terminal can be made here: one is opened and closed again.
+ * 0; -errno with a message in err (ENOENT, ENXIO, ENOTTY ...: the system
+ * has none to give; EMFILE, ENFILE, ENOSPC, ENOMEM, EAGAIN: not now).
+ */
+int		 pty_probe(char *err, size_t errlen);
+/* Whether a pty_probe() failure is for lack of resources, not support. */
+bool		 pty_probe_transient(int rc);
 /* The session with this id, or NULL. */
 struct pty	*pty_find(const char *id);
 /* Its shell, started from now on, runs under l (copied; see spawn.h). */

@@ -23,7 +23,11 @@
 #include "route.h"
 #include "term.h"
 
-/* POST /pty [{"cwd","command"}]: 201 {"session_id"}; no shell yet. */
+/*
+ * POST /pty [{"cwd","command"}]: 201 {"session_id"}; no shell yet.  As
+ * upstream's spec: 501 NOT_SUPPORTED where no terminal can be made (no
+ * /dev/ptmx, no devpts), found by opening one.
+ */
 void
 route_pty_create(struct http_req *req)
 {
@@ -34,6 +38,7 @@ route_pty_create(struct http_req *req)
 	struct limits lim;
 	struct pty *p;
 	bool created;
+	int rc;
 
 	if (limits_for(&lim, &app->conf->limits[LIMITS_PTY], body, err,
 	    sizeof(err)) < 0) {
@@ -43,6 +48,15 @@ route_pty_create(struct http_req *req)
 	}
 	cwd = body_str(body, "cwd", "");
 	cmd = body_str(body, "command", "");
+	if ((rc = pty_probe(err, sizeof(err))) < 0) {
+		if (pty_probe_transient(rc))
+			http_reply_errno(req, rc, "error creating pty "
+			    "session: %s", err);
+		else
+			http_reply_error(req, 501, "NOT_SUPPORTED", "no "
+			    "terminal can be made here: %s", err);
+		return;
+	}
 	if (cwd[0] != '\0') {
 		if (fs_path_resolve(cwd, strlen(cwd), NULL, path,
 		    sizeof(path)) < 0) {
