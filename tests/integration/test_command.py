@@ -515,6 +515,9 @@ def test_background_command_status_and_logs():
         full, end = logs(d, cid, 0)
         assert full == body + rest and end == cur2, full
         assert logs(d, cid, 4) == (full[4:], end)
+        # A cursor past the end is clamped to it, as upstream 1.1.
+        assert logs(d, cid, end + 1000) == (b"", end)
+        assert logs(d, cid, 2 ** 62) == (b"", end)
 
 
 def test_background_output_is_not_streamed_and_survives_the_request():
@@ -770,6 +773,26 @@ def test_a_command_that_ends_by_itself_leaves_its_nohup_server():
             assert wait_for(lambda: sleepers(secs), timeout=5)
             time.sleep(1.5)
             assert sleepers(secs), "the nohup'd process was killed"
+    finally:
+        kill_pids(sleepers(secs))
+
+
+def test_a_background_command_that_ends_leaves_its_nohup_server():
+    # Upstream 1.1.1 (#2074): the end of a background command's script no
+    # longer kills its process group, so `nohup server &` in it lives on.
+    secs = 740000 + os.getpid() % 10000
+    try:
+        with Execd("--grace-period", "500") as d:
+            cid = background(d, "nohup sleep %d >/dev/null 2>&1 & echo $!"
+                             % secs)
+            s = finished(d, cid)
+            assert s["exit_code"] == 0, s
+            pid = int(logs(d, cid)[0])
+            assert sleepers(secs) == [pid], (sleepers(secs), pid)
+            # In the command's own group, not one of its own.
+            assert os.getpgid(pid) != pid
+            time.sleep(1.5)
+            assert sleepers(secs) == [pid], "the nohup'd process was killed"
     finally:
         kill_pids(sleepers(secs))
 

@@ -509,8 +509,11 @@ route_command_logs(struct http_req *req)
 		http_reply_errno(req, -EIO, "cannot read the output of %s", id);
 		return;
 	}
+	/* As upstream 1.1: a cursor past the end is the end. */
+	if (off > st.st_size)
+		off = st.st_size;
 	/* Only what is there, and at most LOG_READ_MAX of it. */
-	want = off < st.st_size ? (size_t)(st.st_size - off) : 0;
+	want = (size_t)(st.st_size - off);
 	if (want > LOG_READ_MAX)
 		want = LOG_READ_MAX;
 	buf = xmalloc(want);
