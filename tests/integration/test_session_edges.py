@@ -487,6 +487,25 @@ def test_an_interrupt_that_comes_after_the_run_changes_nothing():
         assert lines(evs, "stderr") == [], evs
 
 
+def test_timeout_stops_a_subshell_that_holds_the_output():
+    # Upstream 1.1.1 (#2079): a timed-out run's whole group is killed, so a
+    # subshell such as `(sleep 30; echo late)` cannot hold the run open.
+    with Execd("--grace-period", "500") as d:
+        sid = new_session(d)
+        assert out(d, sid, "V=keep") == []
+        st, evs = run(d, sid, "(sh -c 'echo $$; exec sleep 30'; echo late)",
+                      wait=15, timeout=300)
+        assert evs[-1]["type"] == "error", evs
+        assert "timeout" in " ".join(
+            evs[-1]["error"]["traceback"]).lower(), evs
+        dt = (evs[-1]["timestamp"] - evs[0]["timestamp"]) / 1000.0
+        assert dt < 8, dt
+        stdout = lines(evs, "stdout")
+        assert stdout[0].isdigit() and "late" not in stdout, evs
+        assert wait_for(lambda: not pid_alive(int(stdout[0])), timeout=5)
+        assert out(d, sid, "echo $V") == ["keep"]
+
+
 def test_timeout_escalates_to_sigkill():
     with Execd("--grace-period", "500") as d:
         sid = new_session(d)
