@@ -189,6 +189,7 @@ main(int argc, char **argv)
 		log_warnx("metrics: %s", err);
 	/* The domain, each module over the ones before it. */
 	command_init(app.loop, cmd_dir, conf.grace_ms);
+	command_retain(conf.keep_commands, conf.keep_commands_size);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	run_init(cmd_dir);
 	pty_init(app.loop);

@@ -41,6 +41,7 @@ enum opt_id {
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
+	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -155,6 +156,15 @@ static const struct opt opts[] = {
 	    "terminal output kept per /pty session for clients that "
 	    "reconnect (?since=), 4K to 1G; a client is closed (4002) when "
 	    "more than this plus 4 MiB waits to be sent to it" },
+	{ "keep-commands", O_KEEP_COMMANDS, "EXECD_KEEP_COMMANDS", "N", "1024",
+	    "finished commands whose status and output stay queryable "
+	    "(up to 24 hours after they end, as upstream); past it the "
+	    "oldest are forgotten and their files removed" },
+	{ "keep-commands-size", O_KEEP_COMMANDS_SIZE,
+	    "EXECD_KEEP_COMMANDS_SIZE", "BYTES", "1G",
+	    "output (background output files and event histories) of "
+	    "finished commands kept at most; past it the oldest finished "
+	    "commands are forgotten" },
 	{ "context-idle-timeout", O_IDLE, "EXECD_CONTEXT_IDLE_TIMEOUT",
 	    "SECONDS", "0",
 	    "delete contexts that ran nothing for this long (0: never)" },
@@ -251,6 +261,8 @@ static const struct num {
 	UN(O_FS_TIMEOUT, fs_timeout, 0, 86400),
 	UN(O_BUSY_POLL, busy_poll_us, 0, 10000),
 	UN(O_IDLE, idle_s, 0, 30 * 86400),
+	UN(O_KEEP_COMMANDS, keep_commands, 0, 1000000),
+	SZ(O_KEEP_COMMANDS_SIZE, keep_commands_size, 0, SIZE_MAX),
 	UN(O_GRACE, grace_ms, 0, 3600000),
 #undef SZ
 #undef UN

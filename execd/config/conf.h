@@ -64,6 +64,8 @@ struct conf {
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
 	size_t		 pty_replay;	/* terminal output kept */
+	unsigned	 keep_commands;	/* finished commands kept, at most */
+	size_t		 keep_commands_size; /* ... and bytes of their output */
 	unsigned	 proxy_timeout;	/* seconds a /proxy backend may be silent */
 	unsigned	 fs_timeout;	/* seconds a file request's worker may take */
 	unsigned	 busy_poll_us;	/* loop_busy_poll() cap, 0: off */

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/log.h"
@@ -268,6 +269,25 @@ trim(struct cmdlog *l)
 		    sizeof(*l->seqs));
 		l->first++;
 	}
+}
+
+/* What the log keeps: file 0 (in memory or not) and first..cur. */
+uint64_t
+cmdlog_size(const struct cmdlog *l)
+{
+	uint64_t total = l->in_mem ? l->mem.len : 0;
+	struct stat st;
+	char *path;
+
+	for (uint64_t n = l->in_mem ? l->first : 0; n <= l->cur; n++) {
+		if (n != 0 && n < l->first)
+			n = l->first;
+		path = file_path(l, n);
+		if (stat(path, &st) == 0)
+			total += (uint64_t)st.st_size;
+		free(path);
+	}
+	return total;
 }
 
 /* Append whole events and tell the readers. */

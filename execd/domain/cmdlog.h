@@ -48,6 +48,8 @@ int	cmdlog_new(const char *prefix, size_t cap, size_t lag,
 int	cmdlog_append(struct cmdlog *, const char *p, size_t n);
 /* No more events: readers end once they have read everything. */
 void	cmdlog_end(struct cmdlog *);
+/* Bytes of events kept, in memory or in files (those are stat(2)ed). */
+uint64_t cmdlog_size(const struct cmdlog *);
 /* Readers open on the log. */
 size_t	cmdlog_readers(const struct cmdlog *);
 /* Remove the files and free; readers left end at their next pull.  NULL ok. */

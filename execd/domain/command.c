@@ -7,7 +7,9 @@
  * events as it is read (kept on a list, to be told when the command
  * ends).  HTTP requests are route_cmd.c's.
  * Finished commands are kept COMMAND_RETAIN_S seconds, so status and logs
- * stay available for a while without the registry growing forever.
+ * stay available for a while, and no more of them, nor of their output,
+ * than command_retain() says, so that neither the registry nor the files
+ * grow without bound.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +43,9 @@ static char		*outdir;
 static unsigned		 grace;	/* a stopped job's SIGTERM to SIGKILL */
 static struct command	*list;
 static uint64_t		 t_sweep;
+static uint64_t		 t_retain;	/* a retain() to come, or 0 */
+static unsigned		 keep_max = 1024;	/* finished commands */
+static uint64_t		 keep_bytes = (uint64_t)1 << 30; /* their output */
 
 /*
  * A reader: of a foreground command's history (r), or of a background
@@ -64,6 +70,9 @@ struct command_reader {
 static struct command_reader	*tails;
 
 static void	sweep(struct loop *, uint64_t, void *);
+static void	retain(struct loop *, uint64_t, void *);
+static void	measure(struct command *);
+static bool	evictable(const struct command *);
 static void	forget(struct command *);
 static void	on_output(struct job *, int, const char *, size_t, void *);
 static void	on_done(struct job *, int, bool, void *);
@@ -84,6 +93,14 @@ command_init(struct loop *loop, const char *out_dir, unsigned grace_ms)
 	t_sweep = loop_timer_add(L, SWEEP_MS, sweep, NULL);
 }
 
+/* The bounds of what finished commands keep; see command.h. */
+void
+command_retain(unsigned max, uint64_t bytes)
+{
+	keep_max = max;
+	keep_bytes = bytes;
+}
+
 /* Kill every running job and forget everything. */
 void
 command_shutdown(void)
@@ -93,6 +110,9 @@ command_shutdown(void)
 	if (t_sweep != 0)
 		loop_timer_cancel(L, t_sweep);
 	t_sweep = 0;
+	if (t_retain != 0)
+		loop_timer_cancel(L, t_retain);
+	t_retain = 0;
 	while ((c = list) != NULL) {
 		list = c->next;
 		forget(c);
@@ -224,6 +244,10 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 		c->out = NULL;
 	}
 	tails_kick(c);
+	measure(c);
+	/* Soon, not now: whoever is told of the end may still use c. */
+	if (t_retain == 0)
+		t_retain = loop_timer_add(L, 0, retain, NULL);
 	if (c->ended != NULL)
 		c->ended(c, c->ended_arg);
 }
@@ -470,7 +494,70 @@ forget(struct command *c)
 	free(c);
 }
 
-/* Forget commands finished longer ago than the retention period. */
+/* Finished, and no stream reads it: it may be forgotten. */
+static bool
+evictable(const struct command *c)
+{
+	return !c->running && c->tails == 0 && (c->history == NULL ||
+	    cmdlog_readers(c->history) == 0);
+}
+
+/*
+ * How much of c's output is kept: its history, or its output file (which
+ * what it left running may still write to).
+ */
+static void
+measure(struct command *c)
+{
+	struct stat st;
+
+	if (c->history != NULL)
+		c->kept = cmdlog_size(c->history);
+	else if (c->log_path != NULL && stat(c->log_path, &st) == 0)
+		c->kept = (uint64_t)st.st_size;
+	else
+		c->kept = 0;
+}
+
+/*
+ * Forget the oldest finished commands no stream reads while finished ones
+ * are more than keep_max, or their output more than keep_bytes.
+ */
+static void
+retain(struct loop *l, uint64_t id, void *arg)
+{
+	struct command *c, **pp, **oldest;
+	uint64_t n = 0, bytes = 0;
+
+	t_retain = 0;
+	for (c = list; c != NULL; c = c->next) {
+		if (!c->running) {
+			n++;
+			bytes += c->kept;
+		}
+	}
+	while (n > keep_max || bytes > keep_bytes) {
+		oldest = NULL;
+		for (pp = &list; (c = *pp) != NULL; pp = &c->next)
+			if (evictable(c) && (oldest == NULL ||
+			    c->finished.tv_sec < (*oldest)->finished.tv_sec ||
+			    (c->finished.tv_sec == (*oldest)->finished.tv_sec &&
+			    c->finished.tv_nsec < (*oldest)->finished.tv_nsec)))
+				oldest = pp;
+		if (oldest == NULL)
+			break;		/* the rest are being read */
+		c = *oldest;
+		*oldest = c->next;
+		n--;
+		bytes -= c->kept;
+		forget(c);
+	}
+}
+
+/*
+ * Forget commands finished longer ago than the retention period, measure
+ * what the others keep, and hold them to the bounds.
+ */
 static void
 sweep(struct loop *l, uint64_t id, void *arg)
 {
@@ -479,15 +566,19 @@ sweep(struct loop *l, uint64_t id, void *arg)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (pp = &list; (c = *pp) != NULL;) {
-		if (!c->running && c->tails == 0 && (c->history == NULL ||
-		    cmdlog_readers(c->history) == 0) &&
+		if (evictable(c) &&
 		    now.tv_sec - c->finished.tv_sec > COMMAND_RETAIN_S) {
 			*pp = c->next;
 			forget(c);
 		} else {
+			if (!c->running)
+				measure(c);
 			pp = &c->next;
 		}
 	}
+	if (t_retain != 0)
+		loop_timer_cancel(l, t_retain);
+	retain(l, 0, NULL);
 	t_sweep = loop_timer_add(l, SWEEP_MS, sweep, NULL);
 }
 

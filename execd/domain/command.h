@@ -4,6 +4,8 @@
  * A command is registered when it starts and stays queryable after it
  * ends, until the retention period (COMMAND_RETAIN_S) has passed and no
  * stream reads it any more; then it is forgotten and its files removed.
+ * Sooner when finished commands are more than command_retain() allows,
+ * in number or in bytes of output: the oldest finished go first.
  * A foreground command's events are kept in its history (cmdlog.h),
  * produced by its outstream whether or not a client listens, and read by
  * every reader of it (command_reader), each at its own pace; a background
@@ -21,7 +23,7 @@
 
 #include <jansson.h>
 
-#define COMMAND_RETAIN_S	3600
+#define COMMAND_RETAIN_S	(24 * 3600)	/* upstream 1.1's 24 hours */
 
 struct buf;
 struct loop;
@@ -49,6 +51,8 @@ struct command {
 	struct outstream *out;		/* foreground, while running: the
 					   producer of its events */
 	unsigned	 tails;		/* background: readers (command.c) */
+	uint64_t	 kept;		/* finished: bytes of its output kept,
+					   as last measured (command.c) */
 	command_end_cb	*ended;		/* see command_start() */
 	void		*ended_arg;
 	struct command	*next;
@@ -82,6 +86,12 @@ struct command_opts {
 void		 command_init(struct loop *, const char *out_dir,
 		    unsigned grace_ms);
 void		 command_shutdown(void);	/* stop every job, forget all */
+/*
+ * Keep at most max finished commands, and at most bytes of their output
+ * (output files and histories, on disk or in memory); over either, the
+ * oldest finished that no stream reads are forgotten.  Default: 1024, 1 GiB.
+ */
+void		 command_retain(unsigned max, uint64_t bytes);
 /*
  * Register a command and start its job (ended, if not NULL, is called
  * when it ends).  0 with *out set, or -errno with a message in err and

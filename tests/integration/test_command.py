@@ -549,6 +549,68 @@ def test_status_of_a_foreground_command():
         assert s["running"] is False and "finished_at" in s, s
 
 
+def gone(d, cid):
+    """Whether the command is forgotten: status and logs are 404."""
+    st, h, body = d.request("GET", "/command/status/" + cid)
+    if st != 404:
+        return False
+    st, h, body = d.request("GET", "/command/%s/logs" % cid)
+    return st == 404
+
+
+def test_finished_commands_are_kept_within_a_count():
+    tmp = tempfile.mkdtemp(prefix="execd-keep-")
+    try:
+        with Execd("--keep-commands", "3", env={"TMPDIR": tmp}) as d:
+            ids = []
+            for i in range(6):
+                ids.append(background(d, "echo out-%d" % i))
+                finished(d, ids[-1])
+            # The three oldest go, with their files; the others stay.
+            assert wait_for(lambda: all(gone(d, c) for c in ids[:3]),
+                            timeout=10), [status(d, c) for c in ids[:3]
+                                          if not gone(d, c)]
+            for i, c in enumerate(ids[3:], 3):
+                assert status(d, c)["exit_code"] == 0
+                assert logs(d, c) == (b"out-%d\n" % i, 6)
+            files = os.listdir("%s/execd-%d" % (tmp, d.proc.pid))
+            assert sorted(f for f in files if f.endswith(".output")) == \
+                sorted(c + ".output" for c in ids[3:]), files
+            # Foreground ones count too, and a running one is never
+            # forgotten, whatever its age.
+            runner = background(d, "sleep 30")
+            for i in range(4):
+                st, evs = run_cmd(d, "echo fg-%d" % i)
+                assert_ok(evs)
+            assert wait_for(lambda: all(gone(d, c) for c in ids),
+                            timeout=10)
+            assert status(d, runner)["running"] is True
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_finished_commands_are_kept_within_a_size():
+    tmp = tempfile.mkdtemp(prefix="execd-keep-")
+    try:
+        with Execd("--keep-commands-size", "100K",
+                   env={"TMPDIR": tmp}) as d:
+            ids = []
+            for i in range(3):
+                ids.append(background(d, "head -c 40000 /dev/zero"))
+                finished(d, ids[-1])
+            # 120000 bytes over 102400: the oldest goes, 80000 stay.
+            assert wait_for(lambda: gone(d, ids[0]), timeout=10)
+            for c in ids[1:]:
+                assert logs(d, c) == (b"\0" * 40000, 40000)
+            # A foreground command's history counts as well.
+            st, evs = run_cmd(d, "head -c 60000 /dev/zero | tr '\\0' a")
+            assert_ok(evs)
+            assert wait_for(lambda: gone(d, ids[1]), timeout=10)
+            assert not gone(d, ids[2])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_status_and_logs_errors():
     with Execd() as d:
         st, h, body = d.request("GET", "/command/status/" + "0" * 32)
@@ -788,7 +850,8 @@ def test_a_background_command_that_ends_leaves_its_nohup_server():
             s = finished(d, cid)
             assert s["exit_code"] == 0, s
             pid = int(logs(d, cid)[0])
-            assert sleepers(secs) == [pid], (sleepers(secs), pid)
+            assert wait_for(lambda: sleepers(secs) == [pid], timeout=5), \
+                (sleepers(secs), pid)
             # In the command's own group, not one of its own.
             assert os.getpgid(pid) != pid
             time.sleep(1.5)

@@ -9,7 +9,7 @@
  * file and the last two; a reader told what it missed (history_gap) when
  * the files it needed are gone, and one that keeps reading a file removed
  * under it; files kept while a reader needs them, up to the lag; a reader
- * outliving its log.
+ * outliving its log; the size of what is kept, in memory and in files.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../execd/domain/cmdlog.h"
@@ -406,6 +407,57 @@ test_reader_outlives_its_log(void)
 	t_tmpdir_free(dir);
 }
 
+/* Bytes of the files in dir. */
+static uint64_t
+dir_bytes(const char *dir)
+{
+	char path[8192];
+	struct dirent *e;
+	struct stat st;
+	DIR *d = opendir(dir);
+	uint64_t n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (e->d_name[0] != '.' && stat(path, &st) == 0)
+			n += (uint64_t)st.st_size;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/* cmdlog_size: the events in memory, then the files kept, after trims. */
+static void
+test_size(void)
+{
+	char *dir = t_tmpdir(), prefix[4200], text[32], *e;
+	struct cmdlog *l = NULL;
+	uint64_t mem = 0;
+
+	snprintf(prefix, sizeof(prefix), "%s/cmd", dir);
+	T_EQ_INT(cmdlog_new(prefix, 600, 0, &l), 0);
+	T_EQ_INT(cmdlog_size(l), 0);
+	for (uint64_t i = 1; i <= 40; i++) {
+		snprintf(text, sizeof(text), "x%llu", (unsigned long long)i);
+		e = event(i, text);
+		T_EQ_INT(cmdlog_append(l, e, strlen(e)), 0);
+		if (nfiles(dir) == 0) {		/* still in memory */
+			mem += strlen(e);
+			T_EQ_INT(cmdlog_size(l), mem);
+		} else {
+			T_EQ_INT(cmdlog_size(l), dir_bytes(dir));
+		}
+	}
+	T_OK(mem > 0);
+	T_EQ_INT(nfiles(dir), 3);	/* file 0 and the last two */
+	cmdlog_end(l);
+	T_EQ_INT(cmdlog_size(l), dir_bytes(dir));
+	T_OK(cmdlog_size(l) > 0 && cmdlog_size(l) < 40 * 53);
+	cmdlog_free(l);
+	t_tmpdir_free(dir);
+}
+
 int
 main(void)
 {
@@ -415,6 +467,7 @@ main(void)
 		{ "rotation_and_gap", test_rotation_and_gap },
 		{ "files_wait_for_readers", test_files_wait_for_readers },
 		{ "reader_outlives_its_log", test_reader_outlives_its_log },
+		{ "size", test_size },
 	};
 
 	return T_RUN(cases);
