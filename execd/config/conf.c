@@ -41,7 +41,7 @@ enum opt_id {
 	O_BODY_TIMEOUT, O_BODY_MIN_RATE, O_MAX_HALF_OPEN, O_BODY_MEMORY,
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
-	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE,
+	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -165,6 +165,15 @@ static const struct opt opts[] = {
 	    "output (background output files and event histories) of "
 	    "finished commands kept at most; past it the oldest finished "
 	    "commands are forgotten" },
+	{ "line-endings", O_LINE_ENDINGS, "EXECD_LINE_ENDINGS",
+	    "auto|strip|keep", "auto",
+	    "stdout and stderr texts of a foreground command's events: "
+	    "strip, lines without their terminators (upstream 1.0, what the "
+	    "TypeScript SDK 0.1 and 1.0 clients parse), or keep them, so "
+	    "that the texts put together are the output (upstream 1.1.1); "
+	    "auto keeps them for OpenSandbox SDKs 1.1.1 and later (by their "
+	    "User-Agent) and strips them for other clients; a request's "
+	    "\"line_endings\" goes over this" },
 	{ "context-idle-timeout", O_IDLE, "EXECD_CONTEXT_IDLE_TIMEOUT",
 	    "SECONDS", "0",
 	    "delete contexts that ran nothing for this long (0: never)" },
@@ -487,6 +496,16 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		free(c->pool);
 		c->pool = xstrdup(v);
+		return 0;
+	case O_LINE_ENDINGS:
+		if (strcmp(v, "auto") == 0)
+			c->line_endings = CONF_ENDINGS_AUTO;
+		else if (strcmp(v, "strip") == 0)
+			c->line_endings = CONF_ENDINGS_STRIP;
+		else if (strcmp(v, "keep") == 0)
+			c->line_endings = CONF_ENDINGS_KEEP;
+		else
+			goto bad;
 		return 0;
 	case O_SECCOMP:
 		if (sandbox_profile_parse(v, &c->sandbox.profile) < 0)

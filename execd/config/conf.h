@@ -41,6 +41,13 @@ struct conf_user {
 	char		 home[256];
 };
 
+/* --line-endings: what foreground command output texts end with. */
+enum conf_endings {
+	CONF_ENDINGS_AUTO,	/* keep for SDKs >= 1.1.1, else strip */
+	CONF_ENDINGS_STRIP,	/* lines without terminators (upstream 1.0) */
+	CONF_ENDINGS_KEEP	/* with them (upstream 1.1.1) */
+};
+
 struct conf {
 	char		 addr[64];	/* numeric, no brackets */
 	uint16_t	 port;
@@ -66,6 +73,7 @@ struct conf {
 	size_t		 pty_replay;	/* terminal output kept */
 	unsigned	 keep_commands;	/* finished commands kept, at most */
 	size_t		 keep_commands_size; /* ... and bytes of their output */
+	enum conf_endings line_endings;	/* of command output texts */
 	unsigned	 proxy_timeout;	/* seconds a /proxy backend may be silent */
 	unsigned	 fs_timeout;	/* seconds a file request's worker may take */
 	unsigned	 busy_poll_us;	/* loop_busy_poll() cap, 0: off */

@@ -16,6 +16,15 @@ lines_init(struct lines *l)
 {
 	buf_init(&l->part);
 	l->cr = false;
+	l->keep = false;
+}
+
+/* An empty splitter whose lines keep their terminators. */
+void
+lines_init_keep(struct lines *l)
+{
+	lines_init(l);
+	l->keep = true;
 }
 
 /* One complete line: the held rest, if any, and p[0..n). */
@@ -40,7 +49,7 @@ lines_feed(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 {
 	bool fast = !l->cr && memchr(p, '\r', n) == NULL;
 	const char *q;
-	size_t i, start = 0;
+	size_t i, end, start = 0;
 
 	for (i = 0; i < n; i++) {
 		if (fast) {
@@ -52,12 +61,24 @@ lines_feed(struct lines *l, const char *p, size_t n, lines_cb *cb, void *arg)
 			continue;
 		}
 		if (p[i] == '\n' && l->cr && i == start && l->part.len == 0) {
-			/* The "\n" of a "\r\n": the "\r" ended the line. */
+			/*
+			 * The "\n" of a "\r\n": the "\r" ended the line (a
+			 * keeping splitter's "\r" ended its read).
+			 */
 			l->cr = false;
+			if (l->keep)
+				cb(p + i, 1, arg);
 			start = i + 1;
 			continue;
 		}
-		line(l, p + start, i - start, cb, arg);
+		end = i;
+		if (l->keep) {
+			/* With its terminator, "\r\n" whole if both are here. */
+			if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+				i++;
+			end = i + 1;
+		}
+		line(l, p + start, end - start, cb, arg);
 		l->cr = p[i] == '\r';
 		start = i + 1;
 	}

@@ -4,6 +4,7 @@
  * Framing and event shapes only; what runs and when it ends is the
  * caller's, and how a command's history is kept and replayed is cmdlog's.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,8 +27,13 @@ begin(struct outstream *o, struct loop *loop, const char *id)
 	o->t0 = loop_now_ms();
 	o->seq = 0;
 	o->now = 0;
-	lines_init(&o->line[1]);
-	lines_init(&o->line[2]);
+	if (o->log != NULL) {
+		lines_init_keep(&o->line[1]);
+		lines_init_keep(&o->line[2]);
+	} else {
+		lines_init(&o->line[1]);
+		lines_init(&o->line[2]);
+	}
 	buf_init(&o->batch);
 	outstream_push(o, &(struct sse_event){ .type = "init", .text = id });
 }
@@ -217,4 +223,85 @@ outstream_fmt_end(struct buf *b, int code, const char *const *tb,
 	ev.seq = seq;
 	sse_fmt_event(b, &ev);
 	json_decref(e);
+}
+
+/* A reader that has seen nothing yet. */
+void
+outstream_strip_init(struct outstream_strip *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+/*
+ * The escaped text of one stdout or stderr event ev[0..k), from t (just
+ * after its opening quote): where its closing quote is (0: not found),
+ * and the length of the escapes of its terminator at the end (0, 2 for
+ * "\n" or "\r", 4 for "\r\n"), *cr if it is a lone "\r".
+ */
+static size_t
+text_end(const char *ev, size_t k, size_t t, size_t *term, bool *cr)
+{
+	size_t i = t, last = SIZE_MAX, prev = SIZE_MAX;
+
+	while (i < k && ev[i] != '"') {
+		prev = last;
+		last = i;
+		i += ev[i] == '\\' ? 2 : 1;
+	}
+	*term = 0;
+	*cr = false;
+	if (i >= k)
+		return 0;
+	if (last != SIZE_MAX && ev[last] == '\\' && ev[last + 1] == 'n') {
+		*term = prev != SIZE_MAX && ev[prev] == '\\' &&
+		    ev[prev + 1] == 'r' ? 4 : 2;
+	} else if (last != SIZE_MAX && ev[last] == '\\' &&
+	    ev[last + 1] == 'r') {
+		*term = 2;
+		*cr = true;
+	}
+	return i;
+}
+
+/* See outstream.h. */
+void
+outstream_strip(struct outstream_strip *st, struct buf *out, const char *p,
+    size_t n)
+{
+	static const char out_pre[] = "{\"type\":\"stdout\",\"text\":\"";
+	static const char err_pre[] = "{\"type\":\"stderr\",\"text\":\"";
+	static const char gap_pre[] = "{\"type\":\"history_gap\"";
+	const size_t pre = sizeof(out_pre) - 1;
+	const char *e;
+	size_t k, end, term;
+	int which;
+	bool cr;
+
+	_Static_assert(sizeof(out_pre) == sizeof(err_pre), "one prefix size");
+	for (; n > 0; p += k, n -= k) {
+		e = memmem(p, n, "\n\n", 2);
+		k = e != NULL ? (size_t)(e - p) + 2 : n;
+		which = k > pre && memcmp(p, out_pre, pre) == 0 ? 1 :
+		    k > pre && memcmp(p, err_pre, pre) == 0 ? 2 : 0;
+		if (which == 0 || (end = text_end(p, k, pre, &term,
+		    &cr)) == 0) {
+			if (k >= sizeof(gap_pre) - 1 && memcmp(p, gap_pre,
+			    sizeof(gap_pre) - 1) == 0)
+				st->cr[1] = st->cr[2] = false;
+			buf_add(out, p, k);
+			continue;
+		}
+		if (end - pre == 2 && term == 2 && !cr && st->cr[which]) {
+			/* The "\n" of a "\r\n" whose "\r" ended a line. */
+			st->cr[which] = false;
+			continue;
+		}
+		st->cr[which] = cr;
+		buf_add(out, p, pre);
+		if (end - pre == term)
+			buf_add(out, "\\n", 2);	/* a blank line */
+		else
+			buf_add(out, p + pre, end - pre - term);
+		buf_add(out, p + end, k - end);
+	}
 }

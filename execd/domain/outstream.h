@@ -8,7 +8,10 @@
  * event at shutdown) or, for commands, into the command's history
  * (cmdlog.h), which readers replay into their own streams.  Numbered
  * events carry "seq", rising from 1 (init) per run; pings never do.
- * Loop thread only.
+ * A command's history keeps each line's terminator in its text (upstream
+ * 1.1.1's framing: the texts put together are the output); a reader that
+ * wants upstream 1.0's lines passes what it reads through outstream_strip.
+ * Loop thread only (outstream_strip: any thread).
  */
 #ifndef EXECD_OUTSTREAM_H
 #define EXECD_OUTSTREAM_H
@@ -47,6 +50,7 @@ void	outstream_start_numbered(struct outstream *, struct loop *,
 /*
  * Log mode: numbered events go into log (borrowed; it must outlive the
  * outstream), init first.  No pings: each reader's stream has its own.
+ * Output texts keep their line terminators (lines_init_keep).
  */
 void	outstream_start_log(struct outstream *, struct loop *,
 	    struct cmdlog *log, const char *id);
@@ -78,5 +82,23 @@ void	outstream_fmt_line(struct buf *, int which, const char *p,
 	    size_t n, uint64_t seq, int64_t timestamp);
 void	outstream_fmt_end(struct buf *, int code, const char *const *tb,
 	    size_t ntb, long long exec_ms, uint64_t seq, int64_t timestamp);
+
+/* What a reader of terminated texts remembers between reads. */
+struct outstream_strip {
+	bool	cr[3];	/* the last text of stdout [1], stderr [2] ended
+			   with a lone "\r" */
+};
+
+void	outstream_strip_init(struct outstream_strip *);
+/*
+ * Append whole events p[0..n) in OpenSandbox's framing to out, each
+ * stdout or stderr text without its terminator ("\r\n", "\n" or "\r";
+ * a text that was only one is "\n", a blank line) and the lone "\n" that
+ * completes a "\r\n" cut between two reads left out: the events a
+ * splitter that drops terminators (lines_init) would have made.  Other
+ * events, and anything not understood, pass as they are.
+ */
+void	outstream_strip(struct outstream_strip *, struct buf *out,
+	    const char *p, size_t n);
 
 #endif

@@ -7,10 +7,16 @@
  * splits the whole input at once ("\n", "\r" and "\r\n" end a line, the
  * last unterminated rest comes from lines_flush), however it was cut; no
  * line holds a terminator; and a second splitter fed byte by byte agrees.
+ * A keeping splitter (lines_init_keep) fed the same reads gives lines
+ * that, put together, are the input, each ending at its only terminator;
+ * as events (outstream_fmt_line) passed through outstream_strip, in
+ * pieces cut at event boundaries, they are the events of the first
+ * splitter's lines, byte for byte.
  */
 #include <string.h>
 
 #include "../../execd/domain/lines.h"
+#include "../../execd/domain/outstream.h"
 #include "fz.h"
 
 struct got {
@@ -44,6 +50,81 @@ on_line(const char *p, size_t n, void *arg)
 	CHECK(n <= LINES_MAX);
 	CHECK(memchr(p, '\n', n) == NULL && memchr(p, '\r', n) == NULL);
 	add(arg, p, n);
+}
+
+/* Lines as stdout events, unnumbered, all at one time. */
+static void
+on_event(const char *p, size_t n, void *arg)
+{
+	outstream_fmt_line(arg, 1, p, n, 0, 1);
+}
+
+/* A keeping splitter's line: recorded bare, and as an event. */
+struct kept {
+	struct buf	 all;	/* the lines put together */
+	struct buf	 evs;
+};
+
+static void
+on_kept(const char *p, size_t n, void *arg)
+{
+	struct kept *k = arg;
+	const char *t;
+
+	CHECK(n > 0);
+	/* A terminator only at the end: "\n", "\r" or "\r\n". */
+	t = p + n - 1;
+	if (*t == '\n' && n > 1 && t[-1] == '\r')
+		t--;
+	for (const char *q = p; q < t; q++)
+		CHECK(*q != '\n' && *q != '\r');
+	buf_add(&k->all, p, n);
+	outstream_fmt_line(&k->evs, 1, p, n, 0, 1);
+}
+
+/* Feed p[0..n) in the reads seed makes (seed 0: at once), then flush. */
+static void
+feed_cut(struct lines *l, const char *p, size_t n, unsigned seed,
+    lines_cb *cb, void *arg)
+{
+	size_t off, k;
+
+	for (off = 0; off < n; off += k) {
+		if (seed == 0) {
+			k = n;
+		} else {
+			seed = seed * 1103515245u + 12345u;
+			k = 1 + (seed >> 16) % 64;
+		}
+		if (k > n - off)
+			k = n - off;
+		lines_feed(l, p + off, k, cb, arg);
+	}
+	lines_flush(l, cb, arg);
+}
+
+/* The kept lines as events through outstream_strip, a few at a time. */
+static void
+strip_all(const struct buf *evs, struct buf *out, unsigned seed)
+{
+	struct outstream_strip st;
+	const char *p = evs->p, *e;
+	size_t n = evs->len, k;
+	int take;
+
+	outstream_strip_init(&st);
+	while (n > 0) {
+		take = 1 + (int)(seed % 4);
+		seed = seed * 1103515245u + 12345u;
+		for (k = 0; take > 0 && k < n; take--) {
+			e = memmem(p + k, n - k, "\n\n", 2);
+			CHECK(e != NULL);
+			k = (size_t)(e - p) + 2;
+		}
+		outstream_strip(&st, out, p, k);
+		p += k;
+		n -= k;
+	}
 }
 
 /* The model: the whole input split at once. */
@@ -107,6 +188,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (a.len == 0 || memcmp(a.p, want.p, a.len) == 0));
 	CHECK(b.n == want.n && b.len == want.len &&
 	    (b.len == 0 || memcmp(b.p, want.p, b.len) == 0));
+
+	{
+		struct kept kp;
+		struct buf evs, stripped;
+		unsigned s0 = (unsigned)data[0] << 8 | data[1];
+
+		buf_init(&kp.all);
+		buf_init(&kp.evs);
+		buf_init(&evs);
+		buf_init(&stripped);
+		lines_init_keep(&l);
+		feed_cut(&l, p, n, s0, on_kept, &kp);
+		lines_reset(&l);
+		CHECK(kp.all.len == n && (n == 0 ||
+		    memcmp(kp.all.p, p, n) == 0));
+		lines_init(&l);
+		feed_cut(&l, p, n, s0, on_event, &evs);
+		lines_reset(&l);
+		strip_all(&kp.evs, &stripped, s0);
+		CHECK(stripped.len == evs.len && (evs.len == 0 ||
+		    memcmp(stripped.p, evs.p, evs.len) == 0));
+		buf_reset(&kp.all);
+		buf_reset(&kp.evs);
+		buf_reset(&evs);
+		buf_reset(&stripped);
+	}
 	free(want.p);
 	free(a.p);
 	free(b.p);

@@ -258,8 +258,11 @@ void
 route_command_run(struct http_req *req)
 {
 	struct cmd_req r;
+	bool keep;
 
-	if (check(req, http_req_json(req), &r) == 0)
+	/* line_endings is the stream's (cmdstream.h), checked here first. */
+	if (check(req, http_req_json(req), &r) == 0 &&
+	    cmdstream_line_endings(req, &keep) == 0)
 		start(req, &r);
 	json_decref(r.overlay);
 }
@@ -374,6 +377,7 @@ route_command_stream(struct http_req *req)
 	const char *a = http_req_query(req, "after");
 	struct command *c = command_find(id);
 	uint64_t after = 0;
+	bool keep;
 	int rc;
 
 	if (c == NULL) {
@@ -386,6 +390,8 @@ route_command_stream(struct http_req *req)
 		    "a sequence number, 0 or more", a);
 		return;
 	}
+	if (cmdstream_line_endings(req, &keep) < 0)
+		return;		/* answered 400 */
 	if ((rc = cmdstream_reply(req, c, after)) < 0)
 		http_reply_errno(req, rc == -ENOENT ? -EIO : rc, "cannot read "
 		    "the output of %s", id);

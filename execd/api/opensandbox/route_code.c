@@ -60,8 +60,11 @@ run_command(struct http_req *req, const char *code)
 	    .limits = &app->conf->limits[LIMITS_COMMAND] };
 	struct command *c;
 	char err[512];
+	bool keep;
 	int rc;
 
+	if (cmdstream_line_endings(req, &keep) < 0)
+		return;		/* answered 400 */
 	o.envs = envfile_overlay(NULL);
 	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
 	json_decref(o.envs);
