@@ -4,9 +4,10 @@
  * /command/{id}/logs, GET /command/{id}/stream, POST /command/{id}/stdin,
  * and the interrupt shared by DELETE /command and DELETE /code.
  *
- * A foreground command streams its output one event per line, the line
- * terminator stripped ("\n", "\r" or "\r\n"), a blank line as "\n", as
- * upstream does; it ends with execution_complete on exit 0, or with an
+ * A foreground command streams its output one event per line, with its
+ * terminator for clients of upstream 1.1.1's framing, or stripped ("\n",
+ * "\r" or "\r\n"; a blank line as "\n") for the others, as cmdstream.h
+ * chooses per client; it ends with execution_complete on exit 0, or with an
  * error event CommandExecError whose evalue is the exit code ("-1" for a
  * signal).  Its events, numbered (seq), go into its history (cmdlog.h)
  * whether or not anyone listens, and every stream of it -- the one POST
@@ -14,13 +15,10 @@
  * own client's pace (cmdstream.h).  A background command answers init and
  * execution_complete at once; its output goes to a file that GET
  * /command/{id}/logs reads, and that a reattached stream turns into
- * numbered stdout events, one per line, as it reads it.
+ * numbered stdout events, one per line, as it reads it.  The body of POST
+ * /command is checked by cmdreq.c.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,230 +26,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../../fs/fs_path.h"
 #include "../../../sse/sse_fmt.h"
 #include "../../../util/id.h"
-#include "../../config/conf.h"
 #include "../../core/loop.h"
 #include "../../core/xmalloc.h"
 #include "../../domain/command.h"
 #include "../../domain/context.h"
 #include "../../domain/session.h"
-#include "../../process/envfile.h"
 #include "../../process/job.h"
-#include "../../process/limits.h"
-#include "../../transport/body.h"
 #include "../../transport/evstream.h"
 #include "../../transport/http.h"
 #include "../execd.h"
+#include "cmdreq.h"
 #include "cmdstream.h"
 #include "route.h"
 
-#define MAX_GROUPS	256
 #define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
 
-/* A request, checked. */
-struct cmd_req {
-	const char	*command;	/* or argv */
-	json_t		*argv;		/* borrowed; NULL: command */
-	json_t		*overlay;	/* owned: EXECD_ENVS's and envs */
-	char		 cwd[PATH_MAX];
-	bool		 has_cwd;
-	bool		 background;
-	long long	 timeout_ms;
-	bool		 set_ids;
-	uid_t		 uid;
-	gid_t		 gid;
-	gid_t		 groups[MAX_GROUPS];
-	int		 ngroups;
-	bool		 stdin_pipe;
-	struct limits	 limits;	/* the defaults, the request's over */
-};
 
 static void	 start(struct http_req *, struct cmd_req *);
 static void	 start_failed(struct http_req *, const char *);
 static int64_t	 ms_of(const struct timespec *);
-
-/*
- * Exactly one of a non-empty command and an argv list of strings whose
- * first is not empty, none with a NUL: upstream's rules and words (its
- * decoding stage, then its validation).  0, or -1 with the reply sent.
- */
-static int
-check_what(struct http_req *req, json_t *body, struct cmd_req *r)
-{
-	json_t *c = json_object_get(body, "command");
-	json_t *a = json_object_get(body, "argv"), *v;
-	size_t i;
-
-	json_array_foreach(a, i, v) {
-		if (!json_is_string(v)) {
-			http_reply_error(req, 400, HTTP_E_BODY, "error parsing "
-			    "request, MAYBE invalid body format. argv "
-			    "elements must be strings: argv[%zu] is %s", i,
-			    json_is_null(v) ? "null" : json_is_object(v) ?
-			    "an object" : json_is_array(v) ? "an array" :
-			    json_is_boolean(v) ? "a boolean" : "a number");
-			return -1;
-		}
-	}
-	if ((c != NULL) == (a != NULL) || (c != NULL &&
-	    json_string_length(c) == 0) || (a != NULL && !json_is_array(a))) {
-		http_reply_error(req, 400, HTTP_E_BODY, "error parsing request, "
-		    "MAYBE invalid body format. exactly one of non-empty "
-		    "command or argv is required");
-		return -1;
-	}
-	if (c != NULL) {
-		r->command = json_string_value(c);
-		return 0;
-	}
-	if (json_array_size(a) == 0 ||
-	    json_string_length(json_array_get(a, 0)) == 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
-		    "argv must contain a non-empty executable");
-		return -1;
-	}
-	json_array_foreach(a, i, v) {
-		if (strlen(json_string_value(v)) != json_string_length(v)) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "request, argv must not contain NUL: argv[%zu] "
-			    "does", i);
-			return -1;
-		}
-	}
-	r->argv = a;
-	return 0;
-}
-
-/*
- * The working directory, its $NAME, ${NAME} and ~ expanded as upstream
- * expands them (with the variables the command gets), into r->cwd; on
- * failure err says why and -1 is returned.
- */
-static int
-check_cwd(const char *cwd, struct cmd_req *r, char *err, size_t errlen)
-{
-	char why[512];
-	struct buf exp;
-	struct stat st;
-	int rc = -1;
-
-	buf_init_max(&exp, PATH_MAX);
-	if (envfile_expand_path(cwd, r->overlay, &exp, why,
-	    sizeof(why)) < 0) {
-		snprintf(err, errlen, "cannot resolve working directory "
-		    "\"%s\": %s", cwd, why);
-		goto out;
-	}
-	if (exp.full || fs_path_resolve(exp.p, exp.len, NULL, r->cwd,
-	    sizeof(r->cwd)) < 0) {
-		snprintf(err, errlen, "invalid working directory '%s': it "
-		    "must be absolute or start with ~%s", cwd,
-		    strcmp(cwd, exp.full ? "" : exp.p) != 0 ? " once its "
-		    "variables are expanded" : "");
-		goto out;
-	}
-	if (stat(r->cwd, &st) < 0) {
-		if (errno == ENOENT)
-			snprintf(err, errlen, "working directory does not "
-			    "exist: %s", cwd);
-		else
-			snprintf(err, errlen, "cannot access working directory "
-			    "\"%s\": %s", cwd, strerror(errno));
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "working directory path is not a "
-		    "directory: %s", cwd);
-		goto out;
-	}
-	r->has_cwd = true;
-	rc = 0;
-out:
-	buf_reset(&exp);
-	return rc;
-}
-
-/*
- * Check the body into r; on failure reply 400 and return -1.  r->overlay
- * may be set either way: the caller drops it.
- */
-static int
-check(struct http_req *req, json_t *body, struct cmd_req *r)
-{
-	char err[1024];
-	const char *cwd, *k;
-	struct passwd *pw;
-	long long uid, gid;
-	json_t *v, *envs;
-
-	memset(r, 0, sizeof(*r));
-	if (check_what(req, body, r) < 0)
-		return -1;
-	conf_limits(((struct execd *)http_req_app(req))->conf,
-	    LIMITS_COMMAND, NULL, &r->limits);
-	if ((v = json_object_get(body, "limits")) != NULL &&
-	    !json_is_null(v) && limits_from_json(&r->limits, v, err,
-	    sizeof(err)) < 0)
-		goto bad;
-	r->background = json_is_true(json_object_get(body, "background"));
-	r->stdin_pipe = json_is_true(json_object_get(body, "stdin"));
-	r->timeout_ms = body_int(body, "timeout", 0);
-	if (r->timeout_ms < 0) {
-		snprintf(err, sizeof(err), "field 'timeout' must not be "
-		    "negative");
-		goto bad;
-	}
-	envs = json_object_get(body, "envs");
-	json_object_foreach(envs, k, v) {
-		if (!json_is_string(v) || k[0] == '\0' ||
-		    strchr(k, '=') != NULL) {
-			snprintf(err, sizeof(err), "field 'envs.%s' must be a "
-			    "string under a name without '='", k);
-			goto bad;
-		}
-	}
-	/* Read once: the cwd is checked with what the command gets. */
-	r->overlay = envfile_overlay(envs);
-	uid = body_int(body, "uid", -1);
-	gid = body_int(body, "gid", -1);
-	if (json_object_get(body, "gid") != NULL && !json_is_null(
-	    json_object_get(body, "gid")) && uid < 0 &&
-	    json_object_get(body, "uid") == NULL) {
-		snprintf(err, sizeof(err), "uid is required when gid is "
-		    "provided");
-		goto bad;
-	}
-	if ((json_is_integer(json_object_get(body, "uid")) && (uid < 0 ||
-	    uid >= UINT32_MAX)) || (json_is_integer(json_object_get(body,
-	    "gid")) && (gid < 0 || gid >= UINT32_MAX))) {
-		snprintf(err, sizeof(err), "uid and gid must be between 0 and "
-		    "4294967294");
-		goto bad;
-	}
-	if (uid >= 0) {
-		if ((pw = getpwuid((uid_t)uid)) == NULL) {
-			snprintf(err, sizeof(err), "unknown uid %lld: no such "
-			    "user in the user database", uid);
-			goto bad;
-		}
-		r->set_ids = true;
-		r->uid = (uid_t)uid;
-		r->gid = gid >= 0 ? (gid_t)gid : pw->pw_gid;
-		r->ngroups = MAX_GROUPS;
-		if (getgrouplist(pw->pw_name, r->gid, r->groups,
-		    &r->ngroups) < 0)
-			r->ngroups = 0;
-	}
-	cwd = body_str(body, "cwd", "");
-	if (cwd[0] != '\0' && check_cwd(cwd, r, err, sizeof(err)) < 0)
-		goto bad;
-	return 0;
-bad:
-	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s", err);
-	return -1;
-}
 
 /* POST /command */
 void
@@ -261,7 +56,7 @@ route_command_run(struct http_req *req)
 	bool keep;
 
 	/* line_endings is the stream's (cmdstream.h), checked here first. */
-	if (check(req, http_req_json(req), &r) == 0 &&
+	if (cmdreq_check(req, http_req_json(req), &r) == 0 &&
 	    cmdstream_line_endings(req, &keep) == 0)
 		start(req, &r);
 	json_decref(r.overlay);
