@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../../util/hex.h"
 #include "../../util/utf8.h"
 #include "../core/xmalloc.h"
 #include "../process/envfile.h"
@@ -47,7 +48,6 @@ static int	 want_type(json_t *, const char *, json_type, const char *,
 		    json_t **, char *, size_t);
 static int	 string_map(json_t *, const char *, char *, size_t);
 static void	 quote(char *, size_t, const char *);
-static int	 hexval(int);
 
 /* The name of a JSON type as the message says it. */
 static const char *
@@ -135,18 +135,6 @@ quote(char *out, size_t len, const char *s)
 	out[i] = '\0';
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "sha256:<hex>" into md; see runtime.h. */
 int
 runtime_hash_parse(const char *s, unsigned char *md, char *err,
@@ -170,7 +158,7 @@ runtime_hash_parse(const char *s, unsigned char *md, char *err,
 	n -= plen;
 	/* Go's hex decoder: a bad digit first, then an odd length. */
 	for (size_t i = 0; i < n; i++) {
-		if (hexval((unsigned char)h[i]) < 0) {
+		if (hex_digit((unsigned char)h[i]) < 0) {
 			unsigned char c = (unsigned char)h[i];
 
 			if (c >= 0x20 && c < 0x7f)
@@ -195,8 +183,8 @@ runtime_hash_parse(const char *s, unsigned char *md, char *err,
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < RUNTIME_MD_LEN; i++) {
-		hi = hexval((unsigned char)h[2 * i]);
-		lo = hexval((unsigned char)h[2 * i + 1]);
+		hi = hex_digit((unsigned char)h[2 * i]);
+		lo = hex_digit((unsigned char)h[2 * i + 1]);
 		md[i] = (unsigned char)(hi << 4 | lo);
 	}
 	return 0;

@@ -48,6 +48,7 @@
 #include <microhttpd.h>
 
 #include "../../sse/sse_fmt.h"
+#include "../../util/hex.h"
 #include "../../util/utf8.h"
 #include "../core/log.h"
 #include "../core/loop.h"
@@ -272,7 +273,6 @@ static int		 listen_on(const struct http_conf *, uint16_t *,
 			    char *, size_t);
 static bool		 token_ok(struct http_req *);
 static void		 redact_token(char *);
-static int		 hexval(char);
 static bool		 is_token_key(const char *, size_t);
 static int		 route_find(struct http_req *, bool *);
 static bool		 match(const char *, const char *, struct http_req *);
@@ -929,19 +929,6 @@ http_hold(struct http_server *srv, bool held)
 	srv->held = held;
 }
 
-/* The value of a hex digit, or -1. */
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Whether the n bytes at k, %-decoded, are TOKEN_QUERY. */
 static bool
 is_token_key(const char *k, size_t n)
@@ -951,9 +938,9 @@ is_token_key(const char *k, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		ch = k[i];
-		if (ch == '%' && i + 2 < n && hexval(k[i + 1]) >= 0 &&
-		    hexval(k[i + 2]) >= 0) {
-			ch = (char)(hexval(k[i + 1]) << 4 | hexval(k[i + 2]));
+		if (ch == '%' && i + 2 < n && hex_digit(k[i + 1]) >= 0 &&
+		    hex_digit(k[i + 2]) >= 0) {
+			ch = (char)(hex_digit(k[i + 1]) << 4 | hex_digit(k[i + 2]));
 			i += 2;
 		}
 		if (*want == '\0' || ch != *want++)
