@@ -115,7 +115,7 @@ as_values(const char *p, size_t n)
 	bool dq[MAX_VALUES];
 	struct buf b;
 	json_t *got, *v;
-	char name[16];
+	char name[32];
 
 	buf_init(&b);
 	for (; k < MAX_VALUES; p = z + 1) {
