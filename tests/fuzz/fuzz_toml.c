@@ -1,0 +1,87 @@
+/*
+ * fuzz_toml.c -- fuzz target for the TOML subset reader and writer
+ * (execd/core/toml.c).
+ *
+ * Invariants, any break aborts: a refusal says "line N: why" in UTF-8,
+ * with N no more than the input's lines; an accepted document is an
+ * object whose values are strings, integers, arrays of strings, tables
+ * of those or non-empty arrays of such tables; it is written back
+ * (toml_dump) and read again equal; and the text written is itself
+ * accepted and written the same.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../../execd/core/toml.h"
+#include "fz.h"
+
+static bool
+scalar(const json_t *v)
+{
+	const json_t *e;
+	size_t i;
+
+	if (json_is_string(v) || json_is_integer(v))
+		return true;
+	if (!json_is_array(v))
+		return false;
+	json_array_foreach(v, i, e)
+		if (!json_is_string(e))
+			return false;
+	return true;
+}
+
+static bool
+table(const json_t *t)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(t))
+		return false;
+	json_object_foreach((json_t *)(uintptr_t)t, k, v)
+		if (!scalar(v))
+			return false;
+	return true;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char err[256] = "", *s, *s2;
+	json_t *v = NULL, *back = NULL, *e, *x;
+	const char *k;
+	size_t i, lines = 1;
+	unsigned long n;
+
+	if (toml_parse((const char *)data, size, &v, err, sizeof(err)) < 0) {
+		CHECK(fz_utf8(err, strlen(err)));
+		CHECK(strncmp(err, "line ", 5) == 0);
+		n = strtoul(err + 5, NULL, 10);
+		for (i = 0; i < size; i++)
+			lines += data[i] == '\n';
+		CHECK(n >= 1 && n <= lines);
+		return 0;
+	}
+	CHECK(json_is_object(v));
+	json_object_foreach(v, k, e) {
+		if (scalar(e) || table(e))
+			continue;
+		CHECK(json_is_array(e) && json_array_size(e) > 0);
+		json_array_foreach(e, i, x)
+			CHECK(table(x));
+	}
+	s = toml_dump(v);
+	CHECK(s != NULL);
+	CHECK(toml_parse(s, strlen(s), &back, err, sizeof(err)) == 0);
+	CHECK(json_equal(v, back));
+	s2 = toml_dump(back);
+	CHECK(s2 != NULL && strcmp(s, s2) == 0);
+	free(s2);
+	free(s);
+	json_decref(back);
+	json_decref(v);
+	return 0;
+}
