@@ -23,6 +23,7 @@
 #include "../process/envfile.h"
 #include "../process/limits.h"
 #include "../process/spawn.h"
+#include "runtime.h"
 #include "session.h"
 
 #define READ_CHUNK	65536
@@ -66,6 +67,7 @@ static struct session	*registry;
 static struct session *make(struct loop *, const char *, const char *,
 		    unsigned, const struct limits *, bool, char *, size_t);
 static int	start_shell(struct session *, char *, size_t);
+static void	strip_reserved(char **);
 static void	stop_shell(struct session *);
 static void	next_run(struct session *);
 static void	finish_run(struct session *, int, const char *);
@@ -190,6 +192,32 @@ make(struct loop *loop, const char *dir, const char *cwd, unsigned grace_ms,
 	return s;
 }
 
+/*
+ * Drop execd's configuration names (EXECD_ENVS, JUPYTER_TOKEN, ...:
+ * runtime_env_reserved) from env, in place, as upstream 1.1 leaves them
+ * out of a session's environment.
+ */
+static void
+strip_reserved(char **env)
+{
+	size_t j = 0, m;
+	char name[256];
+
+	for (size_t i = 0; env[i] != NULL; i++) {
+		m = strcspn(env[i], "=");
+		if (m < sizeof(name)) {
+			memcpy(name, env[i], m);
+			name[m] = '\0';
+			if (runtime_env_reserved(name)) {
+				free(env[i]);
+				continue;
+			}
+		}
+		env[j++] = env[i];
+	}
+	env[j] = NULL;
+}
+
 /* Start bash: stdin from us, stdout, stderr and fd 3 to us. */
 static int
 start_shell(struct session *s, char *err, size_t errlen)
@@ -224,6 +252,7 @@ start_shell(struct session *s, char *err, size_t errlen)
 		json_decref(s->applied);
 		s->applied = envfile_overlay(NULL);
 		so.envp = env = envfile_env(s->applied, NULL);
+		strip_reserved(env);
 	}
 	if ((rc = spawn_pipe(in, 1)) < 0 || (rc = spawn_pipe(out, 0)) < 0 ||
 	    (rc = spawn_pipe(er, 0)) < 0 || (rc = spawn_pipe(st, 0)) < 0) {
@@ -327,6 +356,8 @@ export_changes(struct session *s, FILE *f)
 
 	buf_init(&b);
 	json_object_foreach(now, k, v) {
+		if (runtime_env_reserved(k))
+			continue;
 		was = json_object_get(s->applied, k);
 		if (was != NULL && json_string_length(was) ==
 		    json_string_length(v) && memcmp(json_string_value(was),

@@ -1,6 +1,7 @@
 """Bash sessions: one persistent shell per session."""
 import json
 import os
+import tempfile
 import time
 
 from lib import Execd, events, expect_error, kinds
@@ -116,3 +117,35 @@ def test_a_shell_that_closes_its_stdout_does_not_spin_the_daemon():
         assert cpu_seconds(d.proc.pid) - before < 0.6
         st, evs = run(d, sid, "true")     # the session still answers
         assert kinds(evs)[-1] == "execution_complete", evs
+
+
+def test_sessions_do_not_see_execd_configuration_names():
+    with tempfile.TemporaryDirectory() as tmp:
+        envfile = os.path.join(tmp, "envs")
+        with open(envfile, "w") as f:
+            f.write("FROM_FILE=f\n")
+        reserved = {"EXECD_ENVS": envfile, "JUPYTER_TOKEN": "jt",
+                    "JUPYTER_HOST": "http://127.0.0.1:1",
+                    "EXECD_ISOLATION_CONFIG": os.path.join(tmp, "iso"),
+                    "EXECD_RUNTIME_INIT": "false",
+                    "EXECD_LIFECYCLE_CONFIG": os.path.join(tmp, "lc")}
+        with Execd(env=dict(reserved, KEEP_ME="k")) as d:
+            sid = new_session(d)
+            st, evs = run(d, sid, "env | cut -d= -f1 | tr '\\n' ' '")
+            assert st == 200, evs
+            names = set("".join(lines(evs)).split())
+            assert "KEEP_ME" in names and "FROM_FILE" in names, names
+            seen = names & set(reserved) - {"EXECD_LIFECYCLE_CONFIG"}
+            assert not seen, seen
+            # nor when the file names them later (a setEnv-style append)
+            with open(envfile, "a") as f:
+                f.write("JUPYTER_TOKEN=late\nLATER=l\n")
+            st, evs = run(d, sid, "echo $LATER-${JUPYTER_TOKEN:-none}")
+            assert "".join(lines(evs)).strip() == "l-none", evs
+            # commands still see EXECD_ENVS, as upstream's (setEnv uses it)
+            st, _, data = d.request("POST", "/command",
+                                    body={"command": "echo $EXECD_ENVS"})
+            assert st == 200, data
+            assert envfile in "".join(e.get("text", "") for e in
+                                      events(data)
+                                      if e["type"] == "stdout"), data
