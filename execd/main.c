@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #ifdef EXECD_STATIC
 #include <nss.h>
 #endif
@@ -93,6 +94,7 @@ static int	setup_nss(void);
 static void	reload_policy(void);
 static void	start_hooks(const struct conf *);
 static void	pre_start_done(int, const char *, void *);
+static void	hooks_failed(const char *);
 
 int
 main(int argc, char **argv)
@@ -238,37 +240,61 @@ main(int argc, char **argv)
 static void
 start_hooks(const struct conf *c)
 {
+	const struct lifecycle *l = lifecycle_template();
 	char err[256];
 	int rc;
 
 	conf_limits(c, LIMITS_COMMAND, NULL, &hook_limits);
 	lifecycle_init(app.loop, c->grace_ms, &hook_limits);
+	lifecycle_status_file(c->lifecycle_status);
 	if (c->runtime_init)
 		return;
-	rc = lifecycle_pre_start(lifecycle_template(), pre_start_done, NULL,
-	    err, sizeof(err));
-	if (rc == 1) {
-		lifecycle_periodic_start(lifecycle_template());
+	runtime_set_ready(false);
+	/* The bootstrap script learns preStart's timeout first. */
+	if (l != NULL && l->pre_start != NULL && lifecycle_status(err,
+	    sizeof(err), "running %" PRIu64, l->pre_start->timeout_s) < 0) {
+		hooks_failed(err);
 		return;
 	}
-	runtime_set_ready(false);
-	if (rc < 0)
+	rc = lifecycle_pre_start(l, pre_start_done, NULL, err, sizeof(err));
+	if (rc == 1)
+		pre_start_done(0, NULL, NULL);
+	else if (rc < 0)
 		pre_start_done(rc, err, NULL);
 }
 
-/* preStart is over: ready and the periodic hooks, or the end. */
+/* preStart is over (or there is none): ready and the periodic hooks. */
 static void
 pre_start_done(int rc, const char *why, void *arg)
 {
+	char err[256];
+
 	if (rc < 0) {
-		log_warnx("lifecycle preStart failed (%s): execd stops", why);
-		exit_status = 1;
-		if (!stopping)
-			begin_shutdown();
+		if (lifecycle_status(err, sizeof(err), "done 1") < 0)
+			log_warnx("lifecycle: %s", err);
+		log_warnx("lifecycle preStart failed (%s)", why);
+		hooks_failed(NULL);
 		return;
 	}
 	lifecycle_periodic_start(lifecycle_template());
+	if (lifecycle_status(err, sizeof(err), "done 0") < 0) {
+		lifecycle_periodic_stop();
+		hooks_failed(err);
+		return;
+	}
 	runtime_set_ready(true);
+}
+
+/* Start-up cannot go on: execd stops with status 1, as upstream's. */
+static void
+hooks_failed(const char *why)
+{
+	if (why != NULL)
+		log_warnx("lifecycle: %s", why);
+	log_warnx("lifecycle hooks failed: execd stops");
+	exit_status = 1;
+	if (!stopping)
+		begin_shutdown();
 }
 
 /*

@@ -42,6 +42,7 @@ enum opt_id {
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
+	O_LIFECYCLE_STATUS,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -217,6 +218,12 @@ static const struct opt opts[] = {
 	    "wait for POST /internal/init: until it succeeds every route but "
 	    "/ping, /ready and /internal/init answers 503; written alone, "
 	    "--runtime-init means true (true|false, yes|no, 1|0)" },
+	{ "lifecycle-startup-status-file", O_LIFECYCLE_STATUS,
+	    "EXECD_LIFECYCLE_STARTUP_STATUS_FILE", "FILE", NULL,
+	    "append how preStart goes to FILE, which must exist (it is never "
+	    "created): \"running SECONDS\" before preStart (with its "
+	    "timeout), then \"done 0\" or \"done 1\"; at start a line that "
+	    "cannot be written stops execd with status 1" },
 	{ "routes", O_ROUTES, NULL, NULL, NULL,
 	    "print the served endpoints and exit" },
 	{ "kernels", O_KERNELS, NULL, NULL, NULL,
@@ -539,6 +546,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	case O_RUNTIME_INIT:
 		if (conf_bool_parse(v, &c->runtime_init) < 0)
 			goto bad;
+		return 0;
+	case O_LIFECYCLE_STATUS:
+		free(c->lifecycle_status);
+		c->lifecycle_status = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
 	case O_CGROUPS:
 		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
@@ -936,6 +947,8 @@ conf_reset(struct conf *c)
 {
 	free(c->runtime_dir);
 	c->runtime_dir = NULL;
+	free(c->lifecycle_status);
+	c->lifecycle_status = NULL;
 	free(c->pool);
 	c->pool = NULL;
 	free(c->config);

@@ -87,6 +87,7 @@ struct conf {
 	struct conf_user user;		/* default identity of children */
 	bool		 cgroups_off;	/* limits by rlimits only */
 	bool		 runtime_init;	/* held until POST /internal/init */
+	char		*lifecycle_status;	/* startup status file, or NULL */
 	bool		 print_routes;
 	bool		 print_kernels;
 	bool		 print_config;

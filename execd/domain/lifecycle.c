@@ -14,6 +14,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@
 #include "../../util/utf8.h"
 #include "../core/log.h"
 #include "../core/loop.h"
+#include "../core/toml.h"
 #include "../core/xmalloc.h"
 #include "../process/job.h"
 #include "lifecycle.h"
@@ -65,6 +68,7 @@ static struct run		*pre;
 static lifecycle_done_cb	*pre_done;
 static void			*pre_arg;
 static struct lifecycle		*tmpl;		/* the template's */
+static const char		*status_path;	/* start-up progress */
 
 static const char *const months[] = { "jan", "feb", "mar", "apr", "may",
 	"jun", "jul", "aug", "sep", "oct", "nov", "dec" };
@@ -314,13 +318,58 @@ fail:
 	return -EINVAL;
 }
 
-/* From text: JSON between blanks; see lifecycle.h. */
+/*
+ * The TOML form's document as the JSON form's object: the same keys but
+ * timeout_seconds for timeoutSeconds (a timeoutSeconds in TOML is
+ * ignored, as upstream's decoder ignores it).  Tables that are not where
+ * hooks go pass as they are, for lifecycle_parse to refuse.
+ */
+static json_t *
+hook_from_toml(json_t *t)
+{
+	static const char *const keys[] = { "name", "schedule", "command" };
+	json_t *o, *v;
+
+	if (!json_is_object(t))
+		return json_incref(t);
+	o = json_object();
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if ((v = json_object_get(t, keys[i])) != NULL)
+			json_object_set(o, keys[i], v);
+	if ((v = json_object_get(t, "timeout_seconds")) != NULL)
+		json_object_set(o, "timeoutSeconds", v);
+	return o;
+}
+
+static json_t *
+from_toml(json_t *doc)
+{
+	json_t *o = json_object(), *v, *a, *e;
+	size_t i;
+
+	if ((v = json_object_get(doc, "version")) != NULL)
+		json_object_set(o, "version", v);
+	if ((v = json_object_get(doc, "preStart")) != NULL)
+		json_object_set_new(o, "preStart", hook_from_toml(v));
+	if ((v = json_object_get(doc, "periodic")) != NULL &&
+	    json_is_array(v)) {
+		a = json_array();
+		json_array_foreach(v, i, e)
+			json_array_append_new(a, hook_from_toml(e));
+		json_object_set_new(o, "periodic", a);
+	} else if (v != NULL) {
+		json_object_set(o, "periodic", v);
+	}
+	return o;
+}
+
+/* From text: JSON when it starts with '{', else TOML; see lifecycle.h. */
 int
 lifecycle_parse_text(const char *s, size_t n, struct lifecycle **out,
     char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *v;
+	json_t *v, *doc;
 	int rc;
 
 	while (n > 0 && isspace((unsigned char)*s)) {
@@ -334,11 +383,11 @@ lifecycle_parse_text(const char *s, size_t n, struct lifecycle **out,
 		return -EINVAL;
 	}
 	if (*s != '{') {
-		snprintf(err, errlen, "lifecycle config must be a JSON object "
-		    "(execd reads no TOML)");
-		return -EINVAL;
-	}
-	if ((v = json_loadb(s, n, 0, &je)) == NULL) {
+		if (toml_parse(s, n, &doc, err, errlen) < 0)
+			return -EINVAL;
+		v = from_toml(doc);
+		json_decref(doc);
+	} else if ((v = json_loadb(s, n, 0, &je)) == NULL) {
 		snprintf(err, errlen, "%s", je.text);
 		utf8_scrub(err);
 		return -EINVAL;
@@ -393,6 +442,41 @@ lifecycle_json(const struct lifecycle *l)
 		json_array_append_new(a, hook_json(&l->periodic[i], true));
 	json_object_set_new(o, "periodic", a);
 	return o;
+}
+
+/* One hook in the TOML form. */
+static json_t *
+hook_toml(const struct lifecycle_hook *h, bool periodic)
+{
+	json_t *o = hook_json(h, periodic), *t;
+
+	t = json_object_get(o, "timeoutSeconds");
+	json_object_set(o, "timeout_seconds", t);
+	json_object_del(o, "timeoutSeconds");
+	return o;
+}
+
+/* The configuration as TOML; see lifecycle.h. */
+char *
+lifecycle_toml(const struct lifecycle *l)
+{
+	json_t *o = json_pack("{s:i}", "version", 1), *a;
+	char *s;
+
+	if (l->pre_start != NULL)
+		json_object_set_new(o, "preStart",
+		    hook_toml(l->pre_start, false));
+	if (l->nperiodic > 0) {
+		a = json_array();
+		for (size_t i = 0; i < l->nperiodic; i++)
+			json_array_append_new(a,
+			    hook_toml(&l->periodic[i], true));
+		json_object_set_new(o, "periodic", a);
+	}
+	if ((s = toml_dump(o)) == NULL)
+		fatalx("a configuration that TOML cannot hold");
+	json_decref(o);
+	return s;
 }
 
 /* --- schedules --- */
@@ -1037,40 +1121,87 @@ lifecycle_periodic_stop(void)
 	nslots = 0;
 }
 
+/* --- the start-up status file --- */
+
+void
+lifecycle_status_file(const char *path)
+{
+	status_path = path != NULL && *path != '\0' ? path : NULL;
+}
+
+/* Append a line to the status file; see lifecycle.h. */
+int
+lifecycle_status(char *err, size_t errlen, const char *fmt, ...)
+{
+	char line[128];
+	va_list ap;
+	ssize_t w;
+	size_t n;
+	int fd, rc = 0;
+
+	if (status_path == NULL)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	n = strlen(line);
+	line[n++] = '\n';
+	/* Never O_CREAT; O_NONBLOCK: a FIFO with no reader fails at once. */
+	if ((fd = open(status_path, O_WRONLY | O_APPEND | O_CLOEXEC |
+	    O_NOCTTY | O_NONBLOCK)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "open lifecycle startup status %s: %s",
+		    status_path, strerror(errno));
+		return rc;
+	}
+	if ((w = write(fd, line, n)) < 0 || (size_t)w != n) {
+		rc = w < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "write lifecycle startup status %s: %s",
+		    status_path, strerror(-rc));
+	}
+	close(fd);
+	return rc;
+}
+
 /* --- the template's configuration --- */
 
-
-/* Where the configuration is kept between starts. */
+/*
+ * Where the configuration is kept between starts; *legacy is set to
+ * where execd kept it as JSON before (~/.execd/lifecycle.json), when
+ * the default is used.
+ */
 static char *
-saved_path(void)
+saved_path(char **legacy)
 {
 	const char *p = getenv(LIFECYCLE_PATH_ENV), *home = getenv("HOME");
 
+	*legacy = NULL;
 	if (p != NULL && *p != '\0')
 		return xstrdup(p);
 	if (home == NULL || *home != '/')
 		return NULL;
-	return xasprintf("%s/.execd/lifecycle.json", home);
+	*legacy = xasprintf("%s/.execd/lifecycle.json", home);
+	return xasprintf("%s/.execd/lifecycle.toml", home);
 }
 
-/* Write l to path whole (mode 0600, a temporary renamed over it). */
+/* Write l to path whole as TOML (mode 0600, a temporary renamed). */
 static int
 save(const struct lifecycle *l, const char *path, char *err, size_t errlen)
 {
-	json_t *v = lifecycle_json(l);
-	char *tmp = xasprintf("%s.tmp", path), *dir = xstrdup(path), *slash;
+	char *text = lifecycle_toml(l), *tmp = xasprintf("%s.tmp", path);
+	char *dir = xstrdup(path), *slash;
 	FILE *f = NULL;
-	int rc = 0;
+	int rc = 0, fd;
 
-	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
-		*slash = '\0';
+	if ((slash = strrchr(dir, '/')) != NULL) {
+		slash[slash == dir ? 1 : 0] = '\0';
 		(void)mkdir(dir, 0700);
 	}
 	if ((f = fopen(tmp, "wxe")) == NULL && errno == EEXIST &&
 	    unlink(tmp) == 0)
 		f = fopen(tmp, "wxe");
 	if (f == NULL || fchmod(fileno(f), 0600) < 0 ||
-	    json_dumpf(v, f, JSON_COMPACT) < 0 || fflush(f) != 0 ||
+	    fputs(text, f) == EOF || fflush(f) != 0 ||
 	    fsync(fileno(f)) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot write %s: %s", tmp,
@@ -1086,12 +1217,49 @@ save(const struct lifecycle *l, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
 		    strerror(errno));
 	}
+	/* The rename is on disk only with its directory's entry. */
+	if (rc == 0 && slash != NULL &&
+	    (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
 	if (rc < 0)
 		(void)unlink(tmp);
+	free(text);
 	free(tmp);
 	free(dir);
-	json_decref(v);
 	return rc;
+}
+
+/*
+ * The file at path (up to 1 MiB) into *l: 0, 1 when there is no such
+ * file, or -errno with why.
+ */
+static int
+read_saved(const char *path, struct lifecycle **l, char *err, size_t errlen)
+{
+	char why[512], *text;
+	size_t n;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		if (errno == ENOENT)
+			return 1;
+		snprintf(err, errlen, "read lifecycle config %s: %s", path,
+		    strerror(errno));
+		return -EIO;
+	}
+	text = xcalloc(1, 1 << 20);
+	n = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	if (lifecycle_parse_text(text, n, l, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "invalid saved lifecycle config %s: %s",
+		    path, why);
+		free(text);
+		return -EINVAL;
+	}
+	free(text);
+	return 0;
 }
 
 /* The template's hooks, from the environment or the saved file. */
@@ -1099,10 +1267,8 @@ int
 lifecycle_load(char *err, size_t errlen)
 {
 	const char *env = getenv(LIFECYCLE_ENV);
-	char *path = saved_path(), why[512], *text = NULL;
+	char *legacy, *path = saved_path(&legacy), why[512];
 	struct lifecycle *l = NULL;
-	size_t n = 0;
-	FILE *f;
 	int rc = 0;
 
 	if (env != NULL && *env != '\0') {
@@ -1116,17 +1282,21 @@ lifecycle_load(char *err, size_t errlen)
 		if (path != NULL && save(l, path, why, sizeof(why)) < 0)
 			log_warnx("lifecycle: %s (hooks kept for this run "
 			    "only)", why);
-	} else if (path != NULL && (f = fopen(path, "re")) != NULL) {
-		text = xcalloc(1, 1 << 20);
-		n = fread(text, 1, (1 << 20) - 1, f);
-		fclose(f);
-		if (lifecycle_parse_text(text, n, &l, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "invalid saved lifecycle config "
-			    "%s: %s", path, why);
-			rc = -EINVAL;
-			goto out;
+	} else if (path != NULL) {
+		rc = read_saved(path, &l, err, errlen);
+		/* None, but an earlier execd's JSON: kept as TOML from now. */
+		if (rc == 1 && legacy != NULL &&
+		    (rc = read_saved(legacy, &l, err, errlen)) == 0) {
+			if (save(l, path, why, sizeof(why)) < 0)
+				log_warnx("lifecycle: %s", why);
+			else if (unlink(legacy) == 0)
+				log_info("lifecycle: %s is now %s", legacy,
+				    path);
 		}
+		if (rc < 0)
+			goto out;
 	}
+	rc = 0;
 	lifecycle_free(tmpl);
 	tmpl = l;
 	l = NULL;
@@ -1135,8 +1305,8 @@ lifecycle_load(char *err, size_t errlen)
 	unsetenv(LIFECYCLE_PATH_ENV);
 out:
 	lifecycle_free(l);
-	free(text);
 	free(path);
+	free(legacy);
 	return rc;
 }
 

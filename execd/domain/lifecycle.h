@@ -3,8 +3,8 @@
  * preStart hook run before execd is ready, and periodic hooks on cron
  * schedules, never two runs of one hook at once.
  *
- * A configuration comes from OPENSANDBOX_LIFECYCLE (JSON) at start, or
- * from the "lifecycle" object of POST /internal/init.  Hooks are argv
+ * A configuration comes from OPENSANDBOX_LIFECYCLE (JSON, or TOML) at
+ * start, or from the "lifecycle" object of POST /internal/init.  Hooks are argv
  * lists run without a shell interpreting them, as jobs (job.h), so under
  * the same sandbox, default user and limits as commands; their
  * environment is execd's without its configuration names, under the
@@ -68,12 +68,19 @@ struct lifecycle {
  */
 int	 lifecycle_parse(const json_t *v, struct lifecycle **out, char *err,
 	    size_t errlen);
-/* The same from text (OPENSANDBOX_LIFECYCLE): JSON; blanks around it. */
+/*
+ * The same from text (OPENSANDBOX_LIFECYCLE, the saved file): JSON when
+ * its first character that is not blank is '{', else TOML (toml.h's
+ * subset) with the keys version, preStart, periodic, name, schedule,
+ * command and timeout_seconds.
+ */
 int	 lifecycle_parse_text(const char *s, size_t n, struct lifecycle **out,
 	    char *err, size_t errlen);
 void	 lifecycle_free(struct lifecycle *);	/* NULL ok */
 /* The configuration as JSON, as lifecycle_parse reads it back. */
 json_t	*lifecycle_json(const struct lifecycle *);
+/* The configuration as TOML text (a new string), as it is saved. */
+char	*lifecycle_toml(const struct lifecycle *);
 
 /*
  * A schedule: 5 cron fields (minute hour day-of-month month day-of-week;
@@ -93,11 +100,14 @@ int	 lifecycle_cron_parse(const char *s, struct lifecycle_cron *out,
 int64_t	 lifecycle_cron_next(const struct lifecycle_cron *c, int64_t after);
 
 /*
- * Read the template's hooks: OPENSANDBOX_LIFECYCLE (JSON), then saved
- * (mode 0600) to EXECD_LIFECYCLE_CONFIG, or ~/.execd/lifecycle.json, so
- * that a restarted execd finds them without it; else that file.  Both
+ * Read the template's hooks: OPENSANDBOX_LIFECYCLE, then saved as TOML
+ * (mode 0600, written whole) to EXECD_LIFECYCLE_CONFIG, or
+ * ~/.execd/lifecycle.toml, so that a restarted execd finds them without
+ * it; else that file (JSON or TOML, as the variable), or, without
+ * EXECD_LIFECYCLE_CONFIG and that file, ~/.execd/lifecycle.json that
+ * execd wrote before, which is then saved as TOML and removed.  Both
  * variables are then removed from execd's environment.  0 (none is no
- * error), or -EINVAL with the reason.  Main thread, at start.
+ * error), or -errno with the reason.  Main thread, at start.
  */
 int	 lifecycle_load(char *err, size_t errlen);
 /* What lifecycle_load() read, or NULL. */
@@ -128,5 +138,20 @@ void	 lifecycle_pre_start_cancel(void);
 void	 lifecycle_periodic_start(const struct lifecycle *l);
 /* Unschedule them; runs in progress are stopped. */
 void	 lifecycle_periodic_stop(void);
+
+/*
+ * The start-up status file (--lifecycle-startup-status-file), where a
+ * bootstrap script learns how preStart went: path is borrowed, NULL for
+ * none.  Loop thread.
+ */
+void	 lifecycle_status_file(const char *path);
+/*
+ * Append a line (printf's fmt, a newline added) to that file, which must
+ * exist: it is never created, so that a file its owner removed fails
+ * start-up rather than report to nobody.  0 (also with no file set), or
+ * -errno with why in err.  Loop thread.
+ */
+int	 lifecycle_status(char *err, size_t errlen, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -2,13 +2,15 @@
  * fuzz_lifecycle.c -- fuzz target for lifecycle hook configurations and
  * cron schedules (execd/domain/lifecycle.c).
  *
- * The input is a configuration (OPENSANDBOX_LIFECYCLE's text); it is also
- * tried, as a C string, as a schedule.  Invariants, any break aborts: a
- * refusal says why in UTF-8; an accepted configuration has commands whose
- * first item is not blank, positive timeouts, periodic names that are
- * trimmed, not blank and unique, and reads back from its own JSON the
- * same; an accepted schedule's next time, in UTC, lies after the time
- * asked and falls on a minute, hour, day and month the schedule names.
+ * The input is a configuration (OPENSANDBOX_LIFECYCLE's text, JSON or
+ * TOML); it is also tried, as a C string, as a schedule.  Invariants,
+ * any break aborts: a refusal says why in UTF-8; an accepted
+ * configuration has commands whose first item is not blank, positive
+ * timeouts, periodic names that are trimmed, not blank and unique, and
+ * reads back from its own JSON and from its own TOML (the saved form)
+ * the same; an accepted schedule's next time, in UTC, lies after the
+ * time asked and falls on a minute, hour, day and month the schedule
+ * names.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -92,6 +94,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(lifecycle_parse(v, &again, err, sizeof(err)) == 0);
 		w = lifecycle_json(again);
 		CHECK(json_equal(v, w));
+		json_decref(w);
+		lifecycle_free(again);
+		s = lifecycle_toml(l);
+		CHECK(lifecycle_parse_text(s, strlen(s), &again, err,
+		    sizeof(err)) == 0);
+		w = lifecycle_json(again);
+		CHECK(json_equal(v, w));
+		free(s);
 		json_decref(v);
 		json_decref(w);
 		lifecycle_free(again);

@@ -5,6 +5,7 @@
  * configuration read back from its own JSON.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -123,10 +124,9 @@ t_config(void)
 	lifecycle_free(again);
 	lifecycle_free(l);
 
-	T_EQ_INT(lifecycle_parse_text("version = 1", 11, &l, err,
+	T_EQ_INT(lifecycle_parse_text("version = 2", 11, &l, err,
 	    sizeof(err)), -EINVAL);
-	T_EQ_STR(err, "lifecycle config must be a JSON object (execd reads "
-	    "no TOML)");
+	T_EQ_STR(err, "unsupported lifecycle config version 2");
 	T_EQ_INT(lifecycle_parse_text("  ", 2, &l, err, sizeof(err)),
 	    -EINVAL);
 	T_EQ_STR(err, "empty lifecycle config");
@@ -137,6 +137,79 @@ t_config(void)
 	lifecycle_free(l);
 }
 
+/* The TOML form: read, its messages, and written back the same. */
+static void
+t_toml(void)
+{
+	const char *text = "\n # saved\nversion = 1\n[preStart]\n"
+	    "command = ['a', \"b c\"]\ntimeout_seconds = 9\n"
+	    "timeoutSeconds = 99 # not a key of the TOML form\n"
+	    "[[periodic]]\nname = ' n '\nschedule = '@every 2s'\n"
+	    "command = [\"x\\ty\"]\nother = 'ignored'\n"
+	    "[[periodic]]\nname = 'm'\nschedule = '0 * * * *'\n"
+	    "command = ['z']\n";
+	struct lifecycle *l, *again;
+	json_t *a, *b;
+	char err[256], *s;
+
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), 0);
+	T_EQ_STR(l->pre_start->argv[1], "b c");
+	T_EQ_INT((long long)l->pre_start->timeout_s, 9);
+	T_EQ_INT((long long)l->nperiodic, 2);
+	T_EQ_STR(l->periodic[0].name, "n");
+	T_EQ_STR(l->periodic[0].argv[0], "x\ty");
+	T_EQ_INT((long long)l->periodic[0].timeout_s, LIFECYCLE_TIMEOUT_S);
+	s = lifecycle_toml(l);
+	T_OK(strstr(s, "version = 1\n\n[preStart]\ncommand = [\"a\", "
+	    "\"b c\"]\ntimeout_seconds = 9\n\n[[periodic]]\nname = \"n\"\n"
+	    "schedule = \"@every 2s\"\ncommand = [\"x\\ty\"]\n"
+	    "timeout_seconds = 60\n") == s);
+	T_EQ_INT(lifecycle_parse_text(s, strlen(s), &again, err,
+	    sizeof(err)), 0);
+	a = lifecycle_json(l);
+	b = lifecycle_json(again);
+	T_OK(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	free(s);
+	lifecycle_free(again);
+	lifecycle_free(l);
+	/* no hooks at all: version alone */
+	T_EQ_INT(lifecycle_parse_text("version = 1", 11, &l, err,
+	    sizeof(err)), 0);
+	s = lifecycle_toml(l);
+	T_EQ_STR(s, "version = 1\n");
+	free(s);
+	lifecycle_free(l);
+	/* the reader's refusals name the line; then the JSON form's rules */
+	text = "version = 1\n\n[preStart]\ncommand = 'sh'\n";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "preStart command must be an array of strings");
+	text = "[preStart]\ncommand = ['a']\ntimeout_seconds = true\n";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "line 3: booleans are not supported");
+	text = "[preStart]\ncommand = ['a']\ntimeout_seconds = -1\n";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "preStart timeoutSeconds must not be negative");
+	text = "periodic = ['a']";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "periodic hooks must be objects with a string name and "
+	    "schedule");
+	text = "[periodic]\nname = 'a'";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "periodic must be an array");
+	text = "[preStart]\ncommand = [\"\\u0000\"]";
+	T_EQ_INT(lifecycle_parse_text(text, strlen(text), &l, err,
+	    sizeof(err)), -EINVAL);
+	T_EQ_STR(err, "preStart command must not be empty");
+}
+
 int
 main(void)
 {
@@ -144,6 +217,7 @@ main(void)
 		{ "cron: next times", t_next },
 		{ "cron: robfig's messages for bad specs", t_bad },
 		{ "configuration: parsed, defaults, read back", t_config },
+		{ "configuration in TOML: read, refused, written", t_toml },
 	};
 
 	return T_RUN(cases);

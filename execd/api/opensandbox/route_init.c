@@ -17,6 +17,7 @@
  * and the binding are domain/runtime.c's, the hooks lifecycle.c's.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,6 +54,8 @@ static void	finish(struct pending *);
 static void	pending_free(struct pending *);
 static void	pre_done(int, const char *, void *);
 static void	pre_cancel(struct http_req *, void *);
+static void	report(const char *, ...)
+		    __attribute__((format(printf, 1, 2)));
 
 /* 200 when ready, else 503; {"initialized","sandboxId"?,"generation"?}. */
 void
@@ -92,6 +95,25 @@ may_init(struct http_req *req, struct http_server *srv)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * A line in the start-up status file, as at start: a bootstrap script
+ * may wait on an init's preStart too.  A line that cannot be written is
+ * logged only (the script may have read its answer and removed the
+ * file), as upstream does.
+ */
+static void
+report(const char *fmt, ...)
+{
+	char line[128], err[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (lifecycle_status(err, sizeof(err), "%s", line) < 0)
+		log_warnx("runtime init: %s", err);
 }
 
 /* POST /internal/init: check, reset, bind, hooks, ready; see above. */
@@ -159,12 +181,20 @@ route_init(struct http_req *req)
 	 * leaves it as it is, unwarned.
 	 */
 	p->req = req;
-	if (keep_hooks || (rc = lifecycle_pre_start(p->hooks, pre_done, p,
-	    err, sizeof(err))) == 1) {
+	if (keep_hooks) {
+		finish(p);
+		return;
+	}
+	if (p->hooks != NULL && p->hooks->pre_start != NULL)
+		report("running %" PRIu64, p->hooks->pre_start->timeout_s);
+	if ((rc = lifecycle_pre_start(p->hooks, pre_done, p, err,
+	    sizeof(err))) == 1) {
+		report("done 0");
 		finish(p);
 		return;
 	}
 	if (rc < 0) {
+		report("done 1");
 		http_reply_error(req, 500, HTTP_E_RUNTIME, "runtime init "
 		    "preStart: %s", err);
 		pending_free(p);
@@ -199,6 +229,7 @@ pre_done(int rc, const char *why, void *arg)
 	struct pending *p = arg;
 
 	inflight = NULL;
+	report(rc == 0 ? "done 0" : "done 1");
 	if (rc == 0) {
 		finish(p);
 		return;
