@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../../util/buf.h"
+#include "../../util/hex.h"
 #include "../../util/utf8.h"
 #include "toml.h"
 #include "xmalloc.h"
@@ -207,7 +208,7 @@ escape(struct rd *r, struct buf *b)
 	const char *q;
 	uint32_t cp = 0;
 	unsigned char u[4];
-	int k;
+	int k, d;
 
 	if (r->p >= r->end)
 		return fail(r, "unterminated string");
@@ -224,11 +225,10 @@ escape(struct rd *r, struct buf *b)
 	k = *r->p == 'u' ? 4 : 8;
 	r->p++;
 	for (int i = 0; i < k; i++, r->p++) {
-		if (r->p >= r->end || !isxdigit((unsigned char)*r->p))
+		if (r->p >= r->end || (d = hex_digit(*r->p)) < 0)
 			return fail(r, "\\%c needs %d hexadecimal digits",
 			    k == 4 ? 'u' : 'U', k);
-		cp = cp << 4 | (uint32_t)(isdigit((unsigned char)*r->p) ?
-		    *r->p - '0' : (tolower((unsigned char)*r->p) - 'a' + 10));
+		cp = cp << 4 | (uint32_t)d;
 	}
 	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return fail(r, "\\%c%0*" PRIX32 " is not a Unicode scalar "
@@ -343,11 +343,7 @@ integer(struct rd *r, json_t **out)
 			digit = false;
 			continue;
 		}
-		if (!isxdigit((unsigned char)*s))
-			goto bad;
-		d = isdigit((unsigned char)*s) ? (unsigned)(*s - '0') :
-		    (unsigned)(tolower((unsigned char)*s) - 'a' + 10);
-		if (d >= base)
+		if (hex_digit(*s) < 0 || (d = (unsigned)hex_digit(*s)) >= base)
 			goto bad;
 		if (v > (lim - d) / base)
 			return fail(r, "integer out of range: %.*s",
