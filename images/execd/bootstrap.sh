@@ -14,8 +14,16 @@
 #     when the environment names neither: the platform reaches execd from
 #     outside the container and sets no token; EXECD_ACCESS_TOKEN, when
 #     set, is still required on every request);
-#  4. COMMAND (else the shell command in BOOTSTRAP_CMD) runs as the
-#     container's main process; SIGTERM and SIGINT are passed on to it,
+#  4. with lifecycle hooks configured (OPENSANDBOX_LIFECYCLE not blank,
+#     EXECD_LIFECYCLE_CONFIG set, or a saved ~/.execd/lifecycle.toml or
+#     .json) and no EXECD_RUNTIME_INIT, COMMAND waits for preStart:
+#     execd reports it in a private file (--lifecycle-startup-status-file)
+#     that it must start to fill within 10 s, and end within preStart's
+#     timeout and 10 s more; a preStart that fails (or a report that does
+#     not come) stops execd, and this script exits 1 without COMMAND;
+#  5. COMMAND (else the shell command in BOOTSTRAP_CMD) runs as the
+#     container's main process, without OPENSANDBOX_LIFECYCLE and
+#     EXECD_LIFECYCLE_CONFIG; SIGTERM and SIGINT are passed on to it,
 #     and its exit status is this script's, once execd has stopped.
 #     Without a command, execd itself is waited for.
 # A POSIX shell starts background commands with SIGINT ignored, and only
@@ -72,8 +80,119 @@ exec_wait() {
 	done
 }
 
+# Whether hooks are configured (as upstream's bootstrap asks), with a
+# command to hold until preStart is over.
+hooks=
+case "${EXECD_RUNTIME_INIT:-}" in
+1 | [Tt][Rr][Uu][Ee] | [Yy][Ee][Ss] | [Oo][Nn]) ;;
+*)
+	case "${OPENSANDBOX_LIFECYCLE:-}" in
+	*[![:space:]]*) hooks=1 ;;
+	esac
+	if [ -n "${EXECD_LIFECYCLE_CONFIG:-}" ] ||
+	    [ -e "${HOME:-/nonexistent}/.execd/lifecycle.toml" ] ||
+	    [ -e "${HOME:-/nonexistent}/.execd/lifecycle.json" ]; then
+		hooks=1
+	fi
+	[ $# -gt 0 ] || hooks=
+	;;
+esac
+stdir=
+
+# The state letter of process $1 (Z for a zombie), or nothing; with the
+# shell alone, as the image may have no sed.
+proc_state() {
+	st_line=
+	read -r st_line <"/proc/$1/stat" 2>/dev/null
+	st_line=${st_line##*) }
+	echo "${st_line%% *}"
+}
+
+# Wait for execd's report of preStart in $stdir/status: 0 on "done 0",
+# else 1 (preStart failed, execd ended, the report is late or makes no
+# sense, or a signal came).  Time counts in tenths of a second.
+pre_start_wait() {
+	ticks=0
+	limit=100
+	running=
+	while [ -z "$sig" ]; do
+		last=
+		while IFS= read -r line; do
+			last=$line
+		done <"$stdir/status" || return 1
+		case $last in
+		"done 0") return 0 ;;
+		"done "*) return 1 ;;
+		"running "*)
+			if [ -z "$running" ]; then
+				n=${last#running }
+				case $n in
+				"" | *[!0-9]* | 0* | ???????????*) return 1 ;;
+				esac
+				running=1
+				ticks=0
+				limit=$(((n + 10) * 10))
+			fi
+			;;
+		"") ;;
+		*) return 1 ;;
+		esac
+		kill -0 "$epid" 2>/dev/null || return 1
+		[ "$(proc_state "$epid")" != Z ] || return 1
+		[ "$ticks" -lt "$limit" ] || return 1
+		if sleep 0.1 2>/dev/null; then
+			ticks=$((ticks + 1))
+		else
+			sleep 1
+			ticks=$((ticks + 10))
+		fi
+	done
+	return 1
+}
+
 if [ -n "$sig" ]; then
 	exit $((128 + 15))	# told to stop before anything started
+elif [ -x "$EXECD" ] && [ -n "$hooks" ]; then
+	# A directory only we may enter (mkdir makes it or fails: no link
+	# is followed), without mktemp, which the image may not have.
+	n=0
+	stdir=${TMPDIR:-/tmp}/execd-lifecycle.$$.$n
+	while ! (umask 077 && mkdir "$stdir") 2>/dev/null; do
+		n=$((n + 1))
+		stdir=${TMPDIR:-/tmp}/execd-lifecycle.$$.$n
+		if [ "$n" -ge 100 ]; then
+			echo "bootstrap: cannot make a directory for the" \
+			    "lifecycle status file in ${TMPDIR:-/tmp}" >&2
+			exit 1
+		fi
+	done
+	if ! (umask 077 && : >"$stdir/status"); then
+		echo "bootstrap: cannot make $stdir/status" >&2
+		rm -rf "$stdir"
+		exit 1
+	fi
+	"$EXECD" --lifecycle-startup-status-file "$stdir/status" &
+	epid=$!
+	if ! pre_start_wait; then
+		kill -TERM "$epid" 2>/dev/null
+		n=0
+		while kill -0 "$epid" 2>/dev/null &&
+		    [ "$(proc_state "$epid")" != Z ] && [ "$n" -lt 100 ]; do
+			sleep 0.1 2>/dev/null || sleep 1
+			n=$((n + 1))
+		done
+		kill -KILL "$epid" 2>/dev/null
+		wait "$epid" 2>/dev/null
+		rm -rf "$stdir"
+		if [ -n "$sig" ]; then
+			exit $((128 + 15))
+		fi
+		echo "bootstrap: lifecycle preStart did not succeed" \
+		    "(${last:-no report}); $EXECD stopped, the command not" \
+		    "started" >&2
+		exit 1
+	fi
+	rm -rf "$stdir"
 elif [ -x "$EXECD" ]; then
 	"$EXECD" &
 	epid=$!
@@ -103,6 +222,8 @@ if [ -n "$sig" ]; then
 	# Told to stop before the command started: it does not start.
 	set -- /bin/sh -c "exit $((128 + 15))"
 fi
+# The hooks' configuration is execd's, not the command's (as upstream).
+unset OPENSANDBOX_LIFECYCLE EXECD_LIFECYCLE_CONFIG
 if [ -n "${BASH_VERSION:-}" ]; then
 	( trap - INT QUIT TERM; exec "$@" ) &
 else

@@ -248,3 +248,107 @@ def running(argv, within=None):
                                  any(within in a for a in args))):
             found.append(int(q))
     return found
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def hooked_env(tmp, lifecycle, **more):
+    os.mkdir(os.path.join(tmp, "t"))
+    e = {"EXECD": os.path.abspath(EXECD), "HOME": tmp,
+         "TMPDIR": os.path.join(tmp, "t"),
+         "EXECD_LISTEN": "127.0.0.1:%d" % free_port(),
+         "EXECD_LIFECYCLE_CONFIG": os.path.join(tmp, "lc"),
+         "OPENSANDBOX_LIFECYCLE": json.dumps(lifecycle)}
+    e.update(more)
+    return e
+
+
+def test_the_command_waits_for_pre_start():
+    for shell in SHELLS:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            pre = {"preStart": {"command": [
+                "sh", "-c", "sleep 1; echo pre >> %s" % out],
+                "timeoutSeconds": 30}}
+            p = bootstrap(tmp, ["sh", "-c", 'echo cmd >> %s; echo '
+                                '"lc=${OPENSANDBOX_LIFECYCLE:-unset}:'
+                                '${EXECD_LIFECYCLE_CONFIG:-unset}" >> %s'
+                                % (out, out)], shell,
+                          hooked_env(tmp, pre), fake=False)
+            assert p.wait(30) == 0, (shell, read(tmp + "/log"))
+            assert read(out).splitlines() == [
+                "pre", "cmd", "lc=unset:unset"], (shell, read(out))
+            # the private status directory is gone
+            assert os.listdir(os.path.join(tmp, "t")) == [], shell
+            assert "stopped" in read(tmp + "/log"), shell
+
+
+def test_a_failing_pre_start_stops_execd_and_the_command_never_runs():
+    for shell in SHELLS:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            pre = {"preStart": {"command": ["sh", "-c", "exit 3"]}}
+            p = bootstrap(tmp, ["sh", "-c", "echo cmd >> %s" % out], shell,
+                          hooked_env(tmp, pre), fake=False)
+            assert p.wait(30) == 1, (shell, read(tmp + "/log"))
+            log = read(tmp + "/log")
+            assert not os.path.exists(out), shell
+            assert "lifecycle preStart did not succeed (done 1)" in log, log
+            assert "exited with status 3" in log, log
+            assert os.listdir(os.path.join(tmp, "t")) == [], shell
+
+
+def test_no_report_within_10_s_stops_execd():
+    with tempfile.TemporaryDirectory() as tmp:
+        # the stand-in execd never writes to the status file
+        env = hooked_env(tmp, {"preStart": {"command": ["true"]}})
+        del env["EXECD"]
+        t0 = time.monotonic()
+        p = bootstrap(tmp, ["sh", "-c", "echo cmd >> %s/out" % tmp],
+                      SHELLS[0], env)
+        got = seen(tmp)
+        assert got["argv"][0] == "--lifecycle-startup-status-file", got
+        assert got["argv"][1].startswith(os.path.join(tmp, "t") + "/"), got
+        assert p.wait(40) == 1, read(tmp + "/log")
+        assert time.monotonic() - t0 >= 9
+        assert read(tmp + "/execd.json.sig") == "15"
+        assert not os.path.exists(tmp + "/out")
+        assert "no report" in read(tmp + "/log"), read(tmp + "/log")
+        assert os.listdir(os.path.join(tmp, "t")) == []
+
+
+def test_no_wait_without_hooks_or_with_runtime_init():
+    for more in ({"OPENSANDBOX_LIFECYCLE": " \n"},
+                 {"EXECD_RUNTIME_INIT": "true"}):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = hooked_env(tmp, {"preStart": {"command": ["true"]}},
+                             **more)
+            del env["EXECD"]
+            if "EXECD_RUNTIME_INIT" not in more:
+                del env["EXECD_LIFECYCLE_CONFIG"]
+            p = bootstrap(tmp, ["sh", "-c", WAIT_EXECD + "exit 4"],
+                          SHELLS[0], env)
+            assert p.wait(20) == 4, (more, read(tmp + "/log"))
+            assert seen(tmp)["argv"] == [], more
+
+
+def test_sigterm_while_waiting_for_pre_start():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        pre = {"preStart": {"command": [
+            "sh", "-c", "echo pre >> %s; sleep 30" % out]}}
+        p = bootstrap(tmp, ["sh", "-c", "echo cmd >> %s" % out], SHELLS[0],
+                      hooked_env(tmp, pre), fake=False)
+        assert wait_for(lambda: os.path.exists(out), 10), read(tmp + "/log")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 128 + signal.SIGTERM, read(tmp + "/log")
+        assert read(out).splitlines() == ["pre"]
+        assert "stopped" in read(tmp + "/log")
+        assert os.listdir(os.path.join(tmp, "t")) == []
