@@ -39,6 +39,7 @@
 #define LINE_MAX_LOG	4096	/* a longer output line is logged in parts */
 #define HORIZON_S	(8LL * 366 * 86400)
 #define MAX_TIMEOUT_S	9223372036ULL	/* what Go's Duration holds */
+#define SAVED_MAX	(1 << 20)	/* bytes of a saved configuration */
 
 struct run;
 
@@ -1232,8 +1233,8 @@ save(const struct lifecycle *l, const char *path, char *err, size_t errlen)
 }
 
 /*
- * The file at path (up to 1 MiB) into *l: 0, 1 when there is no such
- * file, or -errno with why.
+ * The file at path (SAVED_MAX bytes at most) into *l: 0, 1 when there
+ * is no such file, or -errno with why.
  */
 static int
 read_saved(const char *path, struct lifecycle **l, char *err, size_t errlen)
@@ -1249,9 +1250,16 @@ read_saved(const char *path, struct lifecycle **l, char *err, size_t errlen)
 		    strerror(errno));
 		return -EIO;
 	}
-	text = xcalloc(1, 1 << 20);
-	n = fread(text, 1, (1 << 20) - 1, f);
+	/* One byte more than the cap: a longer file is refused, not cut. */
+	text = xcalloc(1, SAVED_MAX + 2);
+	n = fread(text, 1, SAVED_MAX + 1, f);
 	fclose(f);
+	if (n > SAVED_MAX) {
+		snprintf(err, errlen, "invalid saved lifecycle config %s: "
+		    "larger than %d bytes", path, SAVED_MAX);
+		free(text);
+		return -EFBIG;
+	}
 	if (lifecycle_parse_text(text, n, l, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "invalid saved lifecycle config %s: %s",
 		    path, why);

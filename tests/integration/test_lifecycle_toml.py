@@ -118,6 +118,11 @@ def test_invalid_toml_is_refused_at_start_with_its_line():
             f.write("[preStart]\n\ncommand = [\"x\", \"\\q\"]\n")
         log = start_refused({"EXECD_LIFECYCLE_CONFIG": saved})
         assert "line 3: invalid escape" in log, log
+        # a file too long is refused whole, not read in part
+        with open(saved, "w") as f:
+            f.write("[preStart]\ncommand = ['true']\n" + "#\n" * (1 << 19))
+        log = start_refused({"EXECD_LIFECYCLE_CONFIG": saved})
+        assert "larger than 1048576 bytes" in log, log
 
 
 def test_the_status_file_is_appended_to_and_never_created():
