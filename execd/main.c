@@ -235,7 +235,9 @@ main(int argc, char **argv)
  * The template's hooks, without --runtime-init (with it, an init runs
  * them): preStart first, execd ready only once it succeeds, and a
  * failing one ends execd with status 1, as upstream's does; then the
- * periodic hooks.  They run as commands do, with their limits.
+ * periodic hooks.  They run as commands do, with their limits.  The
+ * status file, if any, hears "running N" before preStart and "done 0"
+ * or "done 1" at the end; a line it cannot take ends execd too.
  */
 static void
 start_hooks(const struct conf *c)
