@@ -1279,6 +1279,9 @@ lifecycle_load(char *err, size_t errlen)
 	struct lifecycle *l = NULL;
 	int rc = 0;
 
+	/* Blanks alone are no configuration, as upstream trims first. */
+	while (env != NULL && isspace((unsigned char)*env))
+		env++;
 	if (env != NULL && *env != '\0') {
 		if (lifecycle_parse_text(env, strlen(env), &l, why,
 		    sizeof(why)) < 0) {

@@ -55,6 +55,12 @@ def test_toml_in_the_environment_runs_the_hooks_and_is_saved_as_toml():
             assert wait_for(lambda: lines(out)[:1] == ["pre"], 10), \
                 d.read_log()
             assert wait_for(lambda: "tick" in lines(out), 10), lines(out)
+        # a blank variable is none, as upstream trims it: the file again
+        os.unlink(out)
+        with Execd(env={"EXECD_LIFECYCLE_CONFIG": saved,
+                        "OPENSANDBOX_LIFECYCLE": " \n\t"}) as d:
+            assert wait_for(lambda: lines(out)[:1] == ["pre"], 10), \
+                d.read_log()
 
 
 def test_the_default_saved_file_is_toml_and_an_old_json_one_is_moved():
