@@ -120,6 +120,19 @@ struct lingerer {
 	struct lingerer		*prev, *next;
 };
 
+/* A streamed body's job on a worker (http_req_body_work). */
+struct body_work {
+	struct http_req		*req;		/* NULL once the request ended */
+	struct http_server	*srv;
+	struct work_job		*job;
+	uint64_t		 timer;		/* the deadline, or 0 */
+	unsigned		 timeout;	/* its seconds */
+	atomic_int		*cancel;
+	http_work_fn		*fn;
+	http_work_reply_cb	*done;
+	void			*arg;
+};
+
 /* A large JSON body parsed on a worker; owns the body meanwhile. */
 struct parse_job {
 	struct http_server	*srv;
@@ -241,6 +254,7 @@ struct http_req {
 	bool			 busy;		/* over --body-memory */
 	size_t			 charged;	/* of srv->buffered */
 	struct parse_job	*pjob;		/* JSON parse under way */
+	struct body_work	*bwork;		/* a sink's job under way */
 	bool			 parsed;	/* ... and done: json, perr */
 	json_error_t		 perr;
 	struct http_upgrade	*upgrade;	/* 101 queued, not yet out */
@@ -324,6 +338,10 @@ static void		 defer_link(struct http_req *, http_defer_cancel_cb *,
 static void		 hw_cancel(struct http_req *, void *);
 static void		 hw_run(void *);
 static void		 hw_done(void *);
+static void		 reply_timeout(struct http_req *, unsigned);
+static void		 bw_timeout(struct loop *, uint64_t, void *);
+static void		 bw_run(void *);
+static void		 bw_done(void *);
 
 /* Bind, start MHD without threads and put its epoll fd on the loop. */
 int
@@ -1537,15 +1555,17 @@ http_req_sink(struct http_req *req, http_body_cb *data, http_body_end_cb *end,
 }
 
 /* Stop reading the streamed body for now; see http.h. */
-void
+bool
 http_req_pause(struct http_req *req)
 {
-	if (req->paused || req->sink_done || req->replied ||
-	    req->srv->quiesced)
-		return;
+	if (req->paused)
+		return true;
+	if (req->sink_done || req->replied || req->srv->quiesced)
+		return false;
 	req->paused = true;
 	conn_phase(req->c, PH_BUSY);	/* waiting on us, not the client */
 	MHD_suspend_connection(req->conn);
+	return true;
 }
 
 /* Read the streamed body again. */
@@ -1647,6 +1667,11 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		MHD_destroy_response(req->held);
 	if (req->pjob != NULL)
 		req->pjob->req = NULL;
+	if (req->bwork != NULL) {
+		req->bwork->req = NULL;
+		if (req->bwork->cancel != NULL)
+			atomic_store(req->bwork->cancel, 1);
+	}
 	unlink_deferred(req);
 	unlink_reading(req);
 	body_release(req);
@@ -2365,11 +2390,18 @@ hw_timeout(struct loop *l, uint64_t id, void *arg)
 	if (w->cancel != NULL)
 		atomic_store(w->cancel, 1);
 	work_abandon(w->job);
+	reply_timeout(req, w->timeout);
+}
+
+/* Answer req 504: its work on a worker did not end within secs. */
+static void
+reply_timeout(struct http_req *req, unsigned secs)
+{
 	log_warnx("%s %s: no answer from the file system within %u s",
-	    req->method, req->uri, w->timeout);
+	    req->method, req->uri, secs);
 	http_reply_error(req, 504, HTTP_E_TIMEOUT, "the file system did not "
 	    "answer within %u s (a hung network or FUSE mount?); the "
-	    "operation may still complete later", w->timeout);
+	    "operation may still complete later", secs);
 }
 
 /* Worker thread: the owner's part only. */
@@ -2406,12 +2438,86 @@ http_req_work(struct http_req *req, unsigned flags, atomic_int *cancel,
 	w->fn = fn;
 	w->reply = reply;
 	w->arg = arg;
-	http_req_defer(req, hw_cancel, w);
+	if (req->deferred && !req->in_handler && !req->replied) {
+		/* Deferred earlier by its owner: the wait is ours now. */
+		req->cancel = hw_cancel;
+		req->cancel_arg = w;
+	} else {
+		http_req_defer(req, hw_cancel, w);
+	}
 	if ((w->timeout = req->srv->conf.work_timeout) > 0)
 		w->timer = loop_timer_add(w->loop, w->timeout * 1000ULL,
 		    hw_timeout, w);
 	w->job = flags & HTTP_WORK_HEAVY ? work_submit_heavy(hw_run, hw_done,
 	    w) : work_submit(hw_run, hw_done, w);
+}
+
+/* The deadline passed with fn still running: as hw_timeout. */
+static void
+bw_timeout(struct loop *l, uint64_t id, void *arg)
+{
+	struct body_work *bw = arg;
+
+	bw->timer = 0;
+	if (bw->req == NULL || bw->req->replied)
+		return;
+	if (bw->cancel != NULL)
+		atomic_store(bw->cancel, 1);
+	work_abandon(bw->job);
+	reply_timeout(bw->req, bw->timeout);
+}
+
+/* Worker thread: the owner's part only. */
+static void
+bw_run(void *arg)
+{
+	struct body_work *bw = arg;
+
+	bw->fn(bw->arg);
+}
+
+/* Loop thread: hand the request back, if it is still unanswered. */
+static void
+bw_done(void *arg)
+{
+	struct body_work *bw = arg;
+	struct http_req *req = bw->req;
+
+	if (bw->timer != 0)
+		loop_timer_cancel(bw->srv->loop, bw->timer);
+	if (req != NULL) {
+		req->bwork = NULL;
+		if (!req->replied && bw->srv->quiesced)
+			http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    HTTP_E_UNAVAILABLE, "execd is shutting down");
+		if (req->replied)
+			req = NULL;
+	}
+	bw->done(req, bw->arg);
+	free(bw);
+}
+
+/* A streamed body's work on a worker; see http.h. */
+void
+http_req_body_work(struct http_req *req, atomic_int *cancel,
+    http_work_fn *fn, http_work_reply_cb *done, void *arg)
+{
+	struct body_work *bw;
+
+	if (req->replied || req->bwork != NULL || req->sink_data == NULL)
+		fatalx("%s %s: bad body work", req->method, req->uri);
+	bw = xcalloc(1, sizeof(*bw));
+	bw->req = req;
+	bw->srv = req->srv;
+	bw->cancel = cancel;
+	bw->fn = fn;
+	bw->done = done;
+	bw->arg = arg;
+	req->bwork = bw;
+	if ((bw->timeout = req->srv->conf.work_timeout) > 0)
+		bw->timer = loop_timer_add(bw->srv->loop,
+		    bw->timeout * 1000ULL, bw_timeout, bw);
+	bw->job = work_submit(bw_run, bw_done, bw);
 }
 
 /*

@@ -221,8 +221,10 @@ void	http_req_sink(struct http_req *, http_body_cb *data,
  * Stop reading a streamed body (from data, or later) until
  * http_req_resume(): the connection sleeps, and what the client sends
  * waits in the socket.  A paused body is not timed by --body-timeout.
+ * False when the body cannot be paused: execd is shutting down (and
+ * reads every body on), or the body has ended or been answered.
  */
-void	http_req_pause(struct http_req *);
+bool	http_req_pause(struct http_req *);
 void	http_req_resume(struct http_req *);
 
 /*
@@ -258,6 +260,35 @@ typedef void http_work_fn(void *arg);
 typedef void http_work_reply_cb(struct http_req *, void *arg);
 void	http_req_work(struct http_req *, unsigned flags, atomic_int *cancel,
 	    http_work_fn *fn, http_work_reply_cb *reply, void *arg);
+/*
+ * http_req_work() may also be called, from a loop callback, on a request
+ * that its owner deferred earlier (a streamed body's end that had to wait
+ * for http_req_body_work() first) and that has not been answered: the
+ * cancel given to http_req_defer() is then replaced by http_req_work's,
+ * and everything else is as above.
+ */
+
+/*
+ * Work for a streamed body (HTTP_R_STREAM) that must not run on the loop
+ * thread, from data or end or a later loop callback, before req has been
+ * answered: fn(arg) runs on a worker (work.h, with the identity the
+ * calling thread has), then done(req, arg) on the loop thread.  One such
+ * job per request at a time.  The body is still the owner's: it may
+ * pause and resume it meanwhile, defer from end, and must keep what fn
+ * uses until done runs.  When fn has not returned within work_timeout,
+ * req is answered 504 TIMEOUT as http_req_work's is (a body still
+ * arriving is then read and dropped as after any reply from data) and
+ * the job is abandoned.  *cancel (when not NULL) is set then, and when
+ * the request ends, so that fn may give up what it was for.  done gets
+ * req NULL when the request has been
+ * answered meanwhile (the deadline, the client leaving a deferred
+ * request, execd shutting down) or has ended; then only arg is the
+ * owner's business, and abort still runs if the body had not ended.  If
+ * execd began shutting down while fn ran, req is answered 503 before
+ * done.
+ */
+void	http_req_body_work(struct http_req *, atomic_int *cancel,
+	    http_work_fn *fn, http_work_reply_cb *done, void *arg);
 
 /* 200 with an empty body and Content-Length: 0. */
 void	http_reply_empty(struct http_req *);
