@@ -19,6 +19,9 @@ import time
 import urllib.parse
 
 from lib import Execd, wait_for
+from test_files import multipart
+
+BOUNDARY = "----hang-boundary"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FS_TIMEOUT = 2
@@ -82,6 +85,14 @@ def stuck_requests(m):
         ("grep", "GET", "/files/grep?path=%s&pattern=x" % q(s), None, {}),
         ("archive", "GET", "/files/archive?path=" + q(s), None, {}),
         ("watch", "GET", "/files/watch?path=" + q(s), None, {}),
+        ("upload", "POST", "/files/upload", multipart(
+            [({"path": s + "/up"}, b"x" * 100000)], BOUNDARY),
+         {"Content-Type": "multipart/form-data; boundary=" + BOUNDARY}),
+        # More than execd holds while a worker is stuck: the body is
+        # paused, then read and dropped once the 504 is due.
+        ("upload-big", "POST", "/files/upload", multipart(
+            [({"path": s + "/up2"}, b"y" * (8 << 20))], BOUNDARY),
+         {"Content-Type": "multipart/form-data; boundary=" + BOUNDARY}),
     ]
 
 

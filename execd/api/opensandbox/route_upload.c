@@ -7,19 +7,41 @@
  * (fs_atomic, whose journal lets the next start remove what a crash left),
  * and every target is renamed into place only when the whole body has
  * arrived and checked out, so an upload cut off midway leaves the old
- * files as they were and no debris.  The final sync-and-rename runs on a
- * worker thread (http_req_work).  Not for downloads (route_download.c)
- * nor for writing files from a JSON body (route_fs.c).  Loop thread only,
- * but for that job's fn.
+ * files as they were and no debris.
+ *
+ * The body is written off the loop thread, since a hung mount under the
+ * target would stop the daemon there: the loop only gathers the
+ * body's bytes, and a feed job on a worker (http_req_body_work) hands them
+ * to the parser, whose callbacks open and write the temporaries.  While a
+ * job runs, bytes arriving wait in a pending buffer (the body is paused
+ * when it holds PENDING_MAX), and the next job takes all of them at once,
+ * so a fast client costs a worker round trip per megabyte, not per read.
+ * One feed job at a time per upload, so the parser and the temporaries
+ * are one thread's at a time.  At the end of the body, once the feed job
+ * (if any) has ended -- the request deferred meanwhile -- a last job
+ * (http_req_work) feeds what is pending, checks the pairs, then syncs and
+ * renames every file.  Each job has --fs-timeout: past it the client gets
+ * 504 and the job is abandoned; the upload is freed when its last job's
+ * done runs (whatever happened to the request meanwhile), or by abort
+ * when no job runs.  A failure found by the parser on the worker is
+ * answered by the job's done, with the words answered before.  Not for
+ * downloads (route_download.c) nor for writing files from a JSON body
+ * (route_fs.c).  Loop thread only, but for the jobs' fn.
  *
  * Under /v1/filesystem/{uid}/{gid} (route_fs_as.c) the handler runs as
  * that user; the upload keeps the identity and takes it again around each
- * later step on the loop thread (the body's bytes, its end, an abort), so
- * that every file is opened, created and removed as that user.
+ * job it submits (work.c runs the job, and its done, as the submitter)
+ * and around an abort, so that every file is opened, created and removed
+ * as that user.  A feed job removes the temporaries itself after a
+ * failure it finds, or when the upload timed out or its client left
+ * while it ran; what still runs on the loop thread is removing those of
+ * an upload whose client left while no job ran (up_abort).
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +65,7 @@
 #define META_MAX	65536	/* bytes of one metadata part */
 #define PAIRS_MAX	4096	/* metadata/file pairs in one request */
 #define ERRLEN		(PATH_MAX + 256)
+#define PENDING_MAX	(1u << 20)	/* body bytes waiting for a worker */
 
 static const struct body_field meta_fields[] = {
 	{ "path", BODY_STRING, 0 },
@@ -72,6 +95,13 @@ struct upload {
 	size_t			 nfiles;
 	mode_t			 newmode;	/* for files created */
 	struct cred		*cred;	/* the user it acts as, or NULL */
+	/* Loop thread: bytes arrived while a feed job runs. */
+	struct buf		 pending;
+	struct buf		 feeding;	/* the running job's */
+	bool			 running;	/* a job of ours is on a worker */
+	bool			 ended;		/* up_end ran: the body is in */
+	bool			 gone;		/* up_abort ran */
+	atomic_int		 cancel;	/* no commit will come */
 	/* The first failure, answered by the sink. */
 	int			 rc;
 	unsigned		 status;	/* 0: from rc */
@@ -86,8 +116,14 @@ static int	 up_feed(struct http_req *, const char *, size_t, void *);
 static void	 up_end(struct http_req *, void *);
 static void	 up_abort(void *);
 static void	 up_free(struct upload *);
-static void	 end_body(struct http_req *, struct upload *);
+static int	 feed_start(struct http_req *, struct upload *);
+static void	 feed_run(void *);
+static void	 feed_done(struct http_req *, void *);
+static void	 finish(struct http_req *, struct upload *);
+static void	 drop_files(struct upload *);
+static void	 reply_identity(struct http_req *, const struct cred *, int);
 static void	 up_commit(void *);
+static void	 check_pairs(struct upload *);
 static void	 up_committed(struct http_req *, void *);
 static int	 up_fail(struct upload *, unsigned, const char *,
 		    const char *, ...) __attribute__((format(printf, 4, 5)));
@@ -150,6 +186,8 @@ route_files_upload(struct http_req *req)
 	}
 	up = xcalloc(1, sizeof(*up));
 	buf_init(&up->meta);
+	buf_init(&up->pending);
+	buf_init(&up->feeding);
 	um = umask(0);
 	umask(um);
 	up->newmode = 0777 & ~um;	/* upstream: 0755 under umask 022 */
@@ -293,53 +331,165 @@ up_reply(struct http_req *req, struct upload *up)
 		http_reply_errno(req, up->rc, "%s", up->msg);
 }
 
-/* Body bytes as they arrive. */
+/* The upload's identity could not be taken. */
+static void
+reply_identity(struct http_req *req, const struct cred *c, int rc)
+{
+	http_reply_error(req, 503, HTTP_E_IDENTITY, "cannot act as uid %lu "
+	    "gid %lu: %s", (unsigned long)c->uid, (unsigned long)c->gid,
+	    strerror(-rc));
+}
+
+/* Body bytes as they arrive: kept for the feed job, which runs them. */
 static int
 up_feed(struct http_req *req, const char *p, size_t n, void *arg)
 {
 	struct upload *up = arg;
+
+	buf_add(&up->pending, p, n);
+	if (!up->running)
+		return feed_start(req, up);
+	if (up->pending.len >= PENDING_MAX && !http_req_pause(req)) {
+		/* Shutting down: the body is read on, and not held. */
+		http_reply_error(req, 503, HTTP_E_UNAVAILABLE,
+		    "execd is shutting down");
+		return -1;
+	}
+	return 0;
+}
+
+/* Hand what is pending to a feed job, as the upload's user; 0 or -1. */
+static int
+feed_start(struct http_req *req, struct upload *up)
+{
+	struct buf t;
 	int rc;
 
 	if ((rc = cred_enter(up->cred)) < 0) {
-		http_reply_error(req, 503, HTTP_E_IDENTITY, "cannot act as "
-		    "uid %lu gid %lu: %s", (unsigned long)up->cred->uid,
-		    (unsigned long)up->cred->gid, strerror(-rc));
+		reply_identity(req, up->cred, rc);
 		return -1;
 	}
-	if ((rc = mp_feed(up->mp, p, n)) < 0) {
+	t = up->feeding;
+	up->feeding = up->pending;
+	up->pending = t;
+	up->running = true;
+	http_req_body_work(req, &up->cancel, feed_run, feed_done, up);
+	cred_leave(up->cred);
+	http_req_resume(req);	/* room again, if it was paused */
+	return 0;
+}
+
+/* On a worker: the bytes through the parser (into the temporaries). */
+static void
+feed_run(void *arg)
+{
+	struct upload *up = arg;
+
+	if (mp_feed(up->mp, up->feeding.p, up->feeding.len) < 0) {
 		if (up->rc == 0)
 			up_fail(up, 400, E_FILE,
 			    "malformed multipart body: %s", mp_error(up->mp));
-		up_reply(req, up);
+		drop_files(up);
 	}
-	cred_leave(up->cred);
-	return rc < 0 ? -1 : 0;
+	buf_drain(&up->feeding, up->feeding.len);
+	/* Timed out or left: the temporaries go here, not on the loop. */
+	if (atomic_load(&up->cancel))
+		drop_files(up);
 }
 
-/* The whole body is in: check the pairs, then put every file in place. */
+/* Loop thread, as the upload's user: the next job, or the answer. */
+static void
+feed_done(struct http_req *req, void *arg)
+{
+	struct upload *up = arg;
+
+	up->running = false;
+	if (req == NULL) {
+		/*
+		 * Answered meanwhile (the deadline, the client gone from a
+		 * deferred request, shutdown) or ended.  Before the end of
+		 * the body, up_abort is still to come unless it came.
+		 */
+		if (up->gone || up->ended)
+			up_free(up);
+		return;
+	}
+	if (up->rc < 0) {
+		up_reply(req, up);
+		if (up->ended)	/* deferred: no abort follows */
+			up_free(up);
+		return;
+	}
+	if (up->ended)
+		finish(req, up);
+	else if (up->pending.len > 0 && feed_start(req, up) < 0)
+		return;		/* answered; abort follows */
+}
+
+/* The whole body is in: finish once no feed job runs. */
 static void
 up_end(struct http_req *req, void *arg)
 {
 	struct upload *up = arg;
-	struct cred *c = up->cred;
+
+	up->ended = true;
+	if (up->running)
+		http_req_defer(req, NULL, NULL);	/* feed_done goes on */
+	else
+		finish(req, up);
+}
+
+/* The last job: what is pending, the checks, then every file in place. */
+static void
+finish(struct http_req *req, struct upload *up)
+{
 	int rc;
 
-	if ((rc = cred_enter(c)) < 0) {
-		http_reply_error(req, 503, HTTP_E_IDENTITY, "cannot act as "
-		    "uid %lu gid %lu: %s", (unsigned long)c->uid,
-		    (unsigned long)c->gid, strerror(-rc));
+	if ((rc = cred_enter(up->cred)) < 0) {
+		reply_identity(req, up->cred, rc);
 		up_free(up);	/* its temporaries go as execd: ours */
 		return;
 	}
-	up->cred = NULL;	/* up_free() runs as c */
-	end_body(req, up);
-	cred_leave(c);
-	free(c);
+	http_req_work(req, 0, NULL, up_commit, up_committed, up);
+	cred_leave(up->cred);
 }
 
-/* up_end() as the upload's user. */
+/* On a worker: feed the rest, check the pairs, sync, own and rename. */
 static void
-end_body(struct http_req *req, struct upload *up)
+up_commit(void *arg)
+{
+	struct upload *up = arg;
+	struct target *t;
+	char err[ERRLEN];
+	int rc;
+
+	if (up->pending.len > 0 && mp_feed(up->mp, up->pending.p,
+	    up->pending.len) < 0 && up->rc == 0)
+		up_fail(up, 400, E_FILE, "malformed multipart body: %s",
+		    mp_error(up->mp));
+	buf_drain(&up->pending, up->pending.len);
+	if (up->rc == 0)
+		check_pairs(up);
+	if (up->rc < 0) {
+		drop_files(up);
+		return;
+	}
+	for (size_t i = 0; i < up->nfiles; i++) {
+		t = &up->targets[i];
+		err[0] = '\0';
+		if ((rc = fs_atomic_commit(&up->files[i], t->mode, t->uid,
+		    t->gid, err, sizeof(err))) < 0) {
+			up_fail_errno(up, rc, "error writing file", t->path,
+			    err);
+			drop_files(up);
+			return;
+		}
+	}
+}
+
+/* The end of the body: the parser's last word, then the pairs. */
+static void
+check_pairs(struct upload *up)
 {
 	if (mp_finish(up->mp) < 0)
 		up_fail(up, 400, E_FILE, "malformed multipart body: %s",
@@ -353,35 +503,6 @@ end_body(struct http_req *req, struct upload *up)
 	else if (up->nfiles != up->ntargets)
 		up_fail(up, 400, E_FILE, "metadata and file count mismatch: "
 		    "%zu vs %zu", up->ntargets, up->nfiles);
-	if (up->rc < 0) {
-		up_reply(req, up);
-		up_free(up);
-		return;
-	}
-	/* Syncing and renaming may take a while: on a worker. */
-	up->cred = cred_dup_current();
-	http_req_work(req, 0, NULL, up_commit, up_committed, up);
-}
-
-/* On a worker: sync, own and rename every file, in order. */
-static void
-up_commit(void *arg)
-{
-	struct upload *up = arg;
-	struct target *t;
-	char err[ERRLEN];
-	int rc;
-
-	for (size_t i = 0; i < up->nfiles; i++) {
-		t = &up->targets[i];
-		err[0] = '\0';
-		if ((rc = fs_atomic_commit(&up->files[i], t->mode, t->uid,
-		    t->gid, err, sizeof(err))) < 0) {
-			up_fail_errno(up, rc, "error writing file", t->path,
-			    err);
-			return;
-		}
-	}
 }
 
 /* Back on the loop thread: answer, if the request is still there. */
@@ -399,7 +520,10 @@ up_committed(struct http_req *req, void *arg)
 	up_free(up);
 }
 
-/* The request died before its end: nothing is put in place. */
+/*
+ * The request died before the end of its body: nothing is put in place.
+ * A feed job still running keeps the upload; its done frees it.
+ */
 static void
 up_abort(void *arg)
 {
@@ -407,29 +531,41 @@ up_abort(void *arg)
 	struct cred *c = up->cred;
 	int rc;
 
+	up->gone = true;
+	atomic_store(&up->cancel, 1);
+	if (up->running)
+		return;
 	if ((rc = cred_enter(c)) < 0) {
 		log_warnx("upload: cannot act as uid %lu gid %lu to remove "
 		    "its temporaries: %s", (unsigned long)c->uid,
 		    (unsigned long)c->gid, strerror(-rc));
-	} else {
-		up->cred = NULL;
 		up_free(up);
-		cred_leave(c);
-		free(c);
 		return;
 	}
+	up->cred = NULL;
 	up_free(up);
+	cred_leave(c);
+	free(c);
+}
+
+/* Remove the temporaries not committed (a job's, after a failure). */
+static void
+drop_files(struct upload *up)
+{
+	for (size_t i = 0; i < up->nfiles; i++)
+		fs_atomic_abort(&up->files[i]);
 }
 
 /* Free everything; temporaries not committed are removed. */
 static void
 up_free(struct upload *up)
 {
-	for (size_t i = 0; i < up->nfiles; i++)
-		fs_atomic_abort(&up->files[i]);
+	drop_files(up);
 	free(up->files);
 	free(up->targets);
 	buf_reset(&up->meta);
+	buf_reset(&up->pending);
+	buf_reset(&up->feeding);
 	mp_free(up->mp);
 	free(up->cred);
 	free(up);
