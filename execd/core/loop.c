@@ -84,6 +84,7 @@ struct wd {
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;		/* CLOCK_MONOTONIC */
 	struct wd_note	 note;
+	atomic_uint_least64_t worst;	/* the longest step seen, ms */
 };
 
 /* One fd or ZeroMQ socket the loop polls, and whom it calls. */
@@ -153,6 +154,7 @@ loop_new(void)
 	atomic_init(&l->wd.note.step, S_IDLE);
 	atomic_init(&l->wd.note.cb, 0);
 	atomic_init(&l->wd.note.fd, -1);
+	atomic_init(&l->wd.worst, 0);
 	if (pthread_mutex_init(&l->wd.mu, NULL) != 0 ||
 	    pthread_condattr_init(&ca) != 0 ||
 	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
@@ -558,6 +560,13 @@ note(struct loop *l, enum step st, void *cb, int fd)
 	atomic_fetch_add_explicit(&n->seq, 1, memory_order_release);
 }
 
+/* The longest stall seen; see loop.h. */
+uint64_t
+loop_worst_stall_ms(struct loop *l)
+{
+	return atomic_load(&l->wd.worst);
+}
+
 /* Start the watchdog thread, with every signal blocked. */
 static void
 wd_start(struct loop *l)
@@ -635,6 +644,8 @@ wd_main(void *arg)
 			logged = false;
 			continue;
 		}
+		if (now - since > atomic_load(&l->wd.worst))
+			atomic_store(&l->wd.worst, now - since);
 		if (logged || now - since < ms)
 			continue;
 		/* Read again: the fields belong to this step, not the next. */

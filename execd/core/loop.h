@@ -71,6 +71,13 @@ unsigned loop_busy_poll(struct loop *, unsigned max_us);
  */
 #define LOOP_WATCHDOG_MS	500
 void	 loop_watchdog(struct loop *, unsigned ms);
+/*
+ * The longest the loop thread has been held by one callback or hook since
+ * loop_new(), in ms, as the watchdog saw it: it looks every quarter of its
+ * period (125 ms by default), so shorter stalls are not seen and the value
+ * is low by up to that much.  Any thread.
+ */
+uint64_t loop_worst_stall_ms(struct loop *);
 
 uint64_t loop_now_ms(void);		/* CLOCK_MONOTONIC, ms */
 int64_t	 loop_wall_ms(void);		/* CLOCK_REALTIME, Unix ms */

@@ -11,13 +11,15 @@ FIELDS = ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib",
 
 
 def check_sample(m, isolation=False):
-    """Upstream's fields; GET /metrics adds the isolation object (the
-    watch stream does not)."""
-    assert sorted(m) == sorted(FIELDS + (["isolation"] if isolation else
-                                         [])), m
+    """Upstream's fields; GET /metrics adds the isolation object and the
+    loop's longest stall (the watch stream does not)."""
+    ours = ["isolation", "loop_stall_max_ms"]
+    assert sorted(m) == sorted(FIELDS + (ours if isolation else [])), m
     if isolation:
         assert m["isolation"]["limits"] in ("cgroup v1", "cgroup v2",
                                             "rlimits"), m
+        assert isinstance(m["loop_stall_max_ms"], int), m
+        assert m["loop_stall_max_ms"] >= 0, m
     assert m["cpu_count"] >= 1
     assert 0 <= m["cpu_used_pct"] <= 100, m
     assert m["mem_total_mib"] > 0

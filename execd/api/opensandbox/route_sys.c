@@ -122,9 +122,12 @@ route_metrics(struct http_req *req)
 		app->msample = cur;
 	}
 	body = sample_json(&cur, app->mcpu_pct);
-	if (body != NULL)
+	if (body != NULL) {
 		json_object_set_new(body, "isolation",
 		    isolation_json(app->conf));
+		json_object_set_new(body, "loop_stall_max_ms", json_integer(
+		    (json_int_t)loop_worst_stall_ms(app->loop)));
+	}
 	http_reply_json(req, 200, body);
 }
 
