@@ -28,6 +28,8 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
@@ -79,6 +81,7 @@ static int		 exit_status;	/* 1: preStart failed */
 static void	on_signal(struct loop *, int, void *, int, void *);
 static void	begin_shutdown(void);
 static void	kill_late(struct loop *, uint64_t, void *);
+static void	stuck_signal(int, void *);
 static void	give_up(struct loop *, uint64_t, void *);
 static void	check_done(struct loop *, void *);
 static void	raise_fd_limit(void);
@@ -199,6 +202,14 @@ main(int argc, char **argv)
 	start_hooks(&conf);
 
 	loop_add_fd(app.loop, sigfd, LOOP_READ, on_signal, NULL);
+	{
+		sigset_t stop;
+
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGINT);
+		loop_watchdog_signals(app.loop, &stop, stuck_signal, NULL);
+	}
 	loop_on_before_poll(app.loop, check_done, NULL);
 	if ((rc = loop_run(app.loop)) < 0)
 		fatalx("event loop: %s", strerror(-rc));
@@ -624,6 +635,35 @@ begin_shutdown(void)
 	loop_timer_add(app.loop, app.conf->grace_ms, kill_late, NULL);
 	loop_timer_add(app.loop, app.conf->grace_ms + FINAL_WAIT_MS, give_up,
 	    NULL);
+}
+
+/*
+ * The watchdog's thread: SIGTERM or SIGINT came while one step has held
+ * the loop thread past the watchdog's period (a call that waits on
+ * something that does not answer), so the orderly shutdown, which runs on
+ * the loop, cannot start.  What matters most is done from here: every
+ * child is told SIGTERM, reaped as it ends, SIGKILLed after the grace
+ * period, then execd exits 1.  The child table is read while the loop
+ * thread is blocked in its step, not changing it.
+ */
+static void
+stuck_signal(int sig, void *arg)
+{
+	uint64_t end = loop_now_ms() + app.conf->grace_ms;
+	struct timespec ts = { 0, 20 * 1000000 };
+	int n;
+
+	log_warnx("signal %d while the event loop is stuck: ending the "
+	    "children and exiting without the orderly shutdown", sig);
+	n = child_signal_all(SIGTERM);
+	while (n > 0 && loop_now_ms() < end && (waitpid(-1, NULL, WNOHANG) >=
+	    0 || errno != ECHILD))
+		nanosleep(&ts, NULL);
+	child_signal_all(SIGKILL);
+	for (int i = 0; i < 50 && (waitpid(-1, NULL, WNOHANG) >= 0 ||
+	    errno != ECHILD); i++)
+		nanosleep(&ts, NULL);
+	_exit(1);
 }
 
 static void

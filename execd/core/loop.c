@@ -85,6 +85,9 @@ struct wd {
 	pthread_cond_t	 cv;		/* CLOCK_MONOTONIC */
 	struct wd_note	 note;
 	atomic_uint_least64_t worst;	/* the longest step seen, ms */
+	sigset_t	 sigs;		/* taken while stuck, by ... */
+	loop_stuck_signal_cb *sig_cb;	/* ... this, once */
+	void		*sig_arg;
 };
 
 /* One fd or ZeroMQ socket the loop polls, and whom it calls. */
@@ -155,6 +158,7 @@ loop_new(void)
 	atomic_init(&l->wd.note.cb, 0);
 	atomic_init(&l->wd.note.fd, -1);
 	atomic_init(&l->wd.worst, 0);
+	sigemptyset(&l->wd.sigs);
 	if (pthread_mutex_init(&l->wd.mu, NULL) != 0 ||
 	    pthread_condattr_init(&ca) != 0 ||
 	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
@@ -560,6 +564,42 @@ note(struct loop *l, enum step st, void *cb, int fd)
 	atomic_fetch_add_explicit(&n->seq, 1, memory_order_release);
 }
 
+/* What to do with a signal while stuck; see loop.h. */
+void
+loop_watchdog_signals(struct loop *l, const sigset_t *sigs,
+    loop_stuck_signal_cb *cb, void *arg)
+{
+	pthread_mutex_lock(&l->wd.mu);
+	l->wd.sigs = *sigs;
+	l->wd.sig_cb = cb;
+	l->wd.sig_arg = arg;
+	pthread_mutex_unlock(&l->wd.mu);
+}
+
+/*
+ * Stuck: a signal of wd.sigs pending for the process goes to the callback
+ * (once; it is not taken from the pending set).  With wd.mu held.
+ */
+static void
+wd_signals(struct loop *l)
+{
+	sigset_t pending;
+	loop_stuck_signal_cb *cb = l->wd.sig_cb;
+
+	if (cb == NULL || sigpending(&pending) < 0)
+		return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sigismember(&l->wd.sigs, sig) == 1 &&
+		    sigismember(&pending, sig) == 1) {
+			l->wd.sig_cb = NULL;
+			pthread_mutex_unlock(&l->wd.mu);
+			cb(sig, l->wd.sig_arg);
+			pthread_mutex_lock(&l->wd.mu);
+			return;
+		}
+	}
+}
+
 /* The longest stall seen; see loop.h. */
 uint64_t
 loop_worst_stall_ms(struct loop *l)
@@ -646,6 +686,8 @@ wd_main(void *arg)
 		}
 		if (now - since > atomic_load(&l->wd.worst))
 			atomic_store(&l->wd.worst, now - since);
+		if (now - since >= ms)
+			wd_signals(l);
 		if (logged || now - since < ms)
 			continue;
 		/* Read again: the fields belong to this step, not the next. */

@@ -9,6 +9,7 @@
 #ifndef EXECD_LOOP_H
 #define EXECD_LOOP_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #define LOOP_READ	1
@@ -78,6 +79,18 @@ void	 loop_watchdog(struct loop *, unsigned ms);
  * is low by up to that much.  Any thread.
  */
 uint64_t loop_worst_stall_ms(struct loop *);
+/*
+ * A signal a stuck loop cannot take: while one step has held the loop
+ * thread past the watchdog's period, a signal of sigs pending for the
+ * process (blocked, as signals read from a signalfd are) makes the
+ * watchdog call cb(sig, arg) once, on its own thread.  cb is what is
+ * left to do when the loop will not come back in time -- end the
+ * children and exit -- and must not wait for the loop.  Call before
+ * loop_run(); sigs is copied.
+ */
+typedef void	loop_stuck_signal_cb(int sig, void *arg);
+void	 loop_watchdog_signals(struct loop *, const sigset_t *sigs,
+	    loop_stuck_signal_cb *cb, void *arg);
 
 uint64_t loop_now_ms(void);		/* CLOCK_MONOTONIC, ms */
 int64_t	 loop_wall_ms(void);		/* CLOCK_REALTIME, Unix ms */

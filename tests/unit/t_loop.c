@@ -17,6 +17,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1138,6 +1140,7 @@ test_busy_poll_off_on_one_cpu(void)
 
 static void	test_watchdog_logs_a_stall_once(void);
 static void	test_watchdog_quiet_while_polling(void);
+static void	test_watchdog_takes_a_signal_while_stuck(void);
 
 static const struct t_case cases[] = {
 	{ "new and free", test_new_free },
@@ -1169,6 +1172,8 @@ static const struct t_case cases[] = {
 	{ "busy poll off on one CPU", test_busy_poll_off_on_one_cpu },
 	{ "watchdog logs a stall once", test_watchdog_logs_a_stall_once },
 	{ "watchdog quiet while polling", test_watchdog_quiet_while_polling },
+	{ "watchdog takes a signal the stuck loop cannot",
+	    test_watchdog_takes_a_signal_while_stuck },
 };
 
 /* Threads of this process. */
@@ -1274,6 +1279,92 @@ test_watchdog_quiet_while_polling(void)
 	T_EQ_INT(occurs(log, "event loop stuck"), 0);
 	T_EQ_INT(loop_worst_stall_ms(l), 0);
 	loop_free(l);
+}
+
+/*
+ * The stuck loop's process: the watchdog's callback says so and ends it
+ * (by SIGKILL: an exit would have valgrind, when the suite runs under it,
+ * check the forked copy's memory for leaks and change its status).
+ */
+static int	 stuck_pipe = -1;
+
+static void
+on_stuck_signal(int sig, void *arg)
+{
+	char c = sig == SIGTERM ? 'T' : '?';
+
+	(void)!write(stuck_pipe, &c, 1);
+	raise(SIGKILL);
+}
+
+static void
+on_very_slow(struct loop *l, uint64_t id, void *arg)
+{
+	struct timespec ts = { 30, 0 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	_exit(3);	/* the signal was never taken */
+}
+
+/*
+ * A process whose loop is held by a 30 s callback gets SIGTERM (blocked,
+ * as execd blocks it for its signalfd): the watchdog hands it to the
+ * callback, which exits, long before the callback would have returned.
+ */
+static void
+test_watchdog_takes_a_signal_while_stuck(void)
+{
+	int fds[2], st = 0, done = 0;
+	struct timespec ts = { 0, 20 * 1000000 };
+	char c = 0;
+	pid_t pid;
+
+	sigset_t set, old;
+
+	T_EQ_INT(pipe(fds), 0);
+	/* Blocked from the start: the child is never killed by it. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fflush(stdout);
+	fflush(stderr);
+	if ((pid = fork()) == 0) {
+		struct loop *l;
+
+		close(fds[0]);
+		stuck_pipe = fds[1];
+		l = loop_new();
+		loop_watchdog(l, 100);
+		loop_watchdog_signals(l, &set, on_stuck_signal, NULL);
+		loop_timer_add(l, 1, on_very_slow, NULL);
+		c = 'R';
+		(void)!write(stuck_pipe, &c, 1);
+		loop_run(l);
+		_exit(4);	/* the signal was never taken */
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	T_OK(pid > 0);
+	close(fds[1]);
+	T_EQ_INT(read(fds[0], &c, 1), 1);	/* its loop is about to run */
+	T_EQ_INT(c, 'R');
+	/* Stuck for a while first, however slow the machine. */
+	ts.tv_nsec = 400 * 1000000;
+	nanosleep(&ts, NULL);
+	T_EQ_INT(kill(pid, SIGTERM), 0);
+	ts.tv_nsec = 20 * 1000000;
+	for (int i = 0; i < 1000 && (done = waitpid(pid, &st, WNOHANG)) ==
+	    0; i++)
+		nanosleep(&ts, NULL);	/* 20 s at most; 30 s is the callback */
+	if (done == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		T_OK(!"the stuck process did not end");
+	}
+	T_OK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	T_EQ_INT(read(fds[0], &c, 1), 1);
+	T_EQ_INT(c, 'T');
+	close(fds[0]);
 }
 
 int
