@@ -183,6 +183,7 @@ static void	 set_state(struct kernel *, enum kernel_state);
 static void	 to_subs(struct kernel *, const struct kp_msg *);
 static bool	 to_request(struct kernel *, enum kp_chan_id,
 		    const struct kp_msg *);
+static struct request *find_request(struct kernel *, const char *);
 static void	 sweep_subs(struct kernel *);
 static void	 teardown(struct kernel *);
 static void	 free_kernel(struct kernel *);
@@ -1264,6 +1265,15 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
 		return -EAGAIN;
 	if (k->state != K_READY || k->ch == NULL)
 		return -EPIPE;
+	/*
+	 * Replies and output are routed by the request's msg_id: one that
+	 * is empty, or already awaited, would take another's.
+	 */
+	if (kp_msg_id(m)[0] == '\0')
+		return -EINVAL;
+	if (find_pending(k, kp_msg_id(m)) != NULL ||
+	    find_request(k, kp_msg_id(m)) != NULL)
+		return -EEXIST;
 	awaited = cb != NULL && (cb->reply != NULL || cb->input != NULL);
 	/* A reply that never comes must not grow the list for ever. */
 	if (awaited && k->nrequests >= KERNEL_REQ_MAX)
@@ -1281,6 +1291,16 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
 	q->next = k->requests;
 	k->requests = q;
 	return 0;
+}
+
+/* The consumer's request awaiting its reply under msg_id id, or NULL. */
+static struct request *
+find_request(struct kernel *k, const char *id)
+{
+	for (struct request *q = k->requests; q != NULL; q = q->next)
+		if (strcmp(q->id, id) == 0)
+			return q;
+	return NULL;
 }
 
 void

@@ -188,8 +188,11 @@ void	kernel_shutdown(struct kernel *);
  * Sign and send a consumer's message m (not freed) on shell, control or
  * stdin; cb (NULL: nothing awaited) hears its reply and input requests.
  * 0, -EAGAIN while not ready, -EPIPE once dead, -EINVAL for a channel
- * other than those three, -ENOBUFS (nothing sent) when KERNEL_REQ_MAX
- * requests await their replies already, or -errno.
+ * other than those three or a message without a msg_id, -EEXIST when
+ * its msg_id is that of a request or an execution still awaited (replies
+ * and output are routed by it: a client must not take another's),
+ * -ENOBUFS (nothing sent) when KERNEL_REQ_MAX requests await their
+ * replies already, or -errno.
  */
 int	kernel_send(struct kernel *, enum kp_chan_id, const struct kp_msg *m,
 	    const struct kernel_req_cb *cb, void *arg);

@@ -981,6 +981,44 @@ test_python_consumers(void)
 	T_EQ_STR(Q.reply_type, "complete_reply");
 	T_EQ_STR(Q.status, "ok");
 
+	/*
+	 * 2b. A msg_id that is awaited already (a consumer's request, or an
+	 * execution of execd's) or empty is refused, nothing sent: replies
+	 * and output are routed by it.
+	 */
+	{
+		struct kp_msg *cm, *dup;
+		char id[33];
+
+		cm = kp_msg_new("comm_msg", "consumer-session", "tester",
+		    json_pack("{s:s, s:{}}", "comm_id", "no-such-comm",
+		    "data"), NULL);
+		T_OK(cm != NULL);
+		T_EQ_INT(kernel_send(S.k, KP_SHELL, cm, &req_cb, NULL), 0);
+		T_EQ_INT(kernel_send(S.k, KP_SHELL, cm, &req_cb, NULL),
+		    -EEXIST);
+		T_EQ_INT(kernel_send(S.k, KP_SHELL, cm, NULL, NULL), -EEXIST);
+		kernel_send_forget(S.k, kp_msg_id(cm));
+		S.done = 0;
+		S.out[0] = '\0';
+		T_EQ_INT(kernel_execute(S.k, "print('mine')", &exec_cb, NULL,
+		    id), 0);
+		dup = kp_msg_execute_request("consumer-session",
+		    "print('forged')", false, false);
+		T_OK(dup != NULL);
+		json_object_set_new(dup->header, "msg_id", json_string(id));
+		T_EQ_INT(kernel_send(S.k, KP_SHELL, dup, &req_cb, NULL),
+		    -EEXIST);
+		json_object_set_new(dup->header, "msg_id", json_string(""));
+		T_EQ_INT(kernel_send(S.k, KP_SHELL, dup, &req_cb, NULL),
+		    -EINVAL);
+		T_OK(wait_for(&S.done, 1, 30000));
+		T_OK(strstr(S.out, "mine") != NULL);
+		T_OK(strstr(S.out, "forged") == NULL);
+		kp_msg_free(cm);
+		kp_msg_free(dup);
+	}
+
 	/* 3. Its execution asks for input: the request that allowed it. */
 	S.out[0] = '\0';
 	request(kp_msg_execute_request("consumer-session",
