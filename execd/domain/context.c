@@ -234,6 +234,14 @@ lookup(const char *language)
 	return NULL;
 }
 
+/* Every spec, after a search for new ones. */
+const struct kp_kernelspec *const *
+context_specs(void)
+{
+	rescan();
+	return (const struct kp_kernelspec *const *)R.specs;
+}
+
 /* Installed languages with their kernel names, for error messages. */
 char *
 context_languages(void)
@@ -692,6 +700,12 @@ bool
 context_ready(const struct context *c)
 {
 	return !c->deleted && (c->sh != NULL || kernel_ready(c->k));
+}
+
+const struct kp_kernelspec *
+context_kernelspec(const struct context *c)
+{
+	return c->k != NULL ? c->spec : NULL;
 }
 
 struct kernel *

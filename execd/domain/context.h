@@ -69,6 +69,12 @@ void			 context_shutdown(void);
  * name) whose language is it.  NULL when none is installed.
  */
 const struct kp_kernelspec *context_spec(const char *language);
+/*
+ * Every kernelspec installed, sorted by name, NULL-terminated (borrowed:
+ * they live as long as the registry); the disk is searched again first,
+ * for kernels installed since.
+ */
+const struct kp_kernelspec *const *context_specs(void);
 /* "python (python3), fake (fake)": what is installed, for messages. */
 char			*context_languages(void);
 
@@ -155,5 +161,7 @@ const char	*context_cwd(const struct context *);	/* NULL: none */
 bool		 context_ready(const struct context *);
 /* The kernel that serves c, or NULL for a bash context's shell. */
 struct kernel	*context_kernel(const struct context *);
+/* The kernelspec c's kernel runs (its name is Jupyter's kernel name). */
+const struct kp_kernelspec *context_kernelspec(const struct context *);
 
 #endif

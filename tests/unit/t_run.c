@@ -240,6 +240,7 @@ test_bash_output_and_completion(void)
 
 	if (c == NULL)
 		return;
+	T_OK(context_kernelspec(c) == NULL);	/* a shell, no kernel */
 	run_all(c, "echo hi; echo oops >&2", 0, 1 << 20);
 	T_EQ_INT(S.status, RUN_END);
 	T_EQ_STR(S.type[0], "init");
@@ -531,6 +532,18 @@ test_python_result_timeout_interrupt(void)
 
 	if (c == NULL)
 		return;
+	/* Its kernelspec, among those installed: Jupyter's kernel name. */
+	T_OK(context_kernelspec(c) != NULL);
+	T_OK(context_kernelspec(c) != NULL &&
+	    strcmp(context_kernelspec(c)->language, "python") == 0);
+	{
+		const struct kp_kernelspec *const *all = context_specs();
+		bool listed = false;
+
+		for (size_t i = 0; all[i] != NULL; i++)
+			listed |= all[i] == context_kernelspec(c);
+		T_OK(listed);
+	}
 	run_all(c, "6 * 7", 0, 1 << 20);
 	T_EQ_STR(S.result, "42");
 	T_OK(idx("execution_count") >= 0 &&
