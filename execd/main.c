@@ -38,6 +38,7 @@
 #include "../fs/fs_ops.h"
 #include "../kernelproto/kp_kernelspec.h"
 #include "api/execd.h"
+#include "api/jupyter/jupyter.h"
 #include "api/opensandbox/route.h"
 #include "config/conf.h"
 #include "config/policy.h"
@@ -87,6 +88,7 @@ static void	check_done(struct loop *, void *);
 static void	raise_fd_limit(void);
 static int	setup_signals(void);
 static void	print_routes(void);
+static struct http_route *all_routes(size_t *);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_dirs(struct conf *);
@@ -104,6 +106,8 @@ main(int argc, char **argv)
 {
 	struct conf conf;
 	struct http_conf hc;
+	struct http_route *routes;
+	size_t nroutes;
 	char err[256];
 	unsigned nstale = 0;
 	int rc;
@@ -161,9 +165,11 @@ main(int argc, char **argv)
 	    .body_min_rate = conf.body_min_rate,
 	    .max_half_open = conf.max_half_open,
 	    .body_memory = conf.body_memory, .work_timeout = conf.fs_timeout };
-	if ((rc = http_new(app.loop, &hc, route_table, route_count, &app,
+	routes = all_routes(&nroutes);
+	if ((rc = http_new(app.loop, &hc, routes, nroutes, &app,
 	    &app.http, err, sizeof(err))) < 0)
 		fatalx("%s", err);
+	jupyter_start();
 	announce(&conf, http_port(app.http));
 	/* --runtime-init: nothing but probes until POST /internal/init. */
 	runtime_start(conf.runtime_init);
@@ -220,6 +226,8 @@ main(int argc, char **argv)
 	 */
 	work_shutdown();
 	http_free(app.http);
+	free(routes);
+	jupyter_shutdown();
 	context_shutdown();
 	lifecycle_shutdown();
 	run_init(NULL);
@@ -476,9 +484,31 @@ setup_contexts(const struct conf *c)
 static void
 print_routes(void)
 {
-	for (size_t i = 0; i < route_count; i++)
-		printf("%-7s %-24s %s\n", route_table[i].method,
-		    route_table[i].path, route_table[i].summary);
+	size_t n;
+	struct http_route *all = all_routes(&n);
+
+	for (size_t i = 0; i < n; i++)
+		if (all[i].fn != NULL)
+			printf("%-7s %-24s %s\n", all[i].method,
+			    all[i].path, all[i].summary);
+	free(all);
+}
+
+/*
+ * Every front end's routes in one table, OpenSandbox's first: the main
+ * listener serves them all.  The caller frees it.
+ */
+static struct http_route *
+all_routes(size_t *n)
+{
+	struct http_route *all;
+
+	*n = route_count + jupyter_route_count;
+	all = xreallocarray(NULL, *n, sizeof(*all));
+	memcpy(all, route_table, route_count * sizeof(*all));
+	memcpy(all + route_count, jupyter_routes,
+	    jupyter_route_count * sizeof(*all));
+	return all;
 }
 
 /* Print the installed kernelspecs, first of each name winning. */

@@ -16,7 +16,8 @@ run="python3 python3-ipykernel"
 # with cairo, a dependency of r-base-core), octave_kernel (plots through
 # gnuplot, with the font octave asks for).
 tests="clang cppcheck valgrind curl python3-yaml python3-pyflakes util-linux
-python3-zmq python3-jupyter-client busybox-static fuse3 python3-fusepy
+python3-zmq python3-jupyter-client python3-websocket busybox-static fuse3
+python3-fusepy
 r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf"
 case "${1:-}" in
 build) pkgs="$build" ;;

@@ -104,7 +104,7 @@ struct pending {
 
 /* A consumer's request awaiting its reply. */
 struct request {
-	char				 id[33];
+	char				*id;	/* the client's, any length */
 	const struct kernel_req_cb	*cb;
 	void				*arg;
 	struct request			*next;
@@ -1042,6 +1042,7 @@ fail_pending(struct kernel *k, const char *why)
 		k->requests = q->next;
 		if (q->cb != NULL && q->cb->reply != NULL)
 			q->cb->reply(k, NULL, why, q->arg);
+		free(q->id);
 		free(q);
 	}
 }
@@ -1285,7 +1286,7 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
 		return 0;
 	k->nrequests++;
 	q = xcalloc(1, sizeof(*q));
-	snprintf(q->id, sizeof(q->id), "%s", kp_msg_id(m));
+	q->id = xstrdup(kp_msg_id(m));
 	q->cb = cb;
 	q->arg = arg;
 	q->next = k->requests;
@@ -1313,6 +1314,7 @@ kernel_send_forget(struct kernel *k, const char *id)
 
 			*qq = q->next;
 			k->nrequests--;
+			free(q->id);
 			free(q);
 			return;
 		}
@@ -1348,6 +1350,7 @@ to_request(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m)
 	k->nrequests--;
 	if (q->cb->reply != NULL)
 		q->cb->reply(k, m, NULL, q->arg);
+	free(q->id);
 	free(q);
 	return true;
 }

@@ -977,6 +977,19 @@ test_python_consumers(void)
 	/* 2. A request of a consumer's own gets its reply. */
 	request(kp_msg_kernel_info_request("consumer-session"));
 	T_EQ_STR(Q.reply_type, "kernel_info_reply");
+	/* Clients choose their msg_ids: a UUID and more, of any length. */
+	{
+		struct kp_msg *lm = kp_msg_kernel_info_request(
+		    "consumer-session");
+		const char *long_id = "3f1c2b7a-9d4e-4c21-8a6b-0e5f7d9c1a2b_"
+		    "31337_0123456789abcdef";
+
+		T_OK(lm != NULL);
+		json_object_set_new(lm->header, "msg_id",
+		    json_string(long_id));
+		request(lm);
+		T_EQ_STR(Q.reply_type, "kernel_info_reply");
+	}
 	request(kp_msg_complete_request("consumer-session", "pri", 3));
 	T_EQ_STR(Q.reply_type, "complete_reply");
 	T_EQ_STR(Q.status, "ok");
