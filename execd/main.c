@@ -89,6 +89,7 @@ static void	raise_fd_limit(void);
 static int	setup_signals(void);
 static void	print_routes(void);
 static struct http_route *all_routes(size_t *);
+static void	setup_jupyter(const struct conf *, struct http_conf *);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_dirs(struct conf *);
@@ -175,6 +176,7 @@ main(int argc, char **argv)
 	runtime_start(conf.runtime_init);
 	envfile_set_wrap(runtime_env_over);	/* the binding's variables */
 	http_hold(app.http, conf.runtime_init);
+	setup_jupyter(&conf, &hc);
 	conf_forget_token(&conf);	/* http keeps a digest only */
 	if ((rc = work_init(app.loop, WORKERS)) < 0)
 		fatalx("cannot start the worker threads: %s", strerror(-rc));
@@ -226,6 +228,7 @@ main(int argc, char **argv)
 	 */
 	work_shutdown();
 	http_free(app.http);
+	http_free(app.jupyter_http);
 	free(routes);
 	jupyter_shutdown();
 	context_shutdown();
@@ -511,6 +514,51 @@ all_routes(size_t *n)
 	return all;
 }
 
+/*
+ * The second listener, serving only the Jupyter Server API with the same
+ * settings and token: where --jupyter-listen says, or for auto at
+ * 127.0.0.1:44771 when a kernelspec is installed (the code-interpreter
+ * SDKs wait for a Jupyter server there), and then a port already taken
+ * is only a warning.
+ */
+static void
+setup_jupyter(const struct conf *c, struct http_conf *hc)
+{
+	struct kp_kernelspec **ks = NULL;
+	char **dirs, err[256];
+	bool any;
+
+	if (c->jupyter == CONF_JUPYTER_OFF)
+		return;
+	if (c->jupyter == CONF_JUPYTER_AUTO) {
+		dirs = kp_kernelspec_dirs();
+		any = kp_kernelspec_find_all(dirs, &ks, NULL) == 0 &&
+		    ks[0] != NULL;
+		kp_kernelspec_dirs_free(dirs);
+		if (ks != NULL)
+			kp_kernelspec_list_free(ks);
+		if (!any) {
+			log_info("no kernelspec installed: no Jupyter listener");
+			return;
+		}
+	}
+	hc->addr = c->jupyter_addr;
+	hc->port = c->jupyter_port;
+	if (http_new(app.loop, hc, jupyter_routes, jupyter_route_count, &app,
+	    &app.jupyter_http, err, sizeof(err)) < 0) {
+		if (c->jupyter == CONF_JUPYTER_ON)
+			fatalx("--jupyter-listen: %s", err);
+		log_warnx("no Jupyter listener on %s:%u: %s", c->jupyter_addr,
+		    (unsigned)c->jupyter_port, err);
+		return;
+	}
+	http_hold(app.jupyter_http, c->runtime_init);	/* as the main one */
+	log_notice("Jupyter Server API listening on %s%s%s:%u",
+	    strchr(c->jupyter_addr, ':') != NULL ? "[" : "", c->jupyter_addr,
+	    strchr(c->jupyter_addr, ':') != NULL ? "]" : "",
+	    (unsigned)http_port(app.jupyter_http));
+}
+
 /* Print the installed kernelspecs, first of each name winning. */
 static int
 print_kernels(void)
@@ -655,6 +703,8 @@ begin_shutdown(void)
 	stopping = true;
 	lifecycle_periodic_stop();
 	http_shutdown(app.http);
+	if (app.jupyter_http != NULL)
+		http_shutdown(app.jupyter_http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_delete_all();
 	session_shutdown();
@@ -721,7 +771,8 @@ check_done(struct loop *l, void *arg)
 	if (!stopping)
 		return;
 	child_reap();
-	if (http_streams(app.http) == 0 && !child_any())
+	if (http_streams(app.http) == 0 && (app.jupyter_http == NULL ||
+	    http_streams(app.jupyter_http) == 0) && !child_any())
 		loop_stop(l);
 }
 

@@ -21,6 +21,8 @@ struct http_server;
 struct execd {
 	struct loop		*loop;
 	struct http_server	*http;
+	/* --jupyter-listen's, or NULL: held and bound with http. */
+	struct http_server	*jupyter_http;
 	const struct conf	*conf;
 	/* Last metrics sample, the base for the next CPU percentage. */
 	struct metrics_sample	 msample;

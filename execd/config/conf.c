@@ -42,7 +42,7 @@ enum opt_id {
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
-	O_LIFECYCLE_STATUS,
+	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -120,6 +120,13 @@ static const struct opt opts[] = {
 	    "60", "a /proxy backend silent this long gets 504 before its "
 	    "response head, or its response cut short after it (0: never; "
 	    "WebSocket tunnels are never timed)" },
+	{ "jupyter-listen", O_JUPYTER_LISTEN, "EXECD_JUPYTER_LISTEN",
+	    "ADDR:PORT", "auto",
+	    "a second listener serving only the Jupyter Server API "
+	    "(docs/jupyter.md), with the same access token; auto: "
+	    "127.0.0.1:44771 (where the code-interpreter SDKs look for a "
+	    "Jupyter server) when a kernelspec is installed, skipped with a "
+	    "warning if that port is taken; off: none" },
 	{ "busy-poll", O_BUSY_POLL, "EXECD_BUSY_POLL", "USEC", "64",
 	    "before sleeping, keep polling up to this long while requests "
 	    "and answers have been coming that soon (the window adapts, and "
@@ -297,6 +304,9 @@ static void	keep_text(struct conf *, size_t, char *, bool);
 static int	parse_size(const char *, size_t *);
 static int	parse_uint(const char *, unsigned long, unsigned long *);
 static int	parse_listen(struct conf *, const char *, char *, size_t);
+static int	parse_jupyter_listen(struct conf *, const char *, char *,
+		    size_t);
+static int	parse_addr(const char *, char *, size_t, uint16_t *);
 static int	read_token(struct conf *, const char *, char *, size_t);
 static void	wipe(char *);
 
@@ -398,9 +408,44 @@ parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-/* ADDR:PORT, with IPv6 addresses in brackets. */
+/* ADDR:PORT, with IPv6 addresses in brackets, for --listen. */
 static int
 parse_listen(struct conf *c, const char *s, char *err, size_t errlen)
+{
+	if (parse_addr(s, c->addr, sizeof(c->addr), &c->port) < 0) {
+		snprintf(err, errlen, "--listen wants ADDR:PORT (IPv6 as "
+		    "[ADDR]:PORT), not '%s'", s);
+		return -EINVAL;
+	}
+	c->addr_given = true;
+	return 0;
+}
+
+/* --jupyter-listen: off, auto, or ADDR:PORT. */
+static int
+parse_jupyter_listen(struct conf *c, const char *s, char *err,
+    size_t errlen)
+{
+	c->jupyter = strcmp(s, "off") == 0 ? CONF_JUPYTER_OFF :
+	    strcmp(s, "auto") == 0 ? CONF_JUPYTER_AUTO : CONF_JUPYTER_ON;
+	if (c->jupyter != CONF_JUPYTER_ON) {
+		snprintf(c->jupyter_addr, sizeof(c->jupyter_addr),
+		    "127.0.0.1");
+		c->jupyter_port = 44771;
+		return 0;
+	}
+	if (parse_addr(s, c->jupyter_addr, sizeof(c->jupyter_addr),
+	    &c->jupyter_port) < 0) {
+		snprintf(err, errlen, "--jupyter-listen wants ADDR:PORT (IPv6 "
+		    "as [ADDR]:PORT), auto or off, not '%s'", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ADDR:PORT into addr (numeric, no brackets) and port; 0 or -EINVAL. */
+static int
+parse_addr(const char *s, char *addr, size_t addrlen, uint16_t *portp)
 {
 	const char *colon, *host = s;
 	unsigned long port;
@@ -418,17 +463,14 @@ parse_listen(struct conf *c, const char *s, char *err, size_t errlen)
 	} else if (memchr(s, ':', n) != NULL) {
 		goto bad;	/* a bare IPv6 address needs brackets */
 	}
-	if (n == 0 || n >= sizeof(c->addr) ||
+	if (n == 0 || n >= addrlen ||
 	    parse_uint(colon + 1, 65535, &port) < 0)
 		goto bad;
-	memcpy(c->addr, host, n);
-	c->addr[n] = '\0';
-	c->port = (uint16_t)port;
-	c->addr_given = true;
+	memcpy(addr, host, n);
+	addr[n] = '\0';
+	*portp = (uint16_t)port;
 	return 0;
 bad:
-	snprintf(err, errlen, "--listen wants ADDR:PORT (IPv6 as [ADDR]:PORT),"
-	    " not '%s'", s);
 	return -EINVAL;
 }
 
@@ -463,6 +505,8 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	switch (id) {
 	case O_LISTEN:
 		return parse_listen(c, v, err, errlen);
+	case O_JUPYTER_LISTEN:
+		return parse_jupyter_listen(c, v, err, errlen);
 	case O_CONFIG:
 		free(c->config);
 		c->config = xstrdup(v);

@@ -52,6 +52,13 @@ struct conf {
 	char		 addr[64];	/* numeric, no brackets */
 	uint16_t	 port;
 	bool		 addr_given;	/* --listen said where */
+	enum conf_jupyter {	/* --jupyter-listen */
+		CONF_JUPYTER_OFF,
+		CONF_JUPYTER_AUTO,	/* on when kernels are installed */
+		CONF_JUPYTER_ON,
+	}		 jupyter;
+	char		 jupyter_addr[64];
+	uint16_t	 jupyter_port;
 	char		*token;		/* NULL: none; wiped at exit */
 	enum log_level	 log_level;
 	size_t		 max_body;

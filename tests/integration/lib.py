@@ -45,6 +45,12 @@ class Execd:
         if not any(a.startswith("--listen") or a.startswith("--port")
                    for a in self.args) and "EXECD_LISTEN" not in self.env:
             cmd += ["--listen", "127.0.0.1:0"]
+        # The Jupyter listener's default port is one for the whole
+        # machine: only the tests of it open it.
+        # (First: arguments after the options are ignored.)
+        if not any(a.startswith("--jupyter-listen") for a in self.args) \
+                and "EXECD_JUPYTER_LISTEN" not in self.env:
+            cmd[1:1] = ["--jupyter-listen", "off"]
         if self.wrapper:
             cmd = ["/bin/sh", "-c", self.wrapper + ' "$@"', "sh"] + cmd
         self.log = open(self.log_path, "wb")

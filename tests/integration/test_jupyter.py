@@ -6,7 +6,9 @@ jupyter_client's Session to build messages as a Jupyter front end does.
 One set of kernels: a kernel started here is a code context of the
 OpenSandbox API (same id), and a context made there is a kernel here."""
 import base64
+import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -484,3 +486,52 @@ def test_sessions():
         assert v == [], v
         st, h, body = d.request("DELETE", "/api/sessions/" + s["id"])
         assert st == 404
+
+
+def test_second_listener_serves_only_jupyter():
+    with Execd("--access-token", "s3cret",
+               "--jupyter-listen", "127.0.0.1:0") as d:
+        m = re.search(r"Jupyter Server API listening on 127\.0\.0\.1:(\d+)",
+                      d.read_log())
+        assert m, d.read_log()
+        port = int(m.group(1))
+        assert port != d.port
+
+        def get(path, headers=None):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, r.read()
+
+        auth = {"Authorization": "token s3cret"}
+        st, body = get("/api/kernels", auth)
+        assert st == 200 and json.loads(body) == [], (st, body)
+        assert get("/api/kernels")[0] == 403     # the same token
+        st, body = get("/api/kernelspecs", auth)
+        assert "python3" in json.loads(body)["kernelspecs"]
+        # Only these routes: OpenSandbox's are not there.
+        assert get("/code/contexts", {"X-EXECD-ACCESS-TOKEN": "s3cret"})[
+            0] == 404
+        assert get("/ping")[0] in (401, 404)
+
+
+def test_auto_listener_answers_the_sdk_probe():
+    """The code-interpreter SDK (1.1) waits for a Jupyter server by
+    running bash -c 'exec 3<>/dev/tcp/127.0.0.1/${JUPYTER_PORT:-44771}'
+    through /command: with kernels installed, execd alone answers it."""
+    with Execd("--jupyter-listen", "auto") as d:
+        log = d.read_log()
+        if "no Jupyter listener on 127.0.0.1:44771" in log:
+            # Another daemon on this machine holds the port: a warning
+            # is what auto promises then, and something answers there.
+            pass
+        else:
+            assert "Jupyter Server API listening on 127.0.0.1:44771" in \
+                log, log
+            st, h, body = d.request("GET", "/api", headers={})
+            assert st == 200
+        st, h, body = d.request("POST", "/command", body={
+            "command": "bash -c 'exec 3<>/dev/tcp/127.0.0.1/"
+                       "${JUPYTER_PORT:-44771}' && echo ready"},
+            timeout=30)
+        assert st == 200 and b"ready" in body, body

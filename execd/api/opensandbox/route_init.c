@@ -40,6 +40,7 @@
 struct pending {
 	struct http_req		*req;
 	struct http_server	*http;
+	struct http_server	*jhttp;		/* the Jupyter listener, or NULL */
 	struct lifecycle	*own;		/* the request's hooks, or NULL */
 	const struct lifecycle	*hooks;		/* own or the template's */
 	char			*sid;
@@ -165,6 +166,7 @@ route_init(struct http_req *req)
 	/* 2. The binding, and with it the token http.c accepts. */
 	p = xcalloc(1, sizeof(*p));
 	p->http = app->http;
+	p->jhttp = app->jupyter_http;
 	p->own = own;
 	p->hooks = own != NULL ? own : lifecycle_template();
 	p->keep_hooks = keep_hooks;
@@ -173,6 +175,8 @@ route_init(struct http_req *req)
 	p->gen = r.generation;
 	runtime_bind(&r);
 	http_bind_token(app->http, runtime_token_md());
+	if (app->jupyter_http != NULL)
+		http_bind_token(app->jupyter_http, runtime_token_md());
 	log_info("runtime init: sandbox %s generation %" PRIu64 "%s", p->sid,
 	    p->gen, runtime_token_md() != NULL ? ", token bound" : "");
 	/*
@@ -214,6 +218,8 @@ finish(struct pending *p)
 		lifecycle_periodic_start(p->hooks);
 	runtime_set_ready(true);
 	http_hold(p->http, false);
+	if (p->jhttp != NULL)
+		http_hold(p->jhttp, false);
 	o = json_pack("{s:s, s:s, s:I}", "status", "initialized",
 	    "sandboxId", p->sid, "generation", (json_int_t)p->gen);
 	if (json_array_size(p->warnings) > 0)
