@@ -645,9 +645,18 @@ int
 ws_upgrade(struct http_req *req, http_upgrade_cb *up,
     http_upgrade_shutdown_cb *shutdown, void *arg)
 {
+	return ws_upgrade_protocol(req, NULL, up, shutdown, arg);
+}
+
+/* The same, naming the subprotocol chosen (NULL: none). */
+int
+ws_upgrade_protocol(struct http_req *req, const char *protocol,
+    http_upgrade_cb *up, http_upgrade_shutdown_cb *shutdown, void *arg)
+{
 	char acc[WS_ACCEPT_LEN];
 	const char *hdrs[] = { "Upgrade", "websocket", "Sec-WebSocket-Accept",
-	    acc, NULL };
+	    acc, protocol != NULL ? "Sec-WebSocket-Protocol" : NULL,
+	    protocol, NULL };
 	const char *why;
 
 	if (ws_handshake(req, &why) < 0 ||

@@ -107,5 +107,13 @@ int		 ws_handshake(struct http_req *req, const char **why);
  */
 int		 ws_upgrade(struct http_req *req, http_upgrade_cb *up,
 		    http_upgrade_shutdown_cb *shutdown, void *arg);
+/*
+ * ws_upgrade() answering with Sec-WebSocket-Protocol: protocol (NULL:
+ * none), one of those the client offered (ws_header_has() on its
+ * Sec-WebSocket-Protocol), chosen by the caller.
+ */
+int		 ws_upgrade_protocol(struct http_req *req,
+		    const char *protocol, http_upgrade_cb *up,
+		    http_upgrade_shutdown_cb *shutdown, void *arg);
 
 #endif

@@ -147,13 +147,23 @@ int
 wshub_join_req(struct wshub *h, struct http_req *req, size_t max_queue,
     void *arg, struct wshub_client **out)
 {
+	return wshub_join_req_protocol(h, req, NULL, max_queue, arg, out);
+}
+
+/* The same, with a subprotocol in the 101 (NULL: none). */
+int
+wshub_join_req_protocol(struct wshub *h, struct http_req *req,
+    const char *protocol, size_t max_queue, void *arg,
+    struct wshub_client **out)
+{
 	struct wshub_client *c;
 	const char *why;
 
 	if (ws_handshake(req, &why) < 0)
 		return -EINVAL;
 	c = client_new(h, max_queue, arg);
-	if (ws_upgrade(req, on_upgraded, on_http_shutdown, c) < 0)
+	if (ws_upgrade_protocol(req, protocol, on_upgraded, on_http_shutdown,
+	    c) < 0)
 		fatalx("a checked handshake failed");
 	*out = c;
 	return 0;

@@ -76,6 +76,10 @@ void		 wshub_free(struct wshub *);
  */
 int		 wshub_join_req(struct wshub *, struct http_req *req,
 		    size_t max_queue, void *arg, struct wshub_client **out);
+/* wshub_join_req() with a subprotocol named in the 101 (NULL: none). */
+int		 wshub_join_req_protocol(struct wshub *, struct http_req *req,
+		    const char *protocol, size_t max_queue, void *arg,
+		    struct wshub_client **out);
 /*
  * Join a socket that speaks WebSocket already (server side; fd
  * non-blocking, extra: n bytes read from it before, copied); the hub
