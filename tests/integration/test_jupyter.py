@@ -535,3 +535,73 @@ def test_auto_listener_answers_the_sdk_probe():
                        "${JUPYTER_PORT:-44771}' && echo ready"},
             timeout=30)
         assert st == 200 and b"ready" in body, body
+
+
+V1 = "v1.kernel.websocket.jupyter.org"
+
+
+def v1_pack(channel, parts):
+    """A v1 frame, written here from the protocol's description: a count
+    of offsets, the offsets (64-bit little-endian), the channel, then the
+    parts."""
+    chunks = [channel.encode()] + parts
+    n = len(chunks) + 1
+    offsets, at = [], 8 * (n + 1)
+    for c in chunks:
+        offsets.append(at)
+        at += len(c)
+    offsets.append(at)
+    return b"".join([n.to_bytes(8, "little")] +
+                    [o.to_bytes(8, "little") for o in offsets] + chunks)
+
+
+def v1_unpack(data):
+    n = int.from_bytes(data[:8], "little")
+    offs = [int.from_bytes(data[8 * (i + 1):8 * (i + 2)], "little")
+            for i in range(n)]
+    channel = data[offs[0]:offs[1]].decode()
+    parts = [data[offs[i]:offs[i + 1]] for i in range(1, n - 1)]
+    return channel, [json.loads(p) for p in parts[:4]], parts[4:]
+
+
+def test_v1_subprotocol():
+    with Execd() as d:
+        k = start_kernel(d)
+        url = "ws://%s:%d/api/kernels/%s/channels" % (d.host, d.port,
+                                                      k["id"])
+        ws = websocket.create_connection(url, timeout=BOUND,
+                                         subprotocols=[V1, "other"])
+        assert ws.getsubprotocol() == V1
+        legacy = Client(d, k["id"])     # offers none: the JSON form
+        assert legacy.ws.getsubprotocol() is None
+        s = Session(username="tester")
+        m = s.msg("execute_request", {
+            "code": "print('v1 works')", "silent": False,
+            "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        m["header"]["date"] = m["header"]["date"].isoformat()
+        ws.send_binary(v1_pack("shell", [json.dumps(x).encode() for x in (
+            m["header"], {}, {}, m["content"])]))
+        got, reply = [], None
+        while reply is None:
+            op, data = ws.recv_data()
+            assert op == websocket.ABNF.OPCODE_BINARY, op
+            channel, (header, parent, meta, content), bufs = v1_unpack(data)
+            got.append((channel, header["msg_type"], content))
+            if header["msg_type"] == "execute_reply":
+                assert channel == "shell" and parent["msg_id"] == \
+                    m["header"]["msg_id"]
+                reply = content
+        assert reply["status"] == "ok", got
+        assert ("iopub", "stream", {"name": "stdout",
+                                    "text": "v1 works\n"}) in got, got
+        # The JSON client on the same kernel saw the same output.
+        legacy.until(lambda x: x["msg_type"] == "stream" and
+                     x["content"]["text"] == "v1 works\n")
+        # A text frame is no v1 message: closed with the reason.
+        ws.send("{}")
+        op, data = ws.recv_data(control_frame=True)
+        while op != websocket.ABNF.OPCODE_CLOSE:
+            op, data = ws.recv_data(control_frame=True)
+        assert int.from_bytes(data[:2], "big") == 1007, data
+        assert "ok" in out_text(legacy.run("print('ok')"))

@@ -1,12 +1,13 @@
 /*
  * channels.c -- /api/kernels/{kernel_id}/channels: Jupyter clients of a
- * kernel over WebSocket, in Jupyter Server's form without a subprotocol
- * (a JSON text frame per message with "channel", or the binary form with
- * offsets for one with buffers; wsmsg.c).
+ * kernel over WebSocket, in the v1.kernel.websocket.jupyter.org
+ * subprotocol when the client offers it (as Jupyter Server prefers), else
+ * in the form without one (a JSON text frame per message with "channel",
+ * or the binary form with offsets for one with buffers); wsmsg.c.
  *
  * Every kernel with clients has one hub (wshub.h) and one subscription
- * (kernel.h): each iopub message is formatted once and goes to every
- * client, and the hub closes a client that does not read (4002) while
+ * (kernel.h): each iopub message is formatted once per form and goes to
+ * every client, and the hub closes a client that does not read (4002) while
  * the others go on.  A client's requests go to the kernel with
  * kernel_send(), each with a note of whose it is, so its replies and the
  * input requests of an execution that allowed stdin come back to that
@@ -63,6 +64,7 @@ struct held {
 
 struct jclient {
 	struct jkernel		*jk;
+	bool			 v1;	/* v1.kernel.websocket.jupyter.org */
 	struct wshub_client	*m;
 	struct jreq		*reqs;
 	struct held		 held[MAX_HELD];
@@ -166,7 +168,7 @@ void
 jupyter_channels(struct http_req *req)
 {
 	const char *id = http_req_param(req, "kernel_id");
-	const char *why = "it is not valid";
+	const char *why = "it is not valid", *proto;
 	struct context *c = jupyter_kernel_find(id);
 	struct jclient *cl;
 	struct jkernel *jk;
@@ -189,7 +191,11 @@ jupyter_channels(struct http_req *req)
 	jk = jkernel_of(http_req_loop(req), c);
 	cl = xcalloc(1, sizeof(*cl));
 	cl->jk = jk;
-	if (wshub_join_req(jk->hub, req, MAX_QUEUE, cl, &cl->m) < 0) {
+	/* The subprotocol if offered, as Jupyter Server prefers it. */
+	proto = http_req_header(req, "Sec-WebSocket-Protocol");
+	cl->v1 = proto != NULL && ws_header_has(proto, WSMSG_V1);
+	if (wshub_join_req_protocol(jk->hub, req, cl->v1 ? WSMSG_V1 : NULL,
+	    MAX_QUEUE, cl, &cl->m) < 0) {
 		free(cl);
 		if (jk->nclients == 0)
 			jkernel_free(jk);
@@ -263,8 +269,11 @@ on_msg(struct wshub_client *m, int type, const char *p, size_t n,
 	struct kp_msg *msg;
 	char err[160];
 
-	if (wsmsg_parse(p, n, type == WS_BINARY, &msg, &chan, err,
-	    sizeof(err)) < 0) {
+	if ((cl->v1 ? type != WS_BINARY || wsmsg_parse_v1(p, n, &msg, &chan,
+	    err, sizeof(err)) < 0 : wsmsg_parse(p, n, type == WS_BINARY, &msg,
+	    &chan, err, sizeof(err)) < 0)) {
+		if (cl->v1 && type != WS_BINARY)
+			snprintf(err, sizeof(err), "v1 messages are binary");
 		log_info("kernel=%s: a client's message is malformed (%s): "
 		    "closing it", cl->jk->id, err);
 		wshub_close(m, CLOSE_BAD, err);
@@ -282,11 +291,11 @@ static void
 to_client(struct jclient *cl, const struct kp_msg *m, enum kp_chan_id chan)
 {
 	struct buf b;
-	bool bin;
+	int type;
 
 	buf_init(&b);
-	bin = wsmsg_format(&b, m, chan);
-	wshub_send(cl->m, bin ? WS_BINARY : WS_TEXT, NULL, 0, b.p, b.len);
+	type = wsmsg_form(&b, cl->v1, m, chan);
+	wshub_send(cl->m, type, NULL, 0, b.p, b.len);
 	buf_reset(&b);
 }
 
@@ -323,19 +332,28 @@ on_input(struct kernel *k, const struct kp_msg *m, void *arg)
 	to_client(r->cl, m, KP_STDIN);
 }
 
-/* Every iopub message to every client, formatted once. */
+/* Every iopub message to every client, formatted once per form. */
 static int
 on_iopub(struct kernel *k, const struct kp_msg *m, void *arg)
 {
 	struct jkernel *jk = arg;
-	struct buf b;
-	bool bin;
+	struct wshub_client *w;
+	struct jclient *cl;
+	struct buf b[2];
+	int type;
 
-	buf_init(&b);
-	bin = wsmsg_format(&b, m, KP_IOPUB);
-	wshub_broadcast(jk->hub, bin ? WS_BINARY : WS_TEXT, NULL, 0, b.p,
-	    b.len);
-	buf_reset(&b);
+	buf_init(&b[0]);
+	buf_init(&b[1]);
+	for (w = wshub_next(jk->hub, NULL); w != NULL;
+	    w = wshub_next(jk->hub, w)) {
+		cl = wshub_arg(w);
+		if (!wshub_listening(w))
+			continue;
+		type = wsmsg_form(&b[cl->v1], cl->v1, m, KP_IOPUB);
+		wshub_send(w, type, NULL, 0, b[cl->v1].p, b[cl->v1].len);
+	}
+	buf_reset(&b[0]);
+	buf_reset(&b[1]);
 	return 0;
 }
 
