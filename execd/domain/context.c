@@ -489,6 +489,15 @@ on_cull(struct loop *l, uint64_t id, void *arg)
 		if (c->deleted || c->pooled || c->runs > 0 ||
 		    now - c->last_use < limit)
 			continue;
+		/*
+		 * A kernel's other consumers use it too: one with a subscriber
+		 * (a client watching it) is not idle, nor one that a consumer
+		 * sent to or heard from lately.
+		 */
+		if (c->k != NULL && (kernel_consumers(c->k) > 0 ||
+		    loop_wall_ms() - kernel_last_activity(c->k) <
+		    (int64_t)limit))
+			continue;
 		log_info("context=%s idle for %u s: deleting it", c->id,
 		    R.idle_s);
 		context_delete(c);

@@ -39,7 +39,8 @@ void			 context_init(struct loop *,
 /*
  * Keep n ready kernels per pool entry (started now, refilled after each
  * take), and delete contexts that ran nothing for idle_s seconds (0:
- * never).  Unknown languages are skipped with -ENOENT for the first.
+ * never); a kernel with subscribers, or with messages to or from it
+ * within that time, is not idle.  Unknown languages are skipped with -ENOENT for the first.
  */
 int			 context_set_policy(const struct context_pool *,
 			    size_t npool, unsigned idle_s);

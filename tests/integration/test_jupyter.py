@@ -605,3 +605,18 @@ def test_v1_subprotocol():
             op, data = ws.recv_data(control_frame=True)
         assert int.from_bytes(data[:2], "big") == 1007, data
         assert "ok" in out_text(legacy.run("print('ok')"))
+
+
+def test_idle_cull_spares_kernels_in_use_by_jupyter_clients():
+    """--context-idle-timeout counts a kernel's Jupyter clients as use: a
+    kernel with a channels client is kept, and goes once it has none."""
+    with Execd("--context-idle-timeout", "2") as d:
+        k = start_kernel(d)
+        c = Client(d, k["id"])
+        time.sleep(4)
+        st, _ = d.get_json("/api/kernels/" + k["id"])
+        assert st == 200, "culled while a client was connected"
+        assert "ok" in out_text(c.run("print('ok')"))
+        c.close()
+        assert wait_for(lambda: d.get_json("/api/kernels/" + k["id"])[0]
+                        == 404, BOUND), "never culled once unused"
