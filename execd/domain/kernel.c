@@ -156,7 +156,7 @@ struct kernel {
 	char				 int_id[33];	/* ... for this one */
 	unsigned			 int_sent;	/* before a restart */
 	struct request			*requests;
-	unsigned			 nrequests;	/* KERNEL_REQ_MAX */
+	unsigned			 nrequests;	/* conf's max_requests */
 	struct kernel_sub		*subs;
 	unsigned			 nsubs;
 	unsigned			 delivering;	/* to subs, nested */
@@ -1277,7 +1277,8 @@ kernel_send(struct kernel *k, enum kp_chan_id c, const struct kp_msg *m,
 		return -EEXIST;
 	awaited = cb != NULL && (cb->reply != NULL || cb->input != NULL);
 	/* A reply that never comes must not grow the list for ever. */
-	if (awaited && k->nrequests >= KERNEL_REQ_MAX)
+	if (awaited && k->nrequests >= (k->conf->max_requests > 0 ?
+	    k->conf->max_requests : KERNEL_REQ_MAX))
 		return -ENOBUFS;
 	if ((rc = kp_chan_send(k->ch, c, m)) < 0)
 		return rc;

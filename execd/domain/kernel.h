@@ -44,6 +44,7 @@ struct kernel_conf {
 	unsigned	 grace_ms;	/* between shutdown steps */
 	unsigned	 max_restarts;	/* automatic, in a row */
 	size_t		 max_frame;	/* cap on a received frame */
+	unsigned	 max_requests;	/* awaited at once; 0: KERNEL_REQ_MAX */
 	/* Where OOM kills are counted, to name them; NULL: not named. */
 	const struct metrics_src *cgroup;
 	/*
@@ -181,7 +182,10 @@ int	kernel_restart(struct kernel *);	/* fresh process, same object */
  */
 void	kernel_shutdown(struct kernel *);
 
-/* Consumers' requests a kernel awaits replies to at once, at most. */
+/*
+ * Consumers' requests a kernel awaits replies to at once, at most, unless
+ * kernel_conf.max_requests says otherwise.
+ */
 #define KERNEL_REQ_MAX	1024
 
 /*
@@ -191,8 +195,8 @@ void	kernel_shutdown(struct kernel *);
  * other than those three or a message without a msg_id, -EEXIST when
  * its msg_id is that of a request or an execution still awaited (replies
  * and output are routed by it: a client must not take another's),
- * -ENOBUFS (nothing sent) when KERNEL_REQ_MAX requests await their
- * replies already, or -errno.
+ * -ENOBUFS (nothing sent) when the most requests allowed
+ * (max_requests) await their replies already, or -errno.
  */
 int	kernel_send(struct kernel *, enum kp_chan_id, const struct kp_msg *m,
 	    const struct kernel_req_cb *cb, void *arg);
