@@ -87,6 +87,7 @@ struct wd {
 	atomic_uint_least64_t worst;	/* the longest step seen, ms */
 	sigset_t	 sigs;		/* taken while stuck, by ... */
 	loop_stuck_signal_cb *sig_cb;	/* ... this, once */
+	uint64_t	 sig_seen;	/* one pending since, this step; 0 */
 	void		*sig_arg;
 };
 
@@ -577,11 +578,13 @@ loop_watchdog_signals(struct loop *l, const sigset_t *sigs,
 }
 
 /*
- * Stuck: a signal of wd.sigs pending for the process goes to the callback
- * (once; it is not taken from the pending set).  With wd.mu held.
+ * Stuck at now: a signal of wd.sigs pending for the process, still
+ * pending LOOP_SIGNAL_WAIT_MS later in the same step, goes to the callback
+ * (once; it is not taken from the pending set).  A long step that ends in
+ * that time takes the signal itself, in order.  With wd.mu held.
  */
 static void
-wd_signals(struct loop *l)
+wd_signals(struct loop *l, uint64_t now)
 {
 	sigset_t pending;
 	loop_stuck_signal_cb *cb = l->wd.sig_cb;
@@ -591,6 +594,10 @@ wd_signals(struct loop *l)
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sigismember(&l->wd.sigs, sig) == 1 &&
 		    sigismember(&pending, sig) == 1) {
+			if (l->wd.sig_seen == 0)
+				l->wd.sig_seen = now;
+			if (now - l->wd.sig_seen < LOOP_SIGNAL_WAIT_MS)
+				return;
 			l->wd.sig_cb = NULL;
 			pthread_mutex_unlock(&l->wd.mu);
 			cb(sig, l->wd.sig_arg);
@@ -681,13 +688,14 @@ wd_main(void *arg)
 		if (seq != last || st == S_POLL || st == S_IDLE || ms == 0) {
 			last = seq;
 			since = now;
+			l->wd.sig_seen = 0;
 			logged = false;
 			continue;
 		}
 		if (now - since > atomic_load(&l->wd.worst))
 			atomic_store(&l->wd.worst, now - since);
 		if (now - since >= ms)
-			wd_signals(l);
+			wd_signals(l, now);
 		if (logged || now - since < ms)
 			continue;
 		/* Read again: the fields belong to this step, not the next. */

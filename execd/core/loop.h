@@ -82,12 +82,14 @@ uint64_t loop_worst_stall_ms(struct loop *);
 /*
  * A signal a stuck loop cannot take: while one step has held the loop
  * thread past the watchdog's period, a signal of sigs pending for the
- * process (blocked, as signals read from a signalfd are) makes the
- * watchdog call cb(sig, arg) once, on its own thread.  cb is what is
+ * process (blocked, as signals read from a signalfd are) for
+ * LOOP_SIGNAL_WAIT_MS more in that same step makes the watchdog call
+ * cb(sig, arg) once, on its own thread.  cb is what is
  * left to do when the loop will not come back in time -- end the
  * children and exit -- and must not wait for the loop.  Call before
  * loop_run(); sigs is copied.
  */
+#define LOOP_SIGNAL_WAIT_MS	1000
 typedef void	loop_stuck_signal_cb(int sig, void *arg);
 void	 loop_watchdog_signals(struct loop *, const sigset_t *sigs,
 	    loop_stuck_signal_cb *cb, void *arg);
