@@ -180,6 +180,15 @@ spin(unsigned ms)
 	wait_for(&never, 1, ms);
 }
 
+/* Run the loop until s holds needle or ms pass; true if it does. */
+static int
+wait_text(const char *s, const char *needle, unsigned ms)
+{
+	for (unsigned t = 0; strstr(s, needle) == NULL && t < ms; t += 50)
+		spin(50);
+	return strstr(s, needle) != NULL;
+}
+
 static const struct kp_kernelspec *
 spec_named(struct kp_kernelspec **list, const char *name)
 {
@@ -1045,9 +1054,9 @@ test_python_consumers(void)
 	T_EQ_INT(Q.inputs, 1);
 	T_EQ_STR(Q.prompt, "who? ");
 	T_EQ_STR(Q.status, "ok");
-	spin(300);	/* its iopub may trail the reply */
-	T_OK(strstr(SA.text, "hi bob") != NULL);
-	T_OK(strstr(SB.text, "hi bob") != NULL);
+	/* Its iopub may trail the reply. */
+	T_OK(wait_text(SA.text, "hi bob", 30000));
+	T_OK(wait_text(SB.text, "hi bob", 30000));
 	T_OK(strstr(S.out, "hi bob") == NULL);	/* not execd's run */
 
 	/* 4. A slow subscriber is dropped; the others go on. */
