@@ -4,9 +4,13 @@
  * path is refused, in the errors clients already know.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../../fs/fs_ops.h"
 #include "../../fs/fs_path.h"
 #include "../core/cred.h"
 #include "../core/xmalloc.h"
@@ -58,4 +62,68 @@ reqpath_query(struct http_req *req, char *out, size_t outlen)
 		return -1;
 	}
 	return reqpath_resolve(req, p, out, outlen);
+}
+
+/* A working directory checked on a worker. */
+struct dirjob {
+	char		 path[PATH_MAX];
+	bool		 create;
+	int		 rc;
+	char		 why[PATH_MAX + 128];
+	reqpath_dir_cb	*done;
+	void		*arg;
+};
+
+/* See reqpath.h. */
+int
+reqpath_dir_check(const char *path, bool create, char *why, size_t whylen)
+{
+	struct stat st;
+	bool created;
+	int rc;
+
+	if (create && (rc = fs_mkdirs(path, 0, (uid_t)-1, (gid_t)-1,
+	    &created, why, whylen)) < 0)
+		return rc;
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s", strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, whylen, "not a directory");
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+static void
+dir_run(void *arg)
+{
+	struct dirjob *j = arg;
+
+	j->rc = reqpath_dir_check(j->path, j->create, j->why, sizeof(j->why));
+}
+
+static void
+dir_done(struct http_req *req, void *arg)
+{
+	struct dirjob *j = arg;
+
+	j->done(req, j->rc, j->why, j->arg);
+	free(j);
+}
+
+/* See reqpath.h. */
+void
+reqpath_dir(struct http_req *req, const char *path, bool create,
+    reqpath_dir_cb *done, void *arg)
+{
+	struct dirjob *j = xcalloc(1, sizeof(*j));
+
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->create = create;
+	j->done = done;
+	j->arg = arg;
+	http_req_work(req, 0, NULL, dir_run, dir_done, j);
 }

@@ -2323,8 +2323,14 @@ void
 http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
     void *arg)
 {
-	if (req->replied || req->deferred || !req->in_handler)
+	if (req->replied || req->deferred == req->in_handler)
 		fatalx("%s %s: bad deferral", req->method, req->uri);
+	if (req->deferred) {
+		/* A wait that goes on (a work reply's): a new cancel. */
+		req->cancel = cancel;
+		req->cancel_arg = arg;
+		return;
+	}
 	defer_link(req, cancel, arg);
 }
 
@@ -2421,6 +2427,11 @@ hw_done(void *arg)
 
 	if (w->timer != 0)
 		loop_timer_cancel(w->loop, w->timer);
+	/* Ours no more: the owner answers, or defers again. */
+	if (w->req != NULL && w->req->cancel_arg == w) {
+		w->req->cancel = NULL;
+		w->req->cancel_arg = NULL;
+	}
 	w->reply(w->req, w->arg);
 	free(w);
 }

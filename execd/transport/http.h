@@ -237,7 +237,9 @@ typedef void http_defer_cancel_cb(struct http_req *, void *arg);
 /*
  * From inside a handler: the reply comes later, from a loop callback,
  * through any http_reply_* call or http_reply_stream().  The request stays
- * valid until then.
+ * valid until then.  Also from a loop callback on a request deferred
+ * before and not answered (a work reply, below): the wait goes on, and
+ * cancel is now the one that runs if the request goes first.
  */
 void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
 	    void *arg);

@@ -66,11 +66,23 @@ class HangMount:
             pass
 
 
-def stuck_requests(m):
-    """(name, method, path, body, headers) on paths under the hung dir."""
+def stuck_requests(m, sid):
+    """(name, method, path, body, headers) on paths under the hung dir;
+    sid is a bash session's."""
     s = m.stuck
     jh = {"Content-Type": "application/json"}
     return [
+        # A working directory there: checked (or made) before the start.
+        ("command-cwd", "POST", "/command", json.dumps(
+            {"command": "true", "cwd": s}), jh),
+        ("command-cwd-uid", "POST", "/command", json.dumps(
+            {"command": "true", "cwd": s + "/w", "uid": 0}), jh),
+        ("session-create-cwd", "POST", "/session", json.dumps(
+            {"cwd": s + "/new"}), jh),
+        ("session-run-cwd", "POST", "/session/%s/run" % sid, json.dumps(
+            {"command": "true", "cwd": s}), jh),
+        ("context-cwd", "POST", "/code/context", json.dumps(
+            {"language": "python", "cwd": s + "/ctx"}), jh),
         ("info", "GET", "/files/info?path=" + q(s + "/a"), None, {}),
         ("list", "GET", "/directories/list?path=" + q(s), None, {}),
         ("download", "GET", "/files/download?path=" + q(s + "/a"), None, {}),
@@ -102,8 +114,12 @@ def test_a_hung_mount_costs_its_requests_not_the_daemon():
     m = HangMount()
     try:
         with Execd("--fs-timeout", str(FS_TIMEOUT)) as d:
+            st, _, sess = d.request("POST", "/session", body={})
+            assert st == 200, sess
+            sess = json.loads(sess)
             fds0, threads0 = d.fds(), threads_of(d.proc.pid)
             got = {}
+            reqs = stuck_requests(m, sess["session_id"])
 
             def one(req):
                 name, method, path, body, hdrs = req
@@ -117,7 +133,7 @@ def test_a_hung_mount_costs_its_requests_not_the_daemon():
                 got[name] = (st, data, time.monotonic() - t0)
 
             threads = [threading.Thread(target=one, args=(r,))
-                       for r in stuck_requests(m)]
+                       for r in reqs]
             for t in threads:
                 t.start()
             # While they wait on the mount, everything else answers.
@@ -138,7 +154,7 @@ def test_a_hung_mount_costs_its_requests_not_the_daemon():
                 err = json.loads(data)
                 assert err["code"] == "TIMEOUT", (name, err)
                 assert "%d s" % FS_TIMEOUT in err["message"], (name, err)
-            assert len(got) == len(stuck_requests(m))
+            assert len(got) == len(reqs)
             m.close()
             # The mount's server is gone: what waited on it has ended,
             # and more requests than execd has workers all succeed.

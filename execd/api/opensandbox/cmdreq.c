@@ -81,7 +81,6 @@ check_cwd(const char *cwd, struct cmd_req *r, char *err, size_t errlen)
 {
 	char why[512];
 	struct buf exp;
-	struct stat st;
 	int rc = -1;
 
 	buf_init_max(&exp, PATH_MAX);
@@ -99,20 +98,7 @@ check_cwd(const char *cwd, struct cmd_req *r, char *err, size_t errlen)
 		    "variables are expanded" : "");
 		goto out;
 	}
-	if (stat(r->cwd, &st) < 0) {
-		if (errno == ENOENT)
-			snprintf(err, errlen, "working directory does not "
-			    "exist: %s", cwd);
-		else
-			snprintf(err, errlen, "cannot access working directory "
-			    "\"%s\": %s", cwd, strerror(errno));
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "working directory path is not a "
-		    "directory: %s", cwd);
-		goto out;
-	}
+	snprintf(r->cwd_text, sizeof(r->cwd_text), "%s", cwd);
 	r->has_cwd = true;
 	rc = 0;
 out:
@@ -126,7 +112,6 @@ cmdreq_check(struct http_req *req, json_t *body, struct cmd_req *r)
 {
 	char err[1024];
 	const char *cwd, *k;
-	struct passwd *pw;
 	long long uid, gid;
 	json_t *v, *envs;
 
@@ -175,18 +160,11 @@ cmdreq_check(struct http_req *req, json_t *body, struct cmd_req *r)
 		goto bad;
 	}
 	if (uid >= 0) {
-		if ((pw = getpwuid((uid_t)uid)) == NULL) {
-			snprintf(err, sizeof(err), "unknown uid %lld: no such "
-			    "user in the user database", uid);
-			goto bad;
-		}
+		/* Looked up in cmdreq_resolve(). */
 		r->set_ids = true;
 		r->uid = (uid_t)uid;
-		r->gid = gid >= 0 ? (gid_t)gid : pw->pw_gid;
-		r->ngroups = CMDREQ_MAX_GROUPS;
-		if (getgrouplist(pw->pw_name, r->gid, r->groups,
-		    &r->ngroups) < 0)
-			r->ngroups = 0;
+		r->gid_given = gid >= 0;
+		r->gid = gid >= 0 ? (gid_t)gid : 0;
 	}
 	cwd = body_str(body, "cwd", "");
 	if (cwd[0] != '\0' && check_cwd(cwd, r, err, sizeof(err)) < 0)
@@ -195,4 +173,47 @@ cmdreq_check(struct http_req *req, json_t *body, struct cmd_req *r)
 bad:
 	http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s", err);
 	return -1;
+}
+
+/* The user and the working directory, looked up; see cmdreq.h. */
+int
+cmdreq_resolve(struct cmd_req *r, char *err, size_t errlen)
+{
+	struct passwd pwd, *pw = NULL;
+	struct stat st;
+	char pwbuf[16384];
+	int rc;
+
+	if (r->set_ids) {
+		rc = getpwuid_r(r->uid, &pwd, pwbuf, sizeof(pwbuf), &pw);
+		if (pw == NULL) {
+			snprintf(err, errlen, "unknown uid %lu: %s",
+			    (unsigned long)r->uid, rc == 0 ? "no such user "
+			    "in the user database" : strerror(rc));
+			return -1;
+		}
+		if (!r->gid_given)
+			r->gid = pw->pw_gid;
+		r->ngroups = CMDREQ_MAX_GROUPS;
+		if (getgrouplist(pw->pw_name, r->gid, r->groups,
+		    &r->ngroups) < 0)
+			r->ngroups = 0;
+	}
+	if (!r->has_cwd)
+		return 0;
+	if (stat(r->cwd, &st) < 0) {
+		if (errno == ENOENT)
+			snprintf(err, errlen, "working directory does not "
+			    "exist: %s", r->cwd_text);
+		else
+			snprintf(err, errlen, "cannot access working directory "
+			    "\"%s\": %s", r->cwd_text, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "working directory path is not a "
+		    "directory: %s", r->cwd_text);
+		return -1;
+	}
+	return 0;
 }

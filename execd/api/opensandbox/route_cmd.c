@@ -44,22 +44,69 @@
 #define LOG_READ_MAX	(16 << 20)	/* bytes one logs request returns */
 
 
+struct lookup;
+static void	 lookup_run(void *);
+static void	 lookup_done(struct http_req *, void *);
+static void	 lookup_free(struct lookup *);
 static void	 start(struct http_req *, struct cmd_req *);
 static void	 start_failed(struct http_req *, const char *);
 static int64_t	 ms_of(const struct timespec *);
+
+/* A command's user and cwd, looked up on a worker. */
+struct lookup {
+	struct cmd_req	 r;
+	int		 rc;
+	char		 err[PATH_MAX + 256];
+};
 
 /* POST /command */
 void
 route_command_run(struct http_req *req)
 {
-	struct cmd_req r;
+	struct lookup *l = xmalloc(sizeof(*l));
 	bool keep;
 
 	/* line_endings is the stream's (cmdstream.h), checked here first. */
-	if (cmdreq_check(req, http_req_json(req), &r) == 0 &&
-	    cmdstream_line_endings(req, &keep) == 0)
-		start(req, &r);
-	json_decref(r.overlay);
+	if (cmdreq_check(req, http_req_json(req), &l->r) < 0 ||
+	    cmdstream_line_endings(req, &keep) < 0) {
+		lookup_free(l);
+		return;
+	}
+	if (!l->r.set_ids && !l->r.has_cwd) {
+		start(req, &l->r);
+		lookup_free(l);
+		return;
+	}
+	/* A user database or a mount that hangs costs this request only. */
+	http_req_work(req, 0, NULL, lookup_run, lookup_done, l);
+}
+
+static void
+lookup_run(void *arg)
+{
+	struct lookup *l = arg;
+
+	l->rc = cmdreq_resolve(&l->r, l->err, sizeof(l->err));
+}
+
+static void
+lookup_done(struct http_req *req, void *arg)
+{
+	struct lookup *l = arg;
+
+	if (req != NULL && l->rc < 0)
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
+		    l->err);
+	else if (req != NULL)
+		start(req, &l->r);
+	lookup_free(l);
+}
+
+static void
+lookup_free(struct lookup *l)
+{
+	json_decref(l->r.overlay);
+	free(l);
 }
 
 /* Start the command and answer with its stream. */

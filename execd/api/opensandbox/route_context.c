@@ -22,6 +22,7 @@
 #include "../../process/limits.h"
 #include "../../transport/body.h"
 #include "../../transport/http.h"
+#include "../reqpath.h"
 #include "route.h"
 
 /* {"id","language"[,"cwd"]} of a context. */
@@ -34,32 +35,6 @@ context_json(struct context *c, bool with_cwd)
 	if (with_cwd && context_cwd(c) != NULL)
 		json_object_set_new(o, "cwd", json_string(context_cwd(c)));
 	return o;
-}
-
-/*
- * Resolve and create a context's working directory, as upstream does
- * (mkdir -p).  0 with out filled; on failure reply and return -1.
- */
-static int
-prepare_cwd(struct http_req *req, const char *cwd, char *out, size_t outlen)
-{
-	char err[PATH_MAX + 128];
-	struct stat st;
-	bool created;
-	int rc;
-
-	if (fs_path_resolve(cwd, strlen(cwd), NULL, out, outlen) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid cwd '%s': "
-		    "it must be absolute or start with ~", cwd);
-		return -1;
-	}
-	if ((rc = fs_mkdirs(out, 0, (uid_t)-1, (gid_t)-1, &created, err,
-	    sizeof(err))) < 0 || stat(out, &st) < 0) {
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid cwd '%s': %s",
-		    cwd, rc < 0 ? err : "cannot stat it");
-		return -1;
-	}
-	return 0;
 }
 
 /* A create request waits for its kernel: then 200, or 500 with why. */
@@ -81,35 +56,86 @@ create_cancel(struct http_req *req, void *arg)
 	context_wait_cancel(arg, req);
 }
 
+/* A create waiting for its working directory (made on a worker). */
+struct ccreate {
+	struct limits	 lim;
+	char		 path[PATH_MAX];
+	char		 cwd[PATH_MAX];	/* as the client wrote it */
+};
+
+static void	 create_start(struct http_req *, struct ccreate *);
+static void	 create_dir_ready(struct http_req *, int, const char *,
+		    void *);
+
 /* POST /code/context {"language","cwd"}: 200 once the kernel is ready. */
 void
 route_context_create(struct http_req *req)
 {
 	json_t *body = http_req_json(req);
 	const char *lang, *cwd;
-	char path[PATH_MAX], err[2048], *msg;
-	struct context *c;
-	struct limits lim;
-	int rc;
+	char err[2048], *msg;
+	struct ccreate *cc = xcalloc(1, sizeof(*cc));
 
 	lang = body_str(body, "language", "");
 	cwd = body_str(body, "cwd", "");
 	/* Only the request's: the context adds its language's defaults. */
-	if (limits_for(&lim, NULL, body, err, sizeof(err)) < 0) {
+	if (limits_for(&cc->lim, NULL, body, err, sizeof(err)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
 		    err);
-		return;
+		goto out;
 	}
 	if (lang[0] == '\0') {
 		msg = context_no_kernel(lang);
 		http_reply_error(req, 400, HTTP_E_BODY, "%s", msg);
 		free(msg);
+		goto out;
+	}
+	if (cwd[0] == '\0') {
+		create_start(req, cc);
 		return;
 	}
-	if (cwd[0] != '\0' && prepare_cwd(req, cwd, path, sizeof(path)) < 0)
-		return;
-	rc = context_create(lang, cwd[0] ? path : NULL, false, &lim, &c, err,
-	    sizeof(err));
+	if (fs_path_resolve(cwd, strlen(cwd), NULL, cc->path,
+	    sizeof(cc->path)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid cwd '%s': "
+		    "it must be absolute or start with ~", cwd);
+		goto out;
+	}
+	snprintf(cc->cwd, sizeof(cc->cwd), "%s", cwd);
+	/* Made as upstream does (mkdir -p), on a worker: a hung mount. */
+	reqpath_dir(req, cc->path, true, create_dir_ready, cc);
+	return;
+out:
+	free(cc);
+}
+
+static void
+create_dir_ready(struct http_req *req, int rc, const char *why, void *arg)
+{
+	struct ccreate *cc = arg;
+
+	if (req != NULL && rc < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid cwd '%s': %s",
+		    cc->cwd, why);
+		free(cc);
+	} else if (req != NULL) {
+		create_start(req, cc);
+	} else {
+		free(cc);
+	}
+}
+
+/* Start the context's kernel and wait for it; frees cc. */
+static void
+create_start(struct http_req *req, struct ccreate *cc)
+{
+	const char *lang = body_str(http_req_json(req), "language", "");
+	char err[2048];
+	struct context *c;
+	int rc;
+
+	rc = context_create(lang, cc->path[0] ? cc->path : NULL, false,
+	    &cc->lim, &c, err, sizeof(err));
+	free(cc);
 	if (rc == -ENOENT) {
 		http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
 		return;

@@ -28,6 +28,7 @@
 #include "../../transport/evstream.h"
 #include "../../transport/http.h"
 #include "../execd.h"
+#include "../reqpath.h"
 #include "route.h"
 
 /* A session run's listener: its output becomes the stream's events. */
@@ -69,43 +70,77 @@ resolve(struct http_req *req, const char *cwd, char *out, size_t outlen)
 	return -1;
 }
 
+/* A session to open once its working directory is made. */
+struct screate {
+	struct limits	 lim;
+	char		 path[PATH_MAX];
+	char		 cwd[PATH_MAX];	/* as the client wrote it */
+};
+
+static void	 create_open(struct http_req *, struct screate *);
+static void	 create_dir_ready(struct http_req *, int, const char *,
+		    void *);
+
 /* POST /session [{"cwd"}]: 200 {"session_id"}. */
 void
 route_session_create(struct http_req *req)
 {
 	json_t *body = http_req_json(req);
-	char path[PATH_MAX] = "", err[PATH_MAX + 128];
+	char err[PATH_MAX + 128];
+	struct screate *c = xcalloc(1, sizeof(*c));
 	const char *cwd;
-	struct session *s;
-	struct limits lim;
-	bool created;
 
-	if (limits_for(&lim, &((struct execd *)http_req_app(req))->conf->
+	if (limits_for(&c->lim, &((struct execd *)http_req_app(req))->conf->
 	    limits[LIMITS_SESSION], body, err, sizeof(err)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",
 		    err);
+		free(c);
 		return;
 	}
 	cwd = body_str(body, "cwd", "");
-	if (cwd[0] != '\0') {
-		if (resolve(req, cwd, path, sizeof(path)) < 0)
-			return;
-		/* As upstream: a missing cwd is created. */
-		if (fs_mkdirs(path, 0, (uid_t)-1, (gid_t)-1, &created, err,
-		    sizeof(err)) < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "request, working directory %s: %s", cwd, err);
-			return;
-		}
-	}
-	if ((s = session_open(cwd[0] ? path : NULL, &lim, err,
-	    sizeof(err))) == NULL) {
-		http_reply_error(req, 500, HTTP_E_RUNTIME, "error creating "
-		    "session. %s", err);
+	if (cwd[0] == '\0') {
+		create_open(req, c);
 		return;
 	}
-	http_reply_json(req, 200, json_pack("{s:s}", "session_id",
-	    session_id(s)));
+	if (resolve(req, cwd, c->path, sizeof(c->path)) < 0) {
+		free(c);
+		return;
+	}
+	snprintf(c->cwd, sizeof(c->cwd), "%s", cwd);
+	/* As upstream: a missing cwd is created (on a worker: a hung mount). */
+	reqpath_dir(req, c->path, true, create_dir_ready, c);
+}
+
+static void
+create_dir_ready(struct http_req *req, int rc, const char *why, void *arg)
+{
+	struct screate *c = arg;
+
+	if (req != NULL && rc < 0)
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "working directory %s: %s", c->cwd, why);
+	else if (req != NULL)
+		create_open(req, c);
+	else
+		free(c);
+}
+
+/* Open the session, answer, free c. */
+static void
+create_open(struct http_req *req, struct screate *c)
+{
+	char err[512];
+	struct session *s;
+
+	s = session_open(c->path[0] ? c->path : NULL, &c->lim, err,
+	    sizeof(err));
+	if (s == NULL)
+		http_reply_error(req, 500, HTTP_E_RUNTIME, "error creating "
+		    "session. %s", err);
+	else
+		http_reply_json(req, 200, json_pack("{s:s}", "session_id",
+		    session_id(s)));
+	free(c);
 }
 
 static void
@@ -145,38 +180,69 @@ listener_gone(void *arg)
 	free(w);
 }
 
+/* A session run waiting for its working directory's check. */
+struct srun_start {
+	char		 path[PATH_MAX];
+	char		 cwd[PATH_MAX];	/* as the client wrote it */
+};
+
+static void	 run_start(struct http_req *, const char *path);
+static void	 run_dir_ready(struct http_req *, int, const char *, void *);
+
 /* POST /session/{sessionId}/run {"command","cwd","timeout"} */
 void
 route_session_run(struct http_req *req)
 {
-	struct execd *app = http_req_app(req);
 	json_t *body = http_req_json(req);
-	const char *id = http_req_param(req, "sessionId"), *cwd;
-	char path[PATH_MAX] = "";
-	struct session *s = session_find(id);
-	struct srun_listener *w;
-	struct evstream *stream;
-	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
-	    .flags = EVSTREAM_F_PING_FIRST, .gone = listener_gone };
-	struct stat st;
-	long long timeout;
+	const char *cwd;
+	struct srun_start *r;
 
-	if ((timeout = body_int(body, "timeout", 0)) < 0) {
+	if (body_int(body, "timeout", 0) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
 		    "field 'timeout' must not be negative");
 		return;
 	}
 	cwd = body_str(body, "cwd", "");
-	if (cwd[0] != '\0') {
-		if (resolve(req, cwd, path, sizeof(path)) < 0)
-			return;
-		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			http_reply_error(req, 400, HTTP_E_BODY, "invalid "
-			    "request, working directory %s is not a directory",
-			    cwd);
-			return;
-		}
+	if (cwd[0] == '\0') {
+		run_start(req, NULL);
+		return;
 	}
+	r = xcalloc(1, sizeof(*r));
+	if (resolve(req, cwd, r->path, sizeof(r->path)) < 0) {
+		free(r);
+		return;
+	}
+	snprintf(r->cwd, sizeof(r->cwd), "%s", cwd);
+	/* Checked on a worker: a hung mount costs this request alone. */
+	reqpath_dir(req, r->path, false, run_dir_ready, r);
+}
+
+static void
+run_dir_ready(struct http_req *req, int rc, const char *why, void *arg)
+{
+	struct srun_start *r = arg;
+
+	if (req != NULL && rc < 0)
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "working directory %s is not a directory", r->cwd);
+	else if (req != NULL)
+		run_start(req, r->path);
+	free(r);
+}
+
+/* Start the run in the session (looked up now: it may have gone). */
+static void
+run_start(struct http_req *req, const char *path)
+{
+	struct execd *app = http_req_app(req);
+	json_t *body = http_req_json(req);
+	const char *id = http_req_param(req, "sessionId");
+	struct session *s = session_find(id);
+	struct srun_listener *w;
+	struct evstream *stream;
+	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_PING_FIRST, .gone = listener_gone };
+
 	if (s == NULL) {
 		http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
 		    "session %s not found", id);
@@ -191,8 +257,8 @@ route_session_run(struct http_req *req)
 	}
 	outstream_start_numbered(&w->out, app->loop, stream, id);
 	w->running = true;
-	session_run(s, body_str(body, "command", ""), cwd[0] ? path : NULL,
-	    (unsigned)timeout, on_output, on_done, w);
+	session_run(s, body_str(body, "command", ""), path,
+	    (unsigned)body_int(body, "timeout", 0), on_output, on_done, w);
 }
 
 /* DELETE /session/{sessionId}: kill its shell's process group. */
