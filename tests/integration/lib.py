@@ -18,6 +18,9 @@ import threading
 import time
 
 EXECD = os.environ.get("EXECD_BIN", "build/execd")
+# Context, kernel and bash session ids: dashed v4 UUIDs, as upstream's.
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}"
+                     r"-[0-9a-f]{12}$")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _live = []
@@ -210,6 +213,15 @@ def children_of(pid):
         if int(rest[1]) == pid:
             out.append((int(d), rest[0]))
     return out
+
+
+def under_asan(d):
+    """Whether d runs an AddressSanitizer build (libasan in its maps):
+    its allocator's own overhead (shadow, redzones, size classes) adds
+    to RSS, so figures of the product's hold only in the other builds,
+    and the bench's."""
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        return "libasan" in f.read()
 
 
 def wait_for(pred, timeout=10, step=0.02):

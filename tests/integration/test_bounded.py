@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from lib import (Execd, events, expect_error, kinds, new_context, run_code,
-                 texts, wait_for)
+                 texts, under_asan, wait_for)
 
 MIB = 1 << 20
 
@@ -174,9 +174,11 @@ def test_unread_kernel_output_stays_bounded_then_arrives_cut():
         dropped = BLOCKS * BLOCK - 2 * half
         m = evs[marks[0]]["text"]
         assert "%d bytes dropped" % dropped in m, m
-        # The product's promise: under 8 MiB more while nobody reads.
+        # The product's promise: under 8 MiB more while nobody reads
+        # (ASan's allocator adds its own overhead: bounded, not 8 MiB).
         grew = peak - base
-        assert grew < 8 << 10, "execd grew by %d KiB" % grew
+        bound = (24 if under_asan(d) else 8) << 10
+        assert grew < bound, "execd grew by %d KiB" % grew
         # The run's spool file is gone with the run.
         assert wait_for(lambda: d.fds() <= base_fds, timeout=10), (
             d.fds(), base_fds)
