@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "../../util/buf.h"
+#include "../../util/id.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
@@ -45,7 +46,7 @@ struct exec {
 struct context {
 	struct kernel		*k;
 	struct session		*sh;	/* a bash context without a kernel */
-	char			 id[33];
+	char			 id[ID_UUID_LEN + 1];
 	char			*language;
 	char			*cwd;
 	bool			 is_default;

@@ -56,6 +56,7 @@
 
 #include "../../kernelproto/kp_chan.h"
 #include "../../kernelproto/kp_connfile.h"
+#include "../../util/id.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
@@ -125,7 +126,7 @@ struct kernel {
 	struct limits			 limits;
 	kernel_event_cb			*ev;
 	void				*arg;
-	char				 id[33];
+	char				 id[ID_UUID_LEN + 1];	/* Jupyter's form */
 	char				 session[33];
 	char				*connfile;
 	char				*sockdir;	/* the user's ipc sockets */
@@ -272,7 +273,7 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 	k->ev = ev;
 	k->arg = arg;
 	k->errfd = -1;
-	kp_msg_new_id(k->id);
+	id_uuid(k->id);
 	if ((rc = launch(k, err, errlen)) < 0) {
 		free_kernel(k);
 		return rc;

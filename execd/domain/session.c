@@ -41,7 +41,7 @@ struct srun {
 
 struct session {
 	struct loop	*loop;
-	char		 id[ID_HEX_LEN + 1];
+	char		 id[ID_UUID_LEN + 1];	/* as upstream's */
 	char		*file;		/* the code of the current run */
 	char		*cwd;
 	unsigned	 grace_ms;
@@ -174,7 +174,7 @@ make(struct loop *loop, const char *dir, const char *cwd, unsigned grace_ms,
 
 	s->loop = loop;
 	s->envfile = envfile;
-	id_hex(s->id);
+	id_uuid(s->id);
 	s->file = xasprintf("%s/session-%s.sh", dir, s->id);
 	s->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
 	s->grace_ms = grace_ms;

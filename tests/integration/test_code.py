@@ -8,13 +8,13 @@ import threading
 import time
 
 from lib import (Execd, events, expect_error, interrupted_run, kinds,
-                 new_context, run_code, texts, user_with_groups, wait_for)
+                 UUID_RE, new_context, run_code, texts, user_with_groups, wait_for)
 
 
 def test_context_lifecycle_and_listing():
     with Execd() as d:
         a = new_context(d)
-        assert a["language"] == "python" and len(a["id"]) == 32, a
+        assert a["language"] == "python" and UUID_RE.match(a["id"]), a
         b = new_context(d, cwd="/tmp")
         assert b["cwd"] == "/tmp", b
         st, lst = d.get_json("/code/contexts")

@@ -4,14 +4,15 @@ import os
 import tempfile
 import time
 
-from lib import Execd, events, expect_error, kinds
+from lib import UUID_RE, Execd, events, expect_error, kinds
 
 
 def new_session(d, body=None):
     st, h, data = d.request("POST", "/session", body=body)
     assert st == 200, data
     sid = json.loads(data)["session_id"]
-    assert len(sid) == 32, sid
+    # A dashed UUID, as upstream's.
+    assert UUID_RE.match(sid), sid
     return sid
 
 

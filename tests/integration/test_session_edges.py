@@ -13,9 +13,9 @@ import tempfile
 import threading
 import time
 
-from lib import Execd, children_of, expect_error, kinds, wait_for
+from lib import UUID_RE, Execd, children_of, expect_error, kinds, wait_for
 
-ID_RE = re.compile(r"^[0-9a-f]{32}$")
+ID_RE = UUID_RE  # a session id: upstream's form
 RESET_RE = re.compile(r"restarted with fresh state")
 
 

@@ -17,7 +17,7 @@ describe("code interpreting", () => {
     const codes = codesFor(await execd.connect());
     const ctx = await codes.createContext("python");
     assert.equal(ctx.language, "python");
-    assert.match(ctx.id, /^[0-9a-f]{32}$/);
+    assert.match(ctx.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const all = await codes.listContexts();
     assert.ok(all.some((c) => c.id === ctx.id), JSON.stringify(all));
     assert.deepEqual(await codes.listContexts("python"), [ctx]);

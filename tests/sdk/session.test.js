@@ -11,7 +11,7 @@ import { expectApiError } from "./lib/sandbox.js";
 
 const T = () => AbortSignal.timeout(30_000);
 const texts = (msgs) => msgs.map((m) => m.text);
-const ID_RE = /^[0-9a-f]{32}$/;
+const ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const RESET_RE = /restarted with fresh state/;
 
 describe("bash sessions", () => {
