@@ -42,7 +42,7 @@ enum opt_id {
 	O_SECCOMP, O_SECCOMP_MODE, O_NNP, O_CAPS, O_LIMIT, O_USER, O_CGROUPS,
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
-	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN,
+	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -127,6 +127,11 @@ static const struct opt opts[] = {
 	    "127.0.0.1:44771 (where the code-interpreter SDKs look for a "
 	    "Jupyter server) when a kernelspec is installed, skipped with a "
 	    "warning if that port is taken; off: none" },
+	{ "allow-origin", O_ALLOW_ORIGIN, "EXECD_ALLOW_ORIGIN", "ORIGIN", NULL,
+	    "a web page's origin (scheme://host[:port], or * for any) whose "
+	    "WebSocket handshakes to the Jupyter Server API are accepted; "
+	    "otherwise only pages of execd's own host are (Jupyter Server's "
+	    "rule)" },
 	{ "busy-poll", O_BUSY_POLL, "EXECD_BUSY_POLL", "USEC", "64",
 	    "before sleeping, keep polling up to this long while requests "
 	    "and answers have been coming that soon (the window adapts, and "
@@ -541,6 +546,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			c->kernel_transport = KERNEL_TCP;
 		else
 			goto bad;
+		return 0;
+	case O_ALLOW_ORIGIN:
+		free(c->allow_origin);
+		c->allow_origin = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
 	case O_POOL:
 		if (conf_pool_parse(v, NULL, 0) < 0)
@@ -995,6 +1004,8 @@ conf_reset(struct conf *c)
 	c->lifecycle_status = NULL;
 	free(c->pool);
 	c->pool = NULL;
+	free(c->allow_origin);
+	c->allow_origin = NULL;
 	free(c->config);
 	c->config = NULL;
 	for (size_t i = 0; i < CONF_MAX_OPTS; i++) {

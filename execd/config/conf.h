@@ -59,6 +59,7 @@ struct conf {
 	}		 jupyter;
 	char		 jupyter_addr[64];
 	uint16_t	 jupyter_port;
+	char		*allow_origin;	/* --allow-origin, or NULL */
 	char		*token;		/* NULL: none; wiped at exit */
 	enum log_level	 log_level;
 	size_t		 max_body;

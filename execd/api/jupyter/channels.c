@@ -28,6 +28,7 @@
 #include "../../domain/kernel.h"
 #include "../../transport/ws.h"
 #include "../../transport/wshub.h"
+#include "../execd.h"
 #include "jupyter.h"
 #include "wsmsg.h"
 
@@ -148,15 +149,19 @@ jkernel_free(struct jkernel *jk)
 }
 
 /* Whether a WebSocket from this Origin may open (Jupyter Server's rule:
-   none, or the same host as the request's). */
+   none, the same host as the request's, or the one --allow-origin names,
+   any with "*"). */
 static bool
 origin_ok(struct http_req *req)
 {
 	const char *origin = http_req_header(req, "Origin");
 	const char *host = http_req_header(req, "Host");
+	const char *allow = ((struct execd *)http_req_app(req))->conf->
+	    allow_origin;
 	const char *p;
 
-	if (origin == NULL)
+	if (origin == NULL || (allow != NULL && (strcmp(allow, "*") == 0 ||
+	    strcmp(allow, origin) == 0)))
 		return true;
 	if ((p = strstr(origin, "://")) == NULL || host == NULL)
 		return false;
