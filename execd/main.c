@@ -39,6 +39,7 @@
 #include "../kernelproto/kp_kernelspec.h"
 #include "api/execd.h"
 #include "api/jupyter/jupyter.h"
+#include "api/mcp/mcp.h"
 #include "api/opensandbox/route.h"
 #include "config/conf.h"
 #include "config/policy.h"
@@ -231,6 +232,7 @@ main(int argc, char **argv)
 	http_free(app.jupyter_http);
 	free(routes);
 	jupyter_shutdown();
+	mcp_shutdown();
 	context_shutdown();
 	lifecycle_shutdown();
 	run_init(NULL);
@@ -506,11 +508,13 @@ all_routes(size_t *n)
 {
 	struct http_route *all;
 
-	*n = route_count + jupyter_route_count;
+	*n = route_count + jupyter_route_count + mcp_route_count;
 	all = xreallocarray(NULL, *n, sizeof(*all));
 	memcpy(all, route_table, route_count * sizeof(*all));
 	memcpy(all + route_count, jupyter_routes,
 	    jupyter_route_count * sizeof(*all));
+	memcpy(all + route_count + jupyter_route_count, mcp_routes,
+	    mcp_route_count * sizeof(*all));
 	return all;
 }
 

@@ -61,6 +61,22 @@ const struct dialect dialect_jsonrpc = {
 	.deny_hval = "Bearer",
 };
 
+/*
+ * MCP's /mcp: JSON-RPC's, and execd's own header too, so that a client
+ * configured for either API reaches it with the same token.
+ */
+const struct dialect dialect_mcp = {
+	.name = "mcp",
+	.tokens = DIALECT_T_BEARER | DIALECT_T_HEADER,
+	.type = "application/json",
+	.error = error_jsonrpc,
+	.deny_status = 401,
+	.deny_msg = "Unauthorized: invalid or missing token (Authorization: "
+	    "Bearer, or X-EXECD-ACCESS-TOKEN)",
+	.deny_hname = "WWW-Authenticate",
+	.deny_hval = "Bearer",
+};
+
 /* SHA-256 of the configured token into md (DIALECT_MD_LEN bytes). */
 int
 dialect_token_hash(const char *token, unsigned char *md)

@@ -70,6 +70,11 @@ extern const struct dialect dialect_jupyter;
  * WWW-Authenticate: Bearer.
  */
 extern const struct dialect dialect_jsonrpc;
+/*
+ * The MCP front end's (/mcp): dialect_jsonrpc's, with the
+ * X-EXECD-ACCESS-TOKEN header accepted as well as Bearer.
+ */
+extern const struct dialect dialect_mcp;
 
 /* The credentials a request carries; NULL where it carries none. */
 struct dialect_creds {

@@ -1,0 +1,177 @@
+/*
+ * mcp.h -- the Model Context Protocol front end: /mcp over the Streamable
+ * HTTP transport, JSON-RPC 2.0 messages, sessions, and tools that call
+ * execd's domain (code runs, commands, contexts, file operations).
+ *
+ * Files: jsonrpc.c parses and words JSON-RPC messages (pure, fuzzed);
+ * transport.c answers POST, GET and DELETE /mcp and keeps the sessions;
+ * call.c is one tools/call in flight (its answer as JSON or as an event
+ * stream, its progress, its cancellation); tools.c lists the tools,
+ * checks arguments against their schemas and dispatches; tool_run.c and
+ * tool_fs.c are the tools themselves.  Every route speaks dialect_mcp.
+ * Loop thread only, except the worker halves of tool_fs.c.
+ */
+#ifndef EXECD_MCP_H
+#define EXECD_MCP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "../../transport/http.h"
+
+/* Protocol versions served, newest first; the newest is the default. */
+#define MCP_PROTO_LATEST	"2025-06-18"
+#define MCP_PROTO_OLDER		"2025-03-26"
+
+/* Text a tool result carries at most per stream (the rest is cut). */
+#define MCP_TEXT_CAP		(256 << 10)
+/* Sessions kept at once; past it the longest idle without calls goes. */
+#define MCP_SESSIONS_MAX	256
+
+extern const struct http_route	mcp_routes[];
+extern const size_t		mcp_route_count;
+
+/* End every session (at exit, after the listeners are freed). */
+void	mcp_shutdown(void);
+
+/* jsonrpc.c: one JSON-RPC 2.0 message; pure, any thread. */
+#define JSONRPC_PARSE_ERROR	(-32700)
+#define JSONRPC_INVALID_REQUEST	(-32600)
+#define JSONRPC_NO_METHOD	(-32601)
+#define JSONRPC_INVALID_PARAMS	(-32602)
+#define JSONRPC_INTERNAL	(-32603)
+
+enum jsonrpc_kind {
+	JSONRPC_REQUEST,	/* method, id, params */
+	JSONRPC_NOTIFICATION,	/* method, params */
+	JSONRPC_RESPONSE	/* id, result or error */
+};
+
+struct jsonrpc_msg {
+	enum jsonrpc_kind kind;
+	json_t		*root;		/* the message; the owner's */
+	const json_t	*id;		/* borrowed from root, or NULL */
+	const char	*method;	/* borrowed, or NULL */
+	json_t		*params;	/* borrowed: an object, or NULL */
+};
+
+/*
+ * Parse n bytes as one JSON-RPC 2.0 message into *m: 0, or
+ * JSONRPC_PARSE_ERROR (not JSON) or JSONRPC_INVALID_REQUEST (a batch,
+ * "jsonrpc" not "2.0", a bad id, method or params) with why in err.  On
+ * JSONRPC_INVALID_REQUEST m->id is the message's id when it had a valid
+ * one (for the error's id) and m->root must be freed with
+ * jsonrpc_msg_clear(); on 0 likewise.
+ */
+int	 jsonrpc_parse(const char *p, size_t n, struct jsonrpc_msg *m,
+	    char *err, size_t errlen);
+void	 jsonrpc_msg_clear(struct jsonrpc_msg *);
+/* A response to id (NULL: null) with result (taken). */
+json_t	*jsonrpc_result(const json_t *id, json_t *result);
+/* An error response to id (NULL: null). */
+json_t	*jsonrpc_error(const json_t *id, int code, const char *msg);
+/* A notification of method with params (taken; NULL: none). */
+json_t	*jsonrpc_notification(const char *method, json_t *params);
+
+/* transport.c: sessions. */
+struct mcp_session;
+struct mcp_call;
+/* The call of session s whose request id equals id, or NULL. */
+struct mcp_call	*mcp_session_call(struct mcp_session *, const json_t *id);
+void		 mcp_session_attach(struct mcp_session *, struct mcp_call *);
+void		 mcp_session_detach(struct mcp_session *, struct mcp_call *);
+
+/*
+ * call.c: one tools/call in flight.  A tool answers it exactly once with
+ * mcp_call_result() (or one of the helpers built on it), at once or
+ * later; the call is freed then.  A client that left, or a session that
+ * ended, only makes the answer go nowhere.
+ */
+typedef void	mcp_cancel_fn(void *arg);
+
+struct mcp_call	*mcp_call_new(struct http_req *, struct mcp_session *,
+		    const json_t *id, const json_t *progress_token,
+		    bool sse_ok);
+/*
+ * The tool will answer later: the request is deferred (answered as JSON)
+ * or, when the client sent a progress token and accepts an event stream
+ * and stream is true, answered now with an event stream that carries
+ * progress notifications and then the response.
+ */
+void	 mcp_call_later(struct mcp_call *, bool stream);
+/* notifications/progress with msg, when the call streams with a token. */
+void	 mcp_call_progress(struct mcp_call *, const char *msg, size_t n);
+/*
+ * cancel(arg) interrupts what the call runs (notifications/cancelled);
+ * gone(arg) lets go of the tool's state when the client left before the
+ * answer (the call is then freed, and the tool must not answer it).
+ */
+void	 mcp_call_on_cancel(struct mcp_call *, mcp_cancel_fn *cancel,
+	    mcp_cancel_fn *gone, void *arg);
+/* notifications/cancelled for this call: its cancel function runs. */
+void	 mcp_call_cancel(struct mcp_call *);
+/* The session ended: the call keeps running, answering nowhere. */
+void	 mcp_call_orphan(struct mcp_call *);
+/* The response: result is a CallToolResult (taken). */
+void	 mcp_call_result(struct mcp_call *, json_t *result);
+/* A JSON-RPC error in place of a result (bad params, unknown tool). */
+void	 mcp_call_rpc_error(struct mcp_call *, int code, const char *msg);
+/* A tool error: {"content":[text],"isError":true}. */
+void	 mcp_call_fail(struct mcp_call *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* A plain success: {"content":[text]} and, if not NULL, structured (taken). */
+void	 mcp_call_text(struct mcp_call *, const char *text, json_t *structured);
+/*
+ * Run fn(arg) on a worker (http_req_work), then done(call, arg) on the
+ * loop thread, which answers the call and frees arg.  Only before
+ * mcp_call_later().
+ */
+typedef void	mcp_work_fn(void *arg);
+typedef void	mcp_work_done_fn(struct mcp_call *, void *arg);
+void	 mcp_call_work(struct mcp_call *, mcp_work_fn *fn,
+	    mcp_work_done_fn *done, void *arg);
+/* The flag a worker half checks to stop early (fileops_grep's cancel). */
+const atomic_int *mcp_call_flag(const struct mcp_call *);
+/* The call's request id, and its link in its session's list. */
+const json_t	 *mcp_call_id(const struct mcp_call *);
+struct mcp_call **mcp_call_nextp(struct mcp_call *);
+/* The request's app (struct execd). */
+void	*mcp_call_app(const struct mcp_call *);
+
+/* tools.c */
+/* The tools/list result. */
+json_t	*mcp_tools_list(void);
+/* tools/call with params: answers call (an error, or the tool's result). */
+void	 mcp_tools_call(struct mcp_call *, const json_t *params);
+/* Append text to a capped string (MCP_TEXT_CAP); counts what is cut. */
+struct mcp_text {
+	char	*p;
+	size_t	 len;
+	size_t	 cut;
+};
+void	 mcp_text_add(struct mcp_text *, const char *p, size_t n);
+/* The text with a marker naming what was cut; the caller frees it. */
+char	*mcp_text_take(struct mcp_text *, const char *what);
+void	 mcp_text_free(struct mcp_text *);
+/* A JSON string or "" (arguments are checked, so types are right). */
+const char *mcp_arg_str(const json_t *args, const char *key,
+	    const char *def);
+long long mcp_arg_int(const json_t *args, const char *key, long long def);
+bool	 mcp_arg_bool(const json_t *args, const char *key, bool def);
+/* A path argument resolved (fs_path): 0, or -1 with the call answered. */
+int	 mcp_arg_path(struct mcp_call *, const char *in, char *out,
+	    size_t outlen);
+
+/* tool_run.c and tool_fs.c: the tools, args already checked. */
+typedef void	mcp_tool_fn(struct mcp_call *, const json_t *args);
+mcp_tool_fn	mcp_run_code, mcp_run_command, mcp_command_output,
+		mcp_interrupt, mcp_list_contexts, mcp_create_context,
+		mcp_delete_context;
+mcp_tool_fn	mcp_read_file, mcp_write_file, mcp_edit_file,
+		mcp_list_directory, mcp_search_files, mcp_grep, mcp_move,
+		mcp_delete;
+
+#endif

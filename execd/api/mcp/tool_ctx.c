@@ -1,0 +1,220 @@
+/*
+ * tool_ctx.c -- the tools that look at or stop what runs: command_output
+ * (a background command's output file from a byte offset), interrupt,
+ * and the code contexts: list_contexts, create_context (answered once
+ * the kernel is ready), delete_context.  Loop thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../core/xmalloc.h"
+#include "../../domain/command.h"
+#include "../../domain/context.h"
+#include "../../process/job.h"
+#include "mcp.h"
+
+/* command_output: a background command's output from a byte offset. */
+void
+mcp_command_output(struct mcp_call *call, const json_t *args)
+{
+	const char *id = mcp_arg_str(args, "id", "");
+	long long off = mcp_arg_int(args, "offset", 0);
+	struct command *c = command_find(id);
+	struct mcp_text t = { 0 };
+	char buf[MCP_TEXT_CAP];
+	struct stat st;
+	ssize_t n = 0;
+	char *s;
+	int fd;
+
+	if (c == NULL || c->log_path == NULL) {
+		mcp_call_fail(call, c == NULL ? "command %s not found" :
+		    "command %s is not a background command", id);
+		return;
+	}
+	if ((fd = open(c->log_path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		mcp_call_fail(call, "cannot read the output of %s", id);
+		return;
+	}
+	if (off > st.st_size)
+		off = st.st_size;
+	if (st.st_size > off && (n = pread(fd, buf, sizeof(buf), off)) < 0)
+		n = 0;
+	close(fd);
+	mcp_text_add(&t, buf, (size_t)n);
+	s = mcp_text_take(&t, "output");
+	mcp_call_text(call, n > 0 ? s : "(no new output)", json_pack(
+	    "{s:o, s:I, s:b, s:o}", "output", json_string_nocheck(s),
+	    "next_offset", (json_int_t)(off + n), "running", c->running,
+	    "exit_code", c->running ? json_null() :
+	    json_integer(c->exit_code)));
+	free(s);
+}
+
+/* interrupt: a context's running code, or a background command. */
+void
+mcp_interrupt(struct mcp_call *call, const json_t *args)
+{
+	const char *id = mcp_arg_str(args, "id", "");
+	struct context *ctx;
+	struct command *c;
+	int rc;
+
+	if ((ctx = context_find(id)) != NULL) {
+		rc = context_interrupt(ctx);
+		if (rc == -ESRCH)
+			mcp_call_fail(call, "nothing runs in context %s", id);
+		else if (rc < 0)
+			mcp_call_fail(call, "cannot interrupt context %s: %s",
+			    id, strerror(-rc));
+		else
+			mcp_call_text(call, "interrupted", NULL);
+		return;
+	}
+	if ((c = command_find(id)) == NULL) {
+		mcp_call_fail(call, "no context or command %s", id);
+		return;
+	}
+	if (!c->running || c->job == NULL || job_stop(c->job) < 0) {
+		mcp_call_fail(call, "command %s is not running", id);
+		return;
+	}
+	mcp_call_text(call, "stopped (SIGTERM, then SIGKILL after the grace "
+	    "period)", NULL);
+}
+
+static void
+each_ctx(struct context *c, void *arg)
+{
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:b}", "id",
+	    context_id(c), "language", context_language(c), "ready",
+	    context_ready(c)));
+}
+
+/* list_contexts: every live context, newest first. */
+void
+mcp_list_contexts(struct mcp_call *call, const json_t *args)
+{
+	const char *lang = mcp_arg_str(args, "language", NULL);
+	json_t *a = json_array(), *v;
+	char *langs = context_languages(), *s;
+	size_t i;
+	struct buf b;
+
+	context_each(lang, each_ctx, a);
+	buf_init(&b);
+	buf_addf(&b, "%zu context(s)\n", json_array_size(a));
+	json_array_foreach(a, i, v)
+		buf_addf(&b, "%s %s%s\n", json_string_value(json_object_get(v,
+		    "id")), json_string_value(json_object_get(v, "language")),
+		    json_is_true(json_object_get(v, "ready")) ? "" :
+		    " (starting)");
+	buf_addf(&b, "installed kernels: %s", langs);
+	s = xstrndup(b.p, b.len);
+	mcp_call_text(call, s, json_pack("{s:o}", "contexts", a));
+	free(s);
+	free(langs);
+	buf_reset(&b);
+}
+
+struct ctx_wait {
+	struct mcp_call	*call;
+	struct context	*ctx;
+};
+
+static void
+ctx_answer(struct mcp_call *call, struct context *c)
+{
+	char *s = xasprintf("context %s (%s) is ready", context_id(c),
+	    context_language(c));
+
+	mcp_call_text(call, s, json_pack("{s:s, s:s}", "id", context_id(c),
+	    "language", context_language(c)));
+	free(s);
+}
+
+static void
+ctx_ready(struct context *c, const char *why, void *arg)
+{
+	struct ctx_wait *w = arg;
+
+	if (why != NULL)
+		mcp_call_fail(w->call, "the context could not start: %s", why);
+	else
+		ctx_answer(w->call, c);
+	free(w);
+}
+
+/* The client left while the kernel started: it stays, unheard. */
+static void
+ctx_gone(void *arg)
+{
+	struct ctx_wait *w = arg;
+
+	context_wait_cancel(w->ctx, w);
+	free(w);
+}
+
+/* create_context: a new kernel; answered once it is ready. */
+void
+mcp_create_context(struct mcp_call *call, const json_t *args)
+{
+	const char *lang = mcp_arg_str(args, "language", "python");
+	const char *cwd = mcp_arg_str(args, "cwd", "");
+	char dir[PATH_MAX], err[2048];
+	struct context *c;
+	struct ctx_wait *w;
+	struct stat st;
+
+	if (cwd[0] != '\0') {
+		if (mcp_arg_path(call, cwd, dir, sizeof(dir)) < 0)
+			return;
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			mcp_call_fail(call, "cwd %s is not an existing "
+			    "directory", cwd);
+			return;
+		}
+	}
+	if (context_is_command_language(lang)) {
+		mcp_call_fail(call, "language '%s' is not a kernel", lang);
+		return;
+	}
+	if (context_create(lang, cwd[0] != '\0' ? dir : NULL, false, NULL,
+	    &c, err, sizeof(err)) < 0) {
+		mcp_call_fail(call, "%s", err);
+		return;
+	}
+	if (context_ready(c)) {
+		ctx_answer(call, c);
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->call = call;
+	w->ctx = c;
+	mcp_call_on_cancel(call, NULL, ctx_gone, w);
+	mcp_call_later(call, false);
+	context_wait(c, ctx_ready, w);
+}
+
+/* delete_context: shut its kernel down. */
+void
+mcp_delete_context(struct mcp_call *call, const json_t *args)
+{
+	const char *id = mcp_arg_str(args, "id", "");
+	struct context *c = context_find(id);
+
+	if (c == NULL) {
+		mcp_call_fail(call, "context %s not found", id);
+		return;
+	}
+	context_delete(c);
+	mcp_call_text(call, "deleted", NULL);
+}

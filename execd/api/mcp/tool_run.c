@@ -1,0 +1,462 @@
+/*
+ * tool_run.c -- the tools that run things: run_code (a code run,
+ * run.h), run_command and command_output (the command registry,
+ * command.h), interrupt, and the code contexts (context.h).
+ *
+ * A code run or a foreground command is read as it goes: its text is
+ * gathered for the result (capped, the cut marked) and, when the call
+ * streams, sent on as progress notifications.  Runs and readers say
+ * there is more from their notify callbacks, where they may not be
+ * freed, so the reading is done from a timer of 0 ms on the loop.
+ * notifications/cancelled interrupts the code or stops the command; the
+ * call is then answered with what it gave.  Loop thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../config/conf.h"
+#include "../../core/loop.h"
+#include "../../core/xmalloc.h"
+#include "../../domain/command.h"
+#include "../../domain/context.h"
+#include "../../domain/run.h"
+#include "../../process/envfile.h"
+#include "../../process/job.h"
+#include "../../process/limits.h"
+#include "../execd.h"
+#include "mcp.h"
+
+#define OVERFLOW	"[execd: results came faster than they were read; " \
+	"the rest was dropped]\n"
+
+/* One run_code or foreground run_command call. */
+struct exec {
+	struct mcp_call		*call;
+	struct loop		*loop;
+	uint64_t		 timer;		/* a drain pending */
+	struct context		*ctx;		/* run_code */
+	char			*code;
+	struct run_opts		 o;
+	struct run		*run;
+	char			 cmd_id[33];	/* run_command */
+	struct command_reader	*rd;
+	struct buf		 raw;		/* pulled, not yet parsed */
+	struct mcp_text		 out, err, res;	/* stdout, stderr, results */
+	json_t			*images;	/* image content items */
+	bool			 failed;	/* an error event */
+};
+
+static void	 exec_free(struct exec *);
+static void	 exec_done(struct exec *, const char *);
+static void	 exec_kick(void *);
+static void	 exec_drain(struct loop *, uint64_t, void *);
+static void	 exec_text(struct exec *, const char *, const char *,
+		    size_t);
+static void	 exec_result(struct exec *, const json_t *);
+static void	 exec_error(struct exec *, const json_t *);
+static void	 plain_line(struct mcp_text *, const char *, size_t);
+static void	 exec_cancel(void *);
+static void	 exec_gone(void *);
+static void	 code_ready(struct context *, const char *, void *);
+static void	 code_start(struct exec *);
+static bool	 code_pull(struct exec *);
+static bool	 cmd_pull(struct exec *);
+
+static struct exec *
+exec_new(struct mcp_call *call)
+{
+	struct exec *x = xcalloc(1, sizeof(*x));
+	struct execd *app = mcp_call_app(call);
+
+	x->call = call;
+	x->loop = app->loop;
+	x->images = json_array();
+	buf_init(&x->raw);
+	mcp_call_on_cancel(call, exec_cancel, exec_gone, x);
+	return x;
+}
+
+static void
+exec_free(struct exec *x)
+{
+	if (x->timer != 0)
+		loop_timer_cancel(x->loop, x->timer);
+	if (x->ctx != NULL && x->run == NULL)
+		context_wait_cancel(x->ctx, x);
+	run_free(x->run);
+	command_reader_free(x->rd);
+	buf_reset(&x->raw);
+	mcp_text_free(&x->out);
+	mcp_text_free(&x->err);
+	mcp_text_free(&x->res);
+	json_decref(x->images);
+	free(x->code);
+	free(x);
+}
+
+/* Answer with everything gathered; note (NULL: none) ends the text. */
+static void
+exec_done(struct exec *x, const char *note)
+{
+	struct command *cmd = x->cmd_id[0] != '\0' ?
+	    command_find(x->cmd_id) : NULL;
+	char *o = mcp_text_take(&x->out, "stdout");
+	char *e = mcp_text_take(&x->err, "stderr");
+	char *r = mcp_text_take(&x->res, "results");
+	json_t *content = json_array(), *res, *st = NULL;
+	struct buf b;
+	size_t i;
+	json_t *img;
+
+	buf_init(&b);
+	if (cmd != NULL) {
+		if (cmd->running)
+			buf_adds(&b, "[still running]\n");
+		else
+			buf_addf(&b, "[exit code %d%s%s]\n", cmd->exit_code,
+			    cmd->error != NULL ? ": " : "",
+			    cmd->error != NULL ? cmd->error : "");
+		st = json_pack("{s:s, s:b, s:o, s:o, s:o}", "id", x->cmd_id,
+		    "background", 0, "exit_code", cmd->running ? json_null() :
+		    json_integer(cmd->exit_code), "stdout",
+		    json_string_nocheck(o), "stderr", json_string_nocheck(e));
+		x->failed = !cmd->running && cmd->exit_code != 0;
+	}
+	if (*o != '\0')
+		buf_addf(&b, "%s%s", cmd != NULL ? "stdout:\n" : "", o);
+	if (*e != '\0')
+		buf_addf(&b, "%sstderr:\n%s", b.len > 0 ? "\n" : "", e);
+	if (*r != '\0')
+		buf_addf(&b, "%s%s", b.len > 0 ? "\n" : "", r);
+	if (note != NULL)
+		buf_addf(&b, "%s[%s]\n", b.len > 0 ? "\n" : "", note);
+	if (b.len == 0)
+		buf_adds(&b, "(no output)");
+	json_array_append_new(content, json_pack("{s:s, s:o}", "type", "text",
+	    "text", json_stringn_nocheck(b.p, b.len)));
+	json_array_foreach(x->images, i, img)
+		json_array_append(content, img);
+	res = json_pack("{s:o}", "content", content);
+	if (st != NULL)
+		json_object_set_new(res, "structuredContent", st);
+	if (x->failed)
+		json_object_set_new(res, "isError", json_true());
+	buf_reset(&b);
+	free(o);
+	free(e);
+	free(r);
+	mcp_call_result(x->call, res);
+	exec_free(x);
+}
+
+/* More to read: read it from the loop, outside the notify callback. */
+static void
+exec_kick(void *arg)
+{
+	struct exec *x = arg;
+
+	if (x->timer == 0)
+		x->timer = loop_timer_add(x->loop, 0, exec_drain, x);
+}
+
+static void
+exec_drain(struct loop *l, uint64_t id, void *arg)
+{
+	struct exec *x = arg;
+	bool over;
+
+	(void)l;
+	(void)id;
+	x->timer = 0;
+	over = x->run != NULL ? code_pull(x) : cmd_pull(x);
+	if (over)
+		exec_done(x, NULL);
+}
+
+static void
+exec_text(struct exec *x, const char *type, const char *p, size_t n)
+{
+	if (strcmp(type, "stdout") == 0)
+		mcp_text_add(&x->out, p, n);
+	else
+		mcp_text_add(&x->err, p, n);
+	mcp_call_progress(x->call, p, n);
+}
+
+/* A result or display: PNG as image content, text as text. */
+static void
+exec_result(struct exec *x, const json_t *r)
+{
+	const char *png = json_string_value(json_object_get(r, "image/png"));
+	const char *txt = json_string_value(json_object_get(r, "text"));
+
+	char *b64, *w;
+
+	if (png != NULL) {
+		/* kernels may wrap base64 in lines; MCP wants it bare */
+		b64 = w = xstrdup(png);
+		for (const char *q = png; *q != '\0'; q++)
+			if (*q != '\n' && *q != '\r' && *q != ' ')
+				*w++ = *q;
+		*w = '\0';
+		json_array_append_new(x->images, json_pack("{s:s, s:s, s:s}",
+		    "type", "image", "data", b64, "mimeType", "image/png"));
+		free(b64);
+	}
+	else if (txt != NULL) {
+		mcp_text_add(&x->res, txt, strlen(txt));
+		mcp_text_add(&x->res, "\n", 1);
+	}
+}
+
+/* A traceback line without its terminal colours (ESC [ ... letter). */
+static void
+plain_line(struct mcp_text *t, const char *p, size_t n)
+{
+	size_t i = 0, j;
+
+	while (i < n) {
+		for (j = i; j < n && p[j] != '\033'; j++)
+			;
+		mcp_text_add(t, p + i, j - i);
+		if (j + 1 < n && p[j + 1] == '[') {
+			for (j += 2; j < n && !((p[j] >= 'A' && p[j] <= 'Z') ||
+			    (p[j] >= 'a' && p[j] <= 'z')); j++)
+				;
+		}
+		i = j + 1;
+	}
+	mcp_text_add(t, "\n", 1);
+}
+
+static void
+exec_error(struct exec *x, const json_t *e)
+{
+	const char *en = json_string_value(json_object_get(e, "ename"));
+	const char *ev = json_string_value(json_object_get(e, "evalue"));
+	char *s = xasprintf("%s: %s\n", en != NULL ? en : "Error",
+	    ev != NULL ? ev : "");
+	const json_t *tb = json_object_get(e, "traceback");
+	size_t i;
+	json_t *line;
+
+	x->failed = true;
+	mcp_text_add(&x->res, s, strlen(s));
+	free(s);
+	json_array_foreach(tb, i, line)
+		if (json_is_string(line))
+			plain_line(&x->res, json_string_value(line),
+			    json_string_length(line));
+}
+
+/* notifications/cancelled: interrupt, and answer with what came. */
+static void
+exec_cancel(void *arg)
+{
+	struct exec *x = arg;
+	struct command *c;
+
+	if (x->run != NULL)
+		(void)run_interrupt(x->run);
+	else if (x->cmd_id[0] != '\0') {
+		if ((c = command_find(x->cmd_id)) != NULL && c->running &&
+		    c->job != NULL)
+			(void)job_stop(c->job);
+	} else
+		exec_done(x, "cancelled before it started");
+}
+
+static void
+exec_gone(void *arg)
+{
+	exec_free(arg);
+}
+
+/* run_code: find or make the context, then run once it is ready. */
+void
+mcp_run_code(struct mcp_call *call, const json_t *args)
+{
+	struct execd *app = mcp_call_app(call);
+	const char *id = mcp_arg_str(args, "context_id", "");
+	const char *lang = mcp_arg_str(args, "language", "python");
+	struct context *c;
+	struct exec *x;
+	char err[2048];
+	int rc;
+
+	if (id[0] != '\0') {
+		if ((c = context_find(id)) == NULL) {
+			mcp_call_fail(call, "context %s not found "
+			    "(list_contexts shows those there are)", id);
+			return;
+		}
+	} else if (context_is_command_language(lang)) {
+		mcp_call_fail(call, "language '%s' is not a kernel: use "
+		    "run_command", lang);
+		return;
+	} else if ((c = context_default(lang)) == NULL &&
+	    (rc = context_create(lang, NULL, true, NULL, &c, err,
+	    sizeof(err))) < 0) {
+		mcp_call_fail(call, "%s", err);
+		return;
+	}
+	x = exec_new(call);
+	x->ctx = c;
+	x->code = xstrdup(mcp_arg_str(args, "code", ""));
+	x->o = (struct run_opts){ .code = x->code,
+	    .timeout_ms = mcp_arg_int(args, "timeout_ms", 0),
+	    .max_output = app->conf->max_output,
+	    .max_queue = app->conf->stream_cap };
+	mcp_call_later(call, true);
+	if (context_ready(c))
+		code_start(x);
+	else
+		context_wait(c, code_ready, x);
+}
+
+static void
+code_ready(struct context *c, const char *why, void *arg)
+{
+	struct exec *x = arg;
+
+	(void)c;
+	if (why != NULL) {
+		x->ctx = NULL;
+		mcp_text_add(&x->err, why, strlen(why));
+		x->failed = true;
+		exec_done(x, "the context could not start");
+		return;
+	}
+	code_start(x);
+}
+
+static void
+code_start(struct exec *x)
+{
+	x->run = run_new(x->ctx, &x->o, exec_kick, x);
+	exec_kick(x);
+}
+
+/* Take the run's events; true once it is over. */
+static bool
+code_pull(struct exec *x)
+{
+	struct sse_event ev;
+	int rc;
+
+	while ((rc = run_next(x->run, &ev)) == RUN_EVENT) {
+		if ((strcmp(ev.type, "stdout") == 0 ||
+		    strcmp(ev.type, "stderr") == 0) && ev.text != NULL)
+			exec_text(x, ev.type, ev.text, ev.text_len != 0 ?
+			    ev.text_len : strlen(ev.text));
+		else if (strcmp(ev.type, "result") == 0 && ev.results != NULL)
+			exec_result(x, ev.results);
+		else if (strcmp(ev.type, "error") == 0 && ev.error != NULL)
+			exec_error(x, ev.error);
+	}
+	if (rc == RUN_OVERFLOW)
+		exec_text(x, "stderr", OVERFLOW, strlen(OVERFLOW));
+	return rc != RUN_WAIT;
+}
+
+/* The command's events pulled and parsed; true once it is over. */
+static bool
+cmd_pull(struct exec *x)
+{
+	const char *type, *txt;
+	char *end;
+	json_t *ev;
+	size_t n;
+	int rc;
+
+	do {
+		rc = command_reader_pull(x->rd, &x->raw, 64 << 10);
+		while ((end = memmem(x->raw.p, x->raw.len, "\n\n", 2)) !=
+		    NULL) {
+			n = (size_t)(end - x->raw.p);
+			if ((ev = json_loadb(x->raw.p, n, JSON_ALLOW_NUL,
+			    NULL)) != NULL) {
+				type = json_string_value(json_object_get(ev,
+				    "type"));
+				txt = json_string_value(json_object_get(ev,
+				    "text"));
+				if (type != NULL && txt != NULL &&
+				    (strcmp(type, "stdout") == 0 ||
+				    strcmp(type, "stderr") == 0))
+					exec_text(x, type, txt,
+					    json_string_length(json_object_get(
+					    ev, "text")));
+				json_decref(ev);
+			}
+			buf_drain(&x->raw, n + 2);
+		}
+	} while (rc == COMMAND_MORE);
+	return rc == COMMAND_END;
+}
+
+/* The resolved, existing directory cwd into out; -1 after answering. */
+static int
+cwd_dir(struct mcp_call *call, const char *cwd, char *out, size_t len)
+{
+	struct stat st;
+
+	if (mcp_arg_path(call, cwd, out, len) < 0)
+		return -1;
+	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		mcp_call_fail(call, "cwd %s is not an existing directory", cwd);
+		return -1;
+	}
+	return 0;
+}
+
+/* run_command: in the foreground (read to its end) or the background. */
+void
+mcp_run_command(struct mcp_call *call, const json_t *args)
+{
+	struct execd *app = mcp_call_app(call);
+	const char *cwd = mcp_arg_str(args, "cwd", "");
+	struct command_opts o = {
+	    .command = mcp_arg_str(args, "command", ""),
+	    .background = mcp_arg_bool(args, "background", false),
+	    .limits = &app->conf->limits[LIMITS_COMMAND] };
+	long long t = mcp_arg_int(args, "timeout_ms", 0);
+	char dir[PATH_MAX], err[512];
+	struct command *c;
+	struct exec *x;
+	int rc;
+
+	if (cwd[0] != '\0') {
+		if (cwd_dir(call, cwd, dir, sizeof(dir)) < 0)
+			return;
+		o.cwd = dir;
+	}
+	o.timeout_ms = t > UINT32_MAX ? UINT32_MAX : (unsigned)t;
+	o.envs = envfile_overlay(json_object_get(args, "env"));
+	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
+	json_decref(o.envs);
+	if (rc < 0) {
+		mcp_call_fail(call, "cannot run the command: %s", err);
+		return;
+	}
+	if (o.background) {
+		mcp_call_result(call, json_pack("{s:[{s:s, s:o}], s:{s:s, "
+		    "s:b}}", "content", "type", "text", "text",
+		    json_sprintf("started in the background: id %s (read its "
+		    "output with command_output)", c->id),
+		    "structuredContent", "id", c->id, "background", 1));
+		return;
+	}
+	x = exec_new(call);
+	memcpy(x->cmd_id, c->id, sizeof(x->cmd_id));
+	if ((rc = command_reader_new(c, 0, exec_kick, x, &x->rd)) < 0) {
+		exec_done(x, "its output cannot be read");
+		return;
+	}
+	mcp_call_later(call, true);
+	exec_kick(x);
+}
