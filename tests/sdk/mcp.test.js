@@ -1,0 +1,248 @@
+// execd's /mcp driven by the official MCP TypeScript SDK
+// (@modelcontextprotocol/sdk, pinned in package.json): a Client over
+// StreamableHTTPClientTransport with the token as a Bearer header.
+// initialize and tools/list, every tool called, progress notifications
+// during a long run_command, a run_command and a run_code cancelled
+// through an AbortSignal (notifications/cancelled), and a PNG that a
+// Python cell displays coming back as image content.  Every wait is
+// bounded by the test timeout.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from
+  "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { useExecd } from "./lib/execd.js";
+
+const TOKEN = "mcp-test-token-3c9a";
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q" +
+  "DwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const TOOLS = ["command_output", "create_context", "delete", "delete_context",
+  "edit_file", "grep", "interrupt", "list_contexts", "list_directory",
+  "move", "read_file", "run_code", "run_command", "search_files",
+  "write_file"];
+
+async function connect(d, token = TOKEN) {
+  const client = new Client({ name: "execd-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(
+    new URL(d.url + "/mcp"),
+    { requestInit: { headers: { Authorization: "Bearer " + token } } });
+  await client.connect(transport);
+  return client;
+}
+
+function text(r) {
+  return r.content.filter((c) => c.type === "text").map((c) => c.text)
+    .join("");
+}
+
+async function call(client, name, args, opts) {
+  return client.callTool({ name, arguments: args }, undefined, opts);
+}
+
+/** Poll fn until it returns a truthy value, at most ms. */
+async function until(fn, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("@modelcontextprotocol/sdk against execd", () => {
+  const execd = useExecd({ token: TOKEN });
+  let client;
+  let dir;
+
+  before(async () => {
+    client = await connect(execd.daemon);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "execd-mcp-"));
+  });
+  after(async () => {
+    await client?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("initializes and lists every tool with its schemas", async () => {
+    assert.equal(client.getServerVersion().name, "execd");
+    assert.ok(client.getServerCapabilities().tools);
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
+    for (const t of tools) {
+      assert.equal(t.inputSchema.type, "object", t.name);
+      assert.ok(t.description.length > 20, t.name);
+    }
+    const rc = tools.find((t) => t.name === "run_command");
+    assert.deepEqual(rc.inputSchema.required, ["command"]);
+    assert.equal(rc.outputSchema.type, "object");
+  });
+
+  it("writes, reads, edits, lists, searches, greps, moves, deletes",
+    async () => {
+      const f = path.join(dir, "sub", "a.txt");
+      let r = await call(client, "write_file",
+        { path: f, content: "one\ntwo\nthree\nfour\n", mode: "600" });
+      assert.ok(!r.isError, text(r));
+      assert.equal(fs.readFileSync(f, "utf8"), "one\ntwo\nthree\nfour\n");
+      assert.equal(fs.statSync(f).mode & 0o777, 0o600);
+
+      r = await call(client, "read_file", { path: f });
+      assert.equal(text(r), "one\ntwo\nthree\nfour\n");
+      r = await call(client, "read_file", { path: f, offset: 4, length: 3 });
+      assert.match(text(r), /^two\n\[execd: 3 of 19 bytes shown/);
+      r = await call(client, "read_file",
+        { path: f, start_line: 2, line_count: 2 });
+      assert.equal(text(r), "two\nthree\n");
+
+      r = await call(client, "edit_file",
+        { path: f, old_string: "three", new_string: "THREE" });
+      assert.ok(!r.isError, text(r));
+      assert.equal(fs.readFileSync(f, "utf8"), "one\ntwo\nTHREE\nfour\n");
+      assert.equal(fs.statSync(f).mode & 0o777, 0o600);
+      r = await call(client, "edit_file",
+        { path: f, old_string: "absent", new_string: "x" });
+      assert.equal(r.isError, true);
+      assert.match(text(r), /not found/);
+      r = await call(client, "edit_file",
+        { path: f, old_string: "o", new_string: "0" });
+      assert.equal(r.isError, true);
+      assert.match(text(r), /occurs 3 times/);
+      assert.equal(fs.readFileSync(f, "utf8"), "one\ntwo\nTHREE\nfour\n");
+
+      r = await call(client, "list_directory", { path: dir, depth: 2 });
+      assert.deepEqual(r.structuredContent.entries.map((e) => e.path),
+        [path.join(dir, "sub"), f]);
+      r = await call(client, "search_files", { path: dir, pattern: "*.txt" });
+      assert.deepEqual(r.structuredContent.files.map((e) => e.path), [f]);
+      r = await call(client, "grep", { path: dir, pattern: "^T.REE$" });
+      assert.deepEqual(r.structuredContent.matches,
+        [{ path: f, line: 3, text: "THREE" }]);
+
+      const g = path.join(dir, "b.txt");
+      r = await call(client, "move", { source: f, destination: g });
+      assert.ok(!r.isError, text(r));
+      assert.ok(fs.existsSync(g) && !fs.existsSync(f));
+      r = await call(client, "delete", { path: path.join(dir, "sub") });
+      assert.equal(r.isError, true);
+      assert.match(text(r), /recursive/);
+      r = await call(client, "delete",
+        { path: path.join(dir, "sub"), recursive: true });
+      assert.ok(!r.isError && !fs.existsSync(path.join(dir, "sub")));
+      r = await call(client, "read_file", { path: f });
+      assert.equal(r.isError, true);
+    });
+
+  it("runs commands in the foreground and the background", async () => {
+    let r = await call(client, "run_command", {
+      command: "echo \"$GREETING\" from $(pwd); echo oops >&2; exit 3",
+      cwd: dir, env: { GREETING: "hello" } });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.exit_code, 3);
+    assert.equal(r.structuredContent.stdout, "hello from " + dir + "\n");
+    assert.equal(r.structuredContent.stderr, "oops\n");
+
+    r = await call(client, "run_command",
+      { command: "echo first; sleep 0.5; echo second", background: true });
+    const id = r.structuredContent.id;
+    assert.match(id, /^[0-9a-f]{32}$/);
+    const out = await until(async () => {
+      const o = await call(client, "command_output", { id });
+      return o.structuredContent.running ? null : o.structuredContent;
+    });
+    assert.equal(out.output, "first\nsecond\n");
+    assert.equal(out.exit_code, 0);
+    r = await call(client, "command_output",
+      { id, offset: out.next_offset - 7 });
+    assert.equal(r.structuredContent.output, "second\n");
+
+    r = await call(client, "run_command",
+      { command: "exec sleep 120", background: true });
+    const bg = r.structuredContent.id;
+    r = await call(client, "interrupt", { id: bg });
+    assert.ok(!r.isError, text(r));
+    await until(async () => {
+      const o = await call(client, "command_output", { id: bg });
+      return !o.structuredContent.running;
+    });
+  });
+
+  it("streams progress notifications during a long run_command",
+    async () => {
+      const seen = [];
+      const r = await call(client, "run_command", {
+        command: "for i in 1 2 3 4; do echo line$i; sleep 0.3; done" },
+      { onprogress: (p) => seen.push(p) });
+      assert.equal(r.structuredContent.exit_code, 0);
+      assert.equal(r.structuredContent.stdout,
+        "line1\nline2\nline3\nline4\n");
+      assert.ok(seen.length >= 1, "no progress notification");
+      assert.match(seen.map((p) => p.message).join(""), /line1/);
+      for (let i = 1; i < seen.length; i++) {
+        assert.ok(seen[i].progress > seen[i - 1].progress);
+      }
+    });
+
+  it("cancels a run_command through notifications/cancelled", async () => {
+    const ac = new AbortController();
+    const pending = call(client, "run_command",
+      { command: "echo started; exec sleep 121" },
+      { signal: ac.signal, onprogress: () => ac.abort("enough") });
+    await assert.rejects(pending);
+    await until(async () => {
+      const r = await call(client, "run_command",
+        { command: "ps -eo args | grep -c '^sleep 121$' || true" });
+      return r.structuredContent.stdout === "0\n";
+    });
+  });
+
+  it("runs Python with state, an image, and an interrupt", async () => {
+    let r = await call(client, "create_context", { language: "python" });
+    const ctx = r.structuredContent.id;
+    try {
+      r = await call(client, "list_contexts", {});
+      assert.ok(r.structuredContent.contexts.some((c) => c.id === ctx));
+
+      r = await call(client, "run_code",
+        { context_id: ctx, code: "x = 20\nprint('hi')\nx + 22" });
+      assert.ok(!r.isError, text(r));
+      assert.match(text(r), /hi\n/);
+      assert.match(text(r), /42/);
+
+      r = await call(client, "run_code", { context_id: ctx, code:
+        "import base64\nfrom IPython.display import Image, display\n" +
+        `display(Image(data=base64.b64decode('${PNG}')))` });
+      const img = r.content.find((c) => c.type === "image");
+      assert.ok(img, JSON.stringify(r));
+      assert.equal(img.mimeType, "image/png");
+      assert.equal(img.data, PNG);
+
+      r = await call(client, "run_code", { context_id: ctx, code: "1/0" });
+      assert.equal(r.isError, true);
+      assert.match(text(r), /ZeroDivisionError/);
+
+      // Cancelled mid-sleep: the kernel is interrupted, state is kept.
+      const ac = new AbortController();
+      const pending = call(client, "run_code", { context_id: ctx, code:
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(300)" },
+      { signal: ac.signal, onprogress: () => ac.abort("enough") });
+      await assert.rejects(pending);
+      r = await call(client, "run_code", { context_id: ctx, code: "x" });
+      assert.match(text(r), /20/);
+    } finally {
+      r = await call(client, "delete_context", { id: ctx });
+      assert.ok(!r.isError, text(r));
+    }
+    r = await call(client, "list_contexts", {});
+    assert.ok(!r.structuredContent.contexts.some((c) => c.id === ctx));
+  });
+
+  it("refuses a client without the token", async () => {
+    await assert.rejects(connect(execd.daemon, "wrong-token"));
+  });
+});
