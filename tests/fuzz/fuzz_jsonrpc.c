@@ -1,0 +1,91 @@
+/*
+ * fuzz_jsonrpc.c -- the MCP front end's JSON-RPC 2.0 parser (jsonrpc.c):
+ * one message per POST body, and the responses made for it.
+ *
+ * Input: the body.  Invariants, any break aborts:
+ * - a refused body is a parse error or an invalid request, says why, and
+ *   keeps an id only when it is a string or an integer;
+ * - an accepted request has a non-empty method without a NUL, an id that
+ *   is a string or an integer, and params that are absent or an object;
+ *   a notification has a method and no id; a response has an id and
+ *   exactly one of result and error;
+ * - the result and error responses made for any id parse back as
+ *   responses to the same id.
+ */
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../../execd/api/mcp/mcp.h"
+#include "fz.h"
+
+/* A response made for id parses back as one, to the same id. */
+static void
+round_trip(const json_t *id, json_t *v)
+{
+	struct jsonrpc_msg m;
+	char err[256], *s;
+	int rc;
+
+	CHECK(v != NULL);
+	s = json_dumps(v, JSON_COMPACT);
+	CHECK(s != NULL);
+	rc = jsonrpc_parse(s, strlen(s), &m, err, sizeof(err));
+	CHECK(rc == 0 && m.kind == JSONRPC_RESPONSE);
+	CHECK(id == NULL ? json_is_null(json_object_get(m.root, "id")) :
+	    json_equal(m.id, id));
+	jsonrpc_msg_clear(&m);
+	free(s);
+	json_decref(v);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
+{
+	struct jsonrpc_msg m;
+	char err[256] = "";
+	int rc;
+
+	rc = jsonrpc_parse((const char *)data, n, &m, err, sizeof(err));
+	if (rc < 0) {
+		CHECK(rc == JSONRPC_PARSE_ERROR ||
+		    rc == JSONRPC_INVALID_REQUEST);
+		CHECK(err[0] != '\0');
+		CHECK(rc != JSONRPC_PARSE_ERROR || m.root == NULL);
+		CHECK(m.id == NULL || json_is_string(m.id) ||
+		    json_is_integer(m.id));
+		if (m.id != NULL)
+			round_trip(m.id, jsonrpc_error(m.id, rc, err));
+		jsonrpc_msg_clear(&m);
+		return 0;
+	}
+	CHECK(json_is_object(m.root));
+	switch (m.kind) {
+	case JSONRPC_REQUEST:
+		CHECK(json_is_string(m.id) || json_is_integer(m.id));
+		/* FALLTHROUGH */
+	case JSONRPC_NOTIFICATION:
+		CHECK(m.method != NULL && m.method[0] != '\0');
+		CHECK(strlen(m.method) == json_string_length(
+		    json_object_get(m.root, "method")));
+		CHECK(m.params == NULL || json_is_object(m.params));
+		CHECK(m.kind == JSONRPC_REQUEST ||
+		    json_object_get(m.root, "id") == NULL);
+		break;
+	case JSONRPC_RESPONSE:
+		CHECK(m.method == NULL);
+		CHECK((json_object_get(m.root, "result") == NULL) !=
+		    (json_object_get(m.root, "error") == NULL));
+		break;
+	default:
+		CHECK(!"a kind");
+	}
+	if (m.kind == JSONRPC_REQUEST) {
+		round_trip(m.id, jsonrpc_result(m.id, json_deep_copy(
+		    m.params != NULL ? m.params : m.root)));
+		round_trip(m.id, jsonrpc_error(m.id, JSONRPC_NO_METHOD,
+		    m.method));
+	}
+	jsonrpc_msg_clear(&m);
+	return 0;
+}

@@ -1,0 +1,238 @@
+"""/mcp, MCP's Streamable HTTP transport, given bad input: each message
+gets the JSON-RPC error or the HTTP status the specification names, and a
+tool call inside a refused message never runs (the command it carries
+would make a file, and none appears).  Also the session's life
+(initialize, the header, DELETE), the versions agreed, the token forms,
+the Origin check and what is answered 202."""
+import json
+import os
+import tempfile
+
+from lib import Execd
+
+TOKEN = "mcp-int-token-77e1"
+BEARER = {"Authorization": "Bearer " + TOKEN}
+ACCEPT = "application/json, text/event-stream"
+
+
+def post(d, msg, session=None, headers=None, raw=False):
+    h = {"Content-Type": "application/json", "Accept": ACCEPT}
+    h.update(BEARER)
+    if session:
+        h["Mcp-Session-Id"] = session
+    h.update(headers or {})
+    body = msg if raw else json.dumps(msg)
+    st, hdrs, data = d.request("POST", "/mcp", body=body, headers=h)
+    return st, hdrs, json.loads(data) if data.strip() else None
+
+
+def initialize(d, version="2025-06-18"):
+    st, h, r = post(d, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": version,
+                                   "capabilities": {},
+                                   "clientInfo": {"name": "t",
+                                                  "version": "1"}}})
+    assert st == 200, r
+    assert h["content-type"] == "application/json"
+    sid = h["mcp-session-id"]
+    assert len(sid) >= 32 and sid.isascii(), sid
+    st, _, r2 = post(d, {"jsonrpc": "2.0",
+                         "method": "notifications/initialized"}, sid)
+    assert st == 202 and r2 is None
+    return sid, r["result"]
+
+
+def touch_call(marker, id_=7):
+    """A tools/call that would make marker if it ran."""
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+            "params": {"name": "run_command",
+                       "arguments": {"command": "touch " + marker}}}
+
+
+def rpc_error(r, code, id_):
+    assert r["jsonrpc"] == "2.0", r
+    assert r["id"] == id_, r
+    assert r["error"]["code"] == code, r
+    assert r["error"]["message"], r
+
+
+def test_mcp_session_life_and_versions():
+    with Execd("--access-token", TOKEN) as d:
+        sid, res = initialize(d)
+        assert res["protocolVersion"] == "2025-06-18"
+        assert res["serverInfo"]["name"] == "execd"
+        assert "tools" in res["capabilities"]
+        # The older version is agreed when asked; an unknown one is
+        # answered with execd's newest.
+        assert initialize(d, "2025-03-26")[1]["protocolVersion"] == \
+            "2025-03-26"
+        assert initialize(d, "1999-01-01")[1]["protocolVersion"] == \
+            "2025-06-18"
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+                        sid, {"MCP-Protocol-Version": "2025-06-18"})
+        assert st == 200 and r == {"jsonrpc": "2.0", "id": "p",
+                                   "result": {}}, r
+        # A response from the client is taken, 202.
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 99, "result": {}}, sid)
+        assert st == 202 and r is None
+        # execd's own header carries the token too.
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                        sid, {"Authorization": "",
+                              "X-EXECD-ACCESS-TOKEN": TOKEN})
+        assert st == 200 and r["result"] == {}, r
+        # GET: no server stream is offered.
+        st, _, _ = d.request("GET", "/mcp", headers=BEARER)
+        assert st == 405
+        # DELETE ends the session; it is then unknown (404).
+        st, _, _ = d.request("DELETE", "/mcp",
+                             headers=dict(BEARER, **{"Mcp-Session-Id": sid}))
+        assert st == 200
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                        sid)
+        assert st == 404, r
+        st, _, _ = d.request("DELETE", "/mcp",
+                             headers=dict(BEARER, **{"Mcp-Session-Id": sid}))
+        assert st == 404
+
+
+def test_mcp_bad_messages_run_nothing():
+    tmp = tempfile.mkdtemp(prefix="execd-mcp-")
+    marker = os.path.join(tmp, "ran")
+    with Execd("--access-token", TOKEN) as d:
+        sid, _ = initialize(d)
+
+        # Not JSON: -32700, HTTP 400, id null.
+        st, _, r = post(d, '{"jsonrpc":"2.0","id":1,"method":"tools/call"',
+                        sid, raw=True)
+        assert st == 400
+        rpc_error(r, -32700, None)
+        # A batch (an array): refused whole, -32600.
+        st, _, r = post(d, [touch_call(marker, 1), touch_call(marker, 2)],
+                        sid)
+        assert st == 400
+        rpc_error(r, -32600, None)
+        # "jsonrpc" other than "2.0", or missing: -32600 with the id.
+        for bad in ("1.0", None):
+            m = touch_call(marker, 5)
+            if bad is None:
+                del m["jsonrpc"]
+            else:
+                m["jsonrpc"] = bad
+            st, _, r = post(d, m, sid)
+            assert st == 400
+            rpc_error(r, -32600, 5)
+        # An id that is null, params that are not an object: -32600.
+        m = touch_call(marker)
+        m["id"] = None
+        st, _, r = post(d, m, sid)
+        assert st == 400 and r["error"]["code"] == -32600, r
+        m = touch_call(marker)
+        m["params"] = [1]
+        st, _, r = post(d, m, sid)
+        assert st == 400
+        rpc_error(r, -32600, 7)
+        # An unknown method: -32601.
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 8,
+                            "method": "resources/nothing"}, sid)
+        assert st == 200
+        rpc_error(r, -32601, 8)
+        # An unknown tool: -32602.
+        m = touch_call(marker, 9)
+        m["params"]["name"] = "run_commandx"
+        st, _, r = post(d, m, sid)
+        rpc_error(r, -32602, 9)
+        assert "unknown tool" in r["error"]["message"]
+        # Arguments that fail the schema: -32602, naming the argument.
+        for args, word in (({"command": 1}, "'command'"),
+                           ({"command": "touch " + marker, "shell": "sh"},
+                            "'shell'"),
+                           ({"cwd": tmp}, "'command'"),
+                           ({"command": "touch " + marker,
+                             "timeout_ms": -1}, "'timeout_ms'"),
+                           ({"command": "touch " + marker,
+                             "env": {"A": 1}}, "'A'")):
+            m = touch_call(marker, 10)
+            m["params"]["arguments"] = args
+            st, _, r = post(d, m, sid)
+            assert st == 200
+            rpc_error(r, -32602, 10)
+            assert word in r["error"]["message"], r
+        m = touch_call(marker, 11)
+        m["params"]["arguments"] = "touch"
+        st, _, r = post(d, m, sid)
+        rpc_error(r, -32602, 11)
+
+        # No session id: 400; an unknown one: 404.
+        st, _, r = post(d, touch_call(marker))
+        assert st == 400
+        assert r["error"]["code"] == -32600 and r["id"] is None, r
+        st, _, r = post(d, touch_call(marker), "0" * 32)
+        assert st == 404, r
+        # An unsupported MCP-Protocol-Version: 400.
+        st, _, r = post(d, touch_call(marker), sid,
+                        {"MCP-Protocol-Version": "2024-01-01"})
+        assert st == 400, r
+        # No token, a wrong one, a wrong scheme: 401 with Bearer asked.
+        for auth in ({}, {"Authorization": "Bearer nope"},
+                     {"Authorization": "token " + TOKEN}):
+            h = {"Content-Type": "application/json",
+                 "Mcp-Session-Id": sid}
+            h.update(auth)
+            st, hdrs, data = d.request("POST", "/mcp",
+                                       body=json.dumps(touch_call(marker)),
+                                       headers=h)
+            assert st == 401, data
+            assert hdrs["www-authenticate"] == "Bearer"
+            assert json.loads(data)["error"]["code"] == -32001
+        # A page of another origin: 403; a loopback one is served.
+        st, _, r = post(d, touch_call(marker), sid,
+                        {"Origin": "http://evil.example"})
+        assert st == 403, r
+        st, _, r = post(d, touch_call(marker), sid,
+                        {"Origin": "http://127.0.0.1.evil.example"})
+        assert st == 403, r
+
+        assert not os.path.exists(marker)
+        # The same call, well formed, does run: the marker was a fair test.
+        st, _, r = post(d, touch_call(marker, 12), sid,
+                        {"Origin": "http://localhost:8080"})
+        assert st == 200 and r["result"]["structuredContent"][
+            "exit_code"] == 0, r
+        assert os.path.exists(marker)
+    os.unlink(marker)
+    os.rmdir(tmp)
+
+
+def test_mcp_tool_errors_are_results():
+    with Execd("--access-token", TOKEN) as d:
+        sid, _ = initialize(d)
+
+        def tool(name, args):
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 1,
+                                "method": "tools/call",
+                                "params": {"name": name,
+                                           "arguments": args}}, sid)
+            assert st == 200, r
+            return r["result"]
+
+        r = tool("read_file", {"path": "relative/path"})
+        assert r["isError"] is True
+        assert "absolute" in r["content"][0]["text"]
+        r = tool("read_file", {"path": "/nonexistent/execd-mcp"})
+        assert r["isError"] is True
+        r = tool("command_output", {"id": "f" * 32})
+        assert r["isError"] is True and "not found" in \
+            r["content"][0]["text"]
+        r = tool("delete_context", {"id": "f" * 32})
+        assert r["isError"] is True
+        r = tool("run_command", {"command": "true", "cwd": "/nonexistent/x"})
+        assert r["isError"] is True and "cwd" in r["content"][0]["text"]
+        r = tool("write_file", {"path": "/tmp/x", "content": "",
+                                "mode": "9z"})
+        assert r["isError"] is True and "octal" in r["content"][0]["text"]
+        # The cut is marked: output past the cap is not returned whole.
+        r = tool("run_command", {"command": "head -c 400000 /dev/zero | "
+                                 "tr '\\0' a"})
+        s = r["structuredContent"]["stdout"]
+        assert len(s) < 300000, len(s)
+        assert "more bytes of stdout cut" in s, s[-200:]
