@@ -83,6 +83,31 @@ t_forms(void)
 	T_OK(ok(os, TOKEN, "Bearer nope", "nope"));
 }
 
+/* MCP's: Bearer and execd's header, JSON-RPC's errors and denial. */
+static void
+t_mcp(void)
+{
+	const struct dialect *mcp = &dialect_mcp;
+	struct buf b;
+
+	dialect_token_hash(TOKEN, md);
+	T_OK(ok(mcp, TOKEN, NULL, NULL));
+	T_OK(ok(mcp, NULL, "Bearer " TOKEN, NULL));
+	T_OK(ok(mcp, NULL, "bearer " TOKEN, NULL));
+	T_OK(!ok(mcp, NULL, "token " TOKEN, NULL));
+	T_OK(!ok(mcp, NULL, NULL, TOKEN));
+	T_OK(!ok(mcp, NULL, NULL, NULL));
+	T_OK(!ok(mcp, "nope", "Bearer nope", NULL));
+	T_OK(ok(mcp, "nope", "Bearer " TOKEN, NULL));
+	T_OK(mcp->error == dialect_jsonrpc.error);
+	T_EQ_STR(mcp->deny_hval, "Bearer");
+	buf_init(&b);
+	T_EQ_INT(dialect_deny(mcp, &b), 401);
+	buf_add(&b, "", 1);
+	T_OK(strstr(b.p, "\"code\":-32001") != NULL);
+	buf_reset(&b);
+}
+
 /* Only the right token: not a near miss of any kind. */
 static void
 t_wrong_tokens(void)
@@ -602,6 +627,7 @@ main(void)
 		{ "token digest", t_hash },
 		{ "each form only where its dialect takes it", t_forms },
 		{ "wrong, prefix, longer and empty tokens", t_wrong_tokens },
+		{ "MCP: Bearer or execd's header, JSON-RPC errors", t_mcp },
 		{ "Authorization: scheme case, spaces, no token",
 		    t_authorization },
 		{ "error and denial bodies, exact", t_bodies },
