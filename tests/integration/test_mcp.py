@@ -142,6 +142,9 @@ def test_mcp_bad_messages_run_nothing():
         st, _, r = post(d, m, sid)
         rpc_error(r, -32602, 9)
         assert "unknown tool" in r["error"]["message"]
+        m["params"]["name"] = "run_command\0x"
+        st, _, r = post(d, m, sid)
+        rpc_error(r, -32602, 9)
         # Arguments that fail the schema: -32602, naming the argument.
         for args, word in (({"command": 1}, "'command'"),
                            ({"command": "touch " + marker, "shell": "sh"},
@@ -150,7 +153,9 @@ def test_mcp_bad_messages_run_nothing():
                            ({"command": "touch " + marker,
                              "timeout_ms": -1}, "'timeout_ms'"),
                            ({"command": "touch " + marker,
-                             "env": {"A": 1}}, "'A'")):
+                             "env": {"A": 1}}, "'A'"),
+                           ({"command": "touch " + marker + "\0 x"},
+                            "NUL")):
             m = touch_call(marker, 10)
             m["params"]["arguments"] = args
             st, _, r = post(d, m, sid)

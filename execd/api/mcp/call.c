@@ -182,7 +182,7 @@ mcp_call_progress(struct mcp_call *c, const char *msg, size_t n)
 	if (n > PROGRESS_TEXT)
 		n = PROGRESS_TEXT;
 	/* lossy by nature: a client behind loses progress, not the end */
-	if (evstream_room(c->es) < 2 * n + 256)
+	if (evstream_room(c->es) < 6 * n + 256)
 		return;
 	p = json_pack("{s:O, s:I, s:o}", "progressToken", c->token,
 	    "progress", ++c->progress, "message",

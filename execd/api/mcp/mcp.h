@@ -153,8 +153,11 @@ struct mcp_text {
 	size_t	 cut;
 };
 void	 mcp_text_add(struct mcp_text *, const char *p, size_t n);
-/* The text with a marker naming what was cut; the caller frees it. */
-char	*mcp_text_take(struct mcp_text *, const char *what);
+/*
+ * The text with a marker naming what was cut, NUL-terminated, its length
+ * in *len (it may hold NULs); the caller frees it.  t is emptied.
+ */
+char	*mcp_text_take(struct mcp_text *, const char *what, size_t *len);
 void	 mcp_text_free(struct mcp_text *);
 /* A JSON string or "" (arguments are checked, so types are right). */
 const char *mcp_arg_str(const json_t *args, const char *key,

@@ -25,11 +25,9 @@ mcp_command_output(struct mcp_call *call, const json_t *args)
 	const char *id = mcp_arg_str(args, "id", "");
 	long long off = mcp_arg_int(args, "offset", 0);
 	struct command *c = command_find(id);
-	struct mcp_text t = { 0 };
-	char buf[MCP_TEXT_CAP];
 	struct stat st;
 	ssize_t n = 0;
-	char *s;
+	char *buf;
 	int fd;
 
 	if (c == NULL || c->log_path == NULL) {
@@ -46,17 +44,20 @@ mcp_command_output(struct mcp_call *call, const json_t *args)
 	}
 	if (off > st.st_size)
 		off = st.st_size;
-	if (st.st_size > off && (n = pread(fd, buf, sizeof(buf), off)) < 0)
+	/* at most MCP_TEXT_CAP a read: next_offset says where the rest is */
+	buf = xmalloc(MCP_TEXT_CAP + 1);
+	if (st.st_size > off && (n = pread(fd, buf, MCP_TEXT_CAP, off)) < 0)
 		n = 0;
 	close(fd);
-	mcp_text_add(&t, buf, (size_t)n);
-	s = mcp_text_take(&t, "output");
-	mcp_call_text(call, n > 0 ? s : "(no new output)", json_pack(
-	    "{s:o, s:I, s:b, s:o}", "output", json_string_nocheck(s),
-	    "next_offset", (json_int_t)(off + n), "running", c->running,
-	    "exit_code", c->running ? json_null() :
-	    json_integer(c->exit_code)));
-	free(s);
+	buf[n] = '\0';
+	mcp_call_result(call, json_pack("{s:[{s:s, s:o}], s:{s:o, s:I, s:b, "
+	    "s:o}}", "content", "type", "text", "text", n > 0 ?
+	    json_stringn_nocheck(buf, (size_t)n) : json_string("(no new "
+	    "output)"), "structuredContent", "output",
+	    json_stringn_nocheck(buf, (size_t)n), "next_offset",
+	    (json_int_t)(off + n), "running", c->running, "exit_code",
+	    c->running ? json_null() : json_integer(c->exit_code)));
+	free(buf);
 }
 
 /* interrupt: a context's running code, or a background command. */

@@ -158,6 +158,11 @@ do_read(struct fsjob *j)
 	if (first > 0) {
 		if (count <= 0)
 			count = 200;
+		/* beyond any file's lines, and no overflow below */
+		if (first > (1LL << 40))
+			first = 1LL << 40;
+		if (count > (1LL << 40))
+			count = 1LL << 40;
 		while ((n = getline(&line, &cap, f)) >= 0 &&
 		    lineno < (size_t)(first - 1 + count)) {
 			if (++lineno < (size_t)first)

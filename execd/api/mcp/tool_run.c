@@ -105,9 +105,10 @@ exec_done(struct exec *x, const char *note)
 {
 	struct command *cmd = x->cmd_id[0] != '\0' ?
 	    command_find(x->cmd_id) : NULL;
-	char *o = mcp_text_take(&x->out, "stdout");
-	char *e = mcp_text_take(&x->err, "stderr");
-	char *r = mcp_text_take(&x->res, "results");
+	size_t on, en, rn;
+	char *o = mcp_text_take(&x->out, "stdout", &on);
+	char *e = mcp_text_take(&x->err, "stderr", &en);
+	char *r = mcp_text_take(&x->res, "results", &rn);
 	json_t *content = json_array(), *res, *st = NULL;
 	struct buf b;
 	size_t i;
@@ -124,15 +125,22 @@ exec_done(struct exec *x, const char *note)
 		st = json_pack("{s:s, s:b, s:o, s:o, s:o}", "id", x->cmd_id,
 		    "background", 0, "exit_code", cmd->running ? json_null() :
 		    json_integer(cmd->exit_code), "stdout",
-		    json_string_nocheck(o), "stderr", json_string_nocheck(e));
+		    json_stringn_nocheck(o, on), "stderr",
+		    json_stringn_nocheck(e, en));
 		x->failed = !cmd->running && cmd->exit_code != 0;
 	}
-	if (*o != '\0')
-		buf_addf(&b, "%s%s", cmd != NULL ? "stdout:\n" : "", o);
-	if (*e != '\0')
-		buf_addf(&b, "%sstderr:\n%s", b.len > 0 ? "\n" : "", e);
-	if (*r != '\0')
-		buf_addf(&b, "%s%s", b.len > 0 ? "\n" : "", r);
+	if (on > 0) {
+		buf_adds(&b, cmd != NULL ? "stdout:\n" : "");
+		buf_add(&b, o, on);
+	}
+	if (en > 0) {
+		buf_adds(&b, b.len > 0 ? "\nstderr:\n" : "stderr:\n");
+		buf_add(&b, e, en);
+	}
+	if (rn > 0) {
+		buf_adds(&b, b.len > 0 ? "\n" : "");
+		buf_add(&b, r, rn);
+	}
 	if (note != NULL)
 		buf_addf(&b, "%s[%s]\n", b.len > 0 ? "\n" : "", note);
 	if (b.len == 0)
@@ -372,7 +380,7 @@ cmd_pull(struct exec *x)
 	char *end;
 	json_t *ev;
 	size_t n;
-	int rc;
+	int rc, rounds = 0;
 
 	do {
 		rc = command_reader_pull(x->rd, &x->raw, 64 << 10);
@@ -395,7 +403,9 @@ cmd_pull(struct exec *x)
 			}
 			buf_drain(&x->raw, n + 2);
 		}
-	} while (rc == COMMAND_MORE);
+	} while (rc == COMMAND_MORE && ++rounds < 64);
+	if (rc == COMMAND_MORE)
+		exec_kick(x);	/* the rest on a later turn of the loop */
 	return rc == COMMAND_END;
 }
 

@@ -272,6 +272,14 @@ mcp_tools_list(void)
 	return json_pack("{s:o}", "tools", list);
 }
 
+/* File contents may hold any character; names, paths, code may not. */
+static bool
+bytes_arg(const char *name)
+{
+	return strcmp(name, "content") == 0 ||
+	    strcmp(name, "old_string") == 0 || strcmp(name, "new_string") == 0;
+}
+
 /* 0, or -EINVAL with why in err. */
 static int
 check_args(const struct tool *t, json_t *args, char *err,
@@ -301,9 +309,17 @@ check_args(const struct tool *t, json_t *args, char *err,
 			    a->type == A_BOOL ? "a boolean" : "an object");
 			return -EINVAL;
 		}
+		if (a->type == A_STR && !bytes_arg(k) &&
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(err, errlen, "%s: argument '%s' must not "
+			    "hold a NUL character", t->name, k);
+			return -EINVAL;
+		}
 		if (a->type == A_ENV)
 			json_object_foreach(v, ek, ev)
-				if (!json_is_string(ev)) {
+				if (!json_is_string(ev) ||
+				    strlen(json_string_value(ev)) !=
+				    json_string_length(ev)) {
 					snprintf(err, errlen, "%s: env value "
 					    "of '%s' must be a string",
 					    t->name, ek);
@@ -328,7 +344,8 @@ mcp_tools_call(struct mcp_call *c, const json_t *params)
 	json_t *args = json_object_get(params, "arguments"), *empty = NULL;
 	char err[256];
 
-	if (name == NULL) {
+	if (name == NULL || strlen(name) != json_string_length(
+	    json_object_get(params, "name"))) {
 		mcp_call_rpc_error(c, JSONRPC_INVALID_PARAMS, "tools/call "
 		    "needs params.name, a string");
 		return;
@@ -372,18 +389,22 @@ mcp_text_add(struct mcp_text *t, const char *p, size_t n)
 }
 
 char *
-mcp_text_take(struct mcp_text *t, const char *what)
+mcp_text_take(struct mcp_text *t, const char *what, size_t *len)
 {
-	char *s;
+	char *s, note[128] = "";
+	int n = 0;
 
-	if (t->cut == 0)
-		s = t->p != NULL ? t->p : xstrdup("");
-	else {
-		s = xasprintf("%.*s\n[execd: %zu more bytes of %s cut; at "
-		    "most %d bytes are returned]\n", (int)t->len,
-		    t->p != NULL ? t->p : "", t->cut, what, MCP_TEXT_CAP);
-		free(t->p);
-	}
+	if (t->cut > 0)
+		n = snprintf(note, sizeof(note), "\n[execd: %zu more bytes of "
+		    "%s cut; at most %d bytes are returned]\n", t->cut, what,
+		    MCP_TEXT_CAP);
+	s = xmalloc(t->len + (size_t)n + 1);
+	if (t->len > 0)
+		memcpy(s, t->p, t->len);
+	memcpy(s + t->len, note, (size_t)n);
+	*len = t->len + (size_t)n;
+	s[*len] = '\0';
+	free(t->p);
 	*t = (struct mcp_text){ 0 };
 	return s;
 }
