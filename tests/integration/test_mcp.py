@@ -5,6 +5,7 @@ would make a file, and none appears).  Also the session's life
 (initialize, the header, DELETE), the versions agreed, the token forms,
 the Origin check and what is answered 202."""
 import json
+import socket
 import os
 import tempfile
 
@@ -241,3 +242,55 @@ def test_mcp_tool_errors_are_results():
         s = r["structuredContent"]["stdout"]
         assert len(s) < 300000, len(s)
         assert "more bytes of stdout cut" in s, s[-200:]
+
+
+def open_call(d, sid, args, token=None, id_=1, name="run_command"):
+    """Send a tools/call and return the socket, unread."""
+    params = {"name": name, "arguments": args}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                       "params": params}).encode()
+    s = socket.create_connection((d.host, d.port), 10)
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+              TOKEN.encode() + b"\r\nMcp-Session-Id: " + sid.encode() +
+              b"\r\nAccept: " + ACCEPT.encode() +
+              b"\r\nContent-Type: application/json\r\nContent-Length: " +
+              str(len(body)).encode() + b"\r\n\r\n" + body)
+    return s
+
+
+def test_mcp_calls_left_or_in_flight_at_shutdown():
+    """Clients that leave mid-call, streamed or not, and calls still
+    running when execd stops: execd lets go of each and exits 0 (under
+    AddressSanitizer, with nothing leaked)."""
+    with Execd("--access-token", TOKEN) as d:
+        sid, _ = initialize(d)
+        # Streamed (a progress token) and plain, each left by its client.
+        for token in ("t1", None):
+            s = open_call(d, sid, {"command": "echo x; sleep 0.5"}, token)
+            assert s.recv(12) == b"HTTP/1.1 200" if token else True
+            s.close()
+        # A file tool on a worker, left before its answer (a grep that
+        # the departure stops).
+        s = open_call(d, sid, {"path": "/usr", "pattern": "zq{3}x$"},
+                      None, 2, "grep")
+        s.close()
+        # Still running at the end: a stream, a deferred one, a context
+        # being made, and a session ended under a call.
+        kept = [open_call(d, sid, {"command": "sleep 60"}, "t2", 3),
+                open_call(d, sid, {"command": "sleep 60"}, None, 4)]
+        assert kept[0].recv(12) == b"HTTP/1.1 200"
+        sid2, _ = initialize(d)
+        kept.append(open_call(d, sid2, {"command": "sleep 60"}, "t3", 5))
+        assert kept[2].recv(12) == b"HTTP/1.1 200"
+        st, _, _ = d.request("DELETE", "/mcp",
+                             headers=dict(BEARER,
+                                          **{"Mcp-Session-Id": sid2}))
+        assert st == 200
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                        sid)
+        assert st == 200, r
+        assert d.stop() == 0, d.read_log()[-3000:]
+        for s in kept:
+            s.close()
