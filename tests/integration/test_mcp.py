@@ -8,6 +8,8 @@ import json
 import socket
 import os
 import tempfile
+import threading
+import time
 
 from lib import Execd
 
@@ -233,6 +235,14 @@ def test_mcp_tool_errors_are_results():
         assert r["isError"] is True
         r = tool("run_command", {"command": "true", "cwd": "/nonexistent/x"})
         assert r["isError"] is True and "cwd" in r["content"][0]["text"]
+        r = tool("run_command", {"command": "true", "cwd": "/etc/hostname"})
+        assert r["isError"] is True and "not a directory" in \
+            r["content"][0]["text"]
+        r = tool("run_command", {"command": "pwd", "cwd": "/tmp"})
+        assert r["structuredContent"]["stdout"] == "/tmp\n", r
+        r = tool("create_context", {"language": "python",
+                                    "cwd": "/nonexistent/x"})
+        assert r["isError"] is True and "cwd" in r["content"][0]["text"]
         r = tool("write_file", {"path": "/tmp/x", "content": "",
                                 "mode": "9z"})
         assert r["isError"] is True and "octal" in r["content"][0]["text"]
@@ -294,3 +304,60 @@ def test_mcp_calls_left_or_in_flight_at_shutdown():
         assert d.stop() == 0, d.read_log()[-3000:]
         for s in kept:
             s.close()
+
+
+def test_mcp_hung_mount_costs_its_calls_not_the_daemon():
+    """Tools on a path of a FUSE mount whose server never answers
+    (test_fs_hang's) end with 504 after --fs-timeout, a cwd there as well,
+    while other calls answer.  Needs root and /dev/fuse, as that test."""
+    from test_fs_hang import HangMount
+    assert os.geteuid() == 0, "needs root to mount FUSE"
+    m = HangMount()
+    try:
+        with Execd("--access-token", TOKEN, "--fs-timeout", "2") as d:
+            sid, _ = initialize(d)
+            s = m.stuck
+            calls = {"cwd": ("run_command", {"command": "true", "cwd": s}),
+                     "ctx": ("create_context", {"cwd": s}),
+                     "read": ("read_file", {"path": s + "/a"}),
+                     "write": ("write_file", {"path": s + "/a",
+                                              "content": "x"}),
+                     "list": ("list_directory", {"path": s}),
+                     "grep": ("grep", {"path": s, "pattern": "x"})}
+            got = {}
+
+            def one(name):
+                tool, args = calls[name]
+                h = {"Content-Type": "application/json", "Accept": ACCEPT,
+                     "Mcp-Session-Id": sid}
+                h.update(BEARER)
+                st, _, data = d.request("POST", "/mcp", body=json.dumps(
+                    {"jsonrpc": "2.0", "id": name, "method": "tools/call",
+                     "params": {"name": tool, "arguments": args}}),
+                    headers=h, timeout=40)
+                got[name] = (st, data)
+
+            threads = [threading.Thread(target=one, args=(n,))
+                       for n in calls]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 1,
+                                "method": "tools/call",
+                                "params": {"name": "run_command",
+                                           "arguments": {
+                                               "command": "echo alive"}}},
+                            sid)
+            assert st == 200 and r["result"]["structuredContent"][
+                "stdout"] == "alive\n", r
+            for t in threads:
+                t.join(45)
+            assert sorted(got) == sorted(calls), got
+            for name, (st, data) in got.items():
+                assert st == 504, (name, st, data)
+                assert json.loads(data)["error"]["code"] == -32054, data
+            # The mount's server gone, the stuck workers end and execd
+            # stops in order.
+            m.close()
+    finally:
+        m.close()

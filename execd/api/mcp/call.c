@@ -294,6 +294,12 @@ work_reply(struct http_req *req, void *arg)
 	free(w);
 }
 
+bool
+mcp_call_waited(const struct mcp_call *c)
+{
+	return c->req != NULL || c->es != NULL;
+}
+
 /* Set when the call is cancelled or its client left; see mcp.h. */
 const atomic_int *
 mcp_call_flag(const struct mcp_call *c)

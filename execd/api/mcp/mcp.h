@@ -133,6 +133,8 @@ typedef void	mcp_work_fn(void *arg);
 typedef void	mcp_work_done_fn(struct mcp_call *, void *arg);
 void	 mcp_call_work(struct mcp_call *, mcp_work_fn *fn,
 	    mcp_work_done_fn *done, void *arg);
+/* Whether the client still waits for the answer. */
+bool	 mcp_call_waited(const struct mcp_call *);
 /* The flag a worker half checks to stop early (fileops_grep's cancel). */
 const atomic_int *mcp_call_flag(const struct mcp_call *);
 /* The call's request id, and its link in its session's list. */
@@ -167,6 +169,17 @@ bool	 mcp_arg_bool(const json_t *args, const char *key, bool def);
 /* A path argument resolved (fs_path): 0, or -1 with the call answered. */
 int	 mcp_arg_path(struct mcp_call *, const char *in, char *out,
 	    size_t outlen);
+
+/*
+ * A client's working directory (cwd, "" for none), resolved and checked
+ * on a worker, where a hung mount costs only this call: then(call, dir,
+ * arg) with the directory (NULL when none was asked, then at once), or
+ * the call answered with why and drop(arg).  then may go on to
+ * mcp_call_later().
+ */
+typedef void	mcp_cwd_cb(struct mcp_call *, const char *dir, void *arg);
+void	 mcp_with_cwd(struct mcp_call *, const char *cwd, mcp_cwd_cb *then,
+	    mcp_cancel_fn *drop, void *arg);
 
 /* tool_run.c and tool_fs.c: the tools, args already checked. */
 typedef void	mcp_tool_fn(struct mcp_call *, const json_t *args);

@@ -164,32 +164,18 @@ ctx_gone(void *arg)
 	free(w);
 }
 
-/* create_context: a new kernel; answered once it is ready. */
-void
-mcp_create_context(struct mcp_call *call, const json_t *args)
+/* Make the context in dir (NULL: execd's), answer once it is ready. */
+static void
+ctx_go(struct mcp_call *call, const char *dir, void *arg)
 {
-	const char *lang = mcp_arg_str(args, "language", "python");
-	const char *cwd = mcp_arg_str(args, "cwd", "");
-	char dir[PATH_MAX], err[2048];
+	char *lang = arg, err[2048];
 	struct context *c;
 	struct ctx_wait *w;
-	struct stat st;
+	int rc;
 
-	if (cwd[0] != '\0') {
-		if (mcp_arg_path(call, cwd, dir, sizeof(dir)) < 0)
-			return;
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			mcp_call_fail(call, "cwd %s is not an existing "
-			    "directory", cwd);
-			return;
-		}
-	}
-	if (context_is_command_language(lang)) {
-		mcp_call_fail(call, "language '%s' is not a kernel", lang);
-		return;
-	}
-	if (context_create(lang, cwd[0] != '\0' ? dir : NULL, false, NULL,
-	    &c, err, sizeof(err)) < 0) {
+	rc = context_create(lang, dir, false, NULL, &c, err, sizeof(err));
+	free(lang);
+	if (rc < 0) {
 		mcp_call_fail(call, "%s", err);
 		return;
 	}
@@ -203,6 +189,20 @@ mcp_create_context(struct mcp_call *call, const json_t *args)
 	mcp_call_on_cancel(call, NULL, ctx_gone, w);
 	mcp_call_later(call, false);
 	context_wait(c, ctx_ready, w);
+}
+
+/* create_context: a new kernel, its cwd checked first. */
+void
+mcp_create_context(struct mcp_call *call, const json_t *args)
+{
+	const char *lang = mcp_arg_str(args, "language", "python");
+
+	if (context_is_command_language(lang)) {
+		mcp_call_fail(call, "language '%s' is not a kernel", lang);
+		return;
+	}
+	mcp_with_cwd(call, mcp_arg_str(args, "cwd", ""), ctx_go, free,
+	    xstrdup(lang));
 }
 
 /* delete_context: shut its kernel down. */

@@ -13,10 +13,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../config/conf.h"
@@ -409,46 +407,42 @@ cmd_pull(struct exec *x)
 	return rc == COMMAND_END;
 }
 
-/* The resolved, existing directory cwd into out; -1 after answering. */
-static int
-cwd_dir(struct mcp_call *call, const char *cwd, char *out, size_t len)
-{
-	struct stat st;
+/* What run_command starts, kept while its cwd is checked. */
+struct cmd_start {
+	char		*command;
+	json_t		*env;
+	unsigned	 timeout_ms;
+	bool		 background;
+};
 
-	if (mcp_arg_path(call, cwd, out, len) < 0)
-		return -1;
-	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		mcp_call_fail(call, "cwd %s is not an existing directory", cwd);
-		return -1;
-	}
-	return 0;
+static void
+cmd_start_free(void *arg)
+{
+	struct cmd_start *p = arg;
+
+	free(p->command);
+	json_decref(p->env);
+	free(p);
 }
 
-/* run_command: in the foreground (read to its end) or the background. */
-void
-mcp_run_command(struct mcp_call *call, const json_t *args)
+/* Start it in dir (NULL: execd's) and read it, or say it started. */
+static void
+cmd_go(struct mcp_call *call, const char *dir, void *arg)
 {
+	struct cmd_start *p = arg;
 	struct execd *app = mcp_call_app(call);
-	const char *cwd = mcp_arg_str(args, "cwd", "");
-	struct command_opts o = {
-	    .command = mcp_arg_str(args, "command", ""),
-	    .background = mcp_arg_bool(args, "background", false),
+	struct command_opts o = { .command = p->command, .cwd = dir,
+	    .background = p->background, .timeout_ms = p->timeout_ms,
 	    .limits = &app->conf->limits[LIMITS_COMMAND] };
-	long long t = mcp_arg_int(args, "timeout_ms", 0);
-	char dir[PATH_MAX], err[512];
+	char err[512];
 	struct command *c;
 	struct exec *x;
 	int rc;
 
-	if (cwd[0] != '\0') {
-		if (cwd_dir(call, cwd, dir, sizeof(dir)) < 0)
-			return;
-		o.cwd = dir;
-	}
-	o.timeout_ms = t > UINT32_MAX ? UINT32_MAX : (unsigned)t;
-	o.envs = envfile_overlay(json_object_get(args, "env"));
+	o.envs = envfile_overlay(p->env);
 	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
 	json_decref(o.envs);
+	cmd_start_free(p);
 	if (rc < 0) {
 		mcp_call_fail(call, "cannot run the command: %s", err);
 		return;
@@ -469,4 +463,19 @@ mcp_run_command(struct mcp_call *call, const json_t *args)
 	}
 	mcp_call_later(call, true);
 	exec_kick(x);
+}
+
+/* run_command: in the foreground (read to its end) or the background. */
+void
+mcp_run_command(struct mcp_call *call, const json_t *args)
+{
+	struct cmd_start *p = xcalloc(1, sizeof(*p));
+	long long t = mcp_arg_int(args, "timeout_ms", 0);
+
+	p->command = xstrdup(mcp_arg_str(args, "command", ""));
+	p->env = json_deep_copy(json_object_get(args, "env"));
+	p->timeout_ms = t > UINT32_MAX ? UINT32_MAX : (unsigned)t;
+	p->background = mcp_arg_bool(args, "background", false);
+	mcp_with_cwd(call, mcp_arg_str(args, "cwd", ""), cmd_go,
+	    cmd_start_free, p);
 }

@@ -10,6 +10,7 @@
  * nothing; what fails while a tool runs is a result with isError.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "../../core/cred.h"
 #include "../../core/log.h"
 #include "../../core/xmalloc.h"
+#include "../reqpath.h"
 #include "mcp.h"
 
 enum arg_type { A_STR, A_INT, A_BOOL, A_ENV };
@@ -460,4 +462,63 @@ mcp_arg_path(struct mcp_call *c, const char *in, char *out, size_t outlen)
 		mcp_call_fail(c, "invalid path '%s': paths must be absolute or "
 		    "start with ~", in);
 	return -1;
+}
+
+/* A working directory checked on a worker; see mcp.h. */
+struct cwdjob {
+	char		 dir[PATH_MAX];
+	char		*key;
+	int		 rc;
+	char		 why[256];
+	mcp_cwd_cb	*then;
+	mcp_cancel_fn	*drop;
+	void		*arg;
+};
+
+static void
+cwd_run(void *arg)
+{
+	struct cwdjob *j = arg;
+
+	j->rc = reqpath_dir_check(j->dir, false, j->why, sizeof(j->why));
+}
+
+static void
+cwd_done(struct mcp_call *call, void *arg)
+{
+	struct cwdjob *j = arg;
+
+	if (!mcp_call_waited(call)) {
+		mcp_call_fail(call, "the client left");	/* goes nowhere */
+		j->drop(j->arg);
+	} else if (j->rc < 0) {
+		mcp_call_fail(call, "cwd %s: %s", j->key, j->why);
+		j->drop(j->arg);
+	} else
+		j->then(call, j->dir, j->arg);
+	free(j->key);
+	free(j);
+}
+
+void
+mcp_with_cwd(struct mcp_call *call, const char *cwd, mcp_cwd_cb *then,
+    mcp_cancel_fn *drop, void *arg)
+{
+	struct cwdjob *j;
+
+	if (cwd[0] == '\0') {
+		then(call, NULL, arg);
+		return;
+	}
+	j = xcalloc(1, sizeof(*j));
+	if (mcp_arg_path(call, cwd, j->dir, sizeof(j->dir)) < 0) {
+		drop(arg);
+		free(j);
+		return;
+	}
+	j->key = xstrdup(cwd);
+	j->then = then;
+	j->drop = drop;
+	j->arg = arg;
+	mcp_call_work(call, cwd_run, cwd_done, j);
 }
