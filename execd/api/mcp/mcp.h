@@ -4,12 +4,16 @@
  * execd's domain (code runs, commands, contexts, file operations).
  *
  * Files: jsonrpc.c parses and words JSON-RPC messages (pure, fuzzed);
- * transport.c answers POST, GET and DELETE /mcp and keeps the sessions;
+ * transport.c answers POST and DELETE /mcp and keeps the sessions;
  * call.c is one tools/call in flight (its answer as JSON or as an event
  * stream, its progress, its cancellation); tools.c lists the tools,
- * checks arguments against their schemas and dispatches; tool_run.c and
- * tool_fs.c are the tools themselves.  Every route speaks dialect_mcp.
- * Loop thread only, except the worker halves of tool_fs.c.
+ * checks arguments against their schemas and dispatches; args.c is what
+ * the tools share; tool_run.c (run_code, and exec.h, a run being read),
+ * tool_cmd.c (run_command), tool_ctx.c (command_output, interrupt, the
+ * contexts), tool_file.c and tool_fs.c (the file tools, fsjob.h) are the
+ * tools themselves.  Every route speaks dialect_mcp.
+ * Loop thread only, except the worker halves of the file tools and of
+ * the cwd check.
  */
 #ifndef EXECD_MCP_H
 #define EXECD_MCP_H

@@ -1,7 +1,6 @@
 /*
- * tool_run.c -- the tools that run things: run_code (a code run,
- * run.h), run_command and command_output (the command registry,
- * command.h), interrupt, and the code contexts (context.h).
+ * tool_run.c -- run_code (a code run, run.h), and what it shares with a
+ * foreground run_command (exec.h).
  *
  * A code run or a foreground command is read as it goes: its text is
  * gathered for the result (capped, the cut marked) and, when the call
@@ -12,10 +11,8 @@
  * call is then answered with what it gave.  Loop thread.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../../config/conf.h"
 #include "../../core/loop.h"
@@ -23,38 +20,15 @@
 #include "../../domain/command.h"
 #include "../../domain/context.h"
 #include "../../domain/run.h"
-#include "../../process/envfile.h"
 #include "../../process/job.h"
-#include "../../process/limits.h"
 #include "../execd.h"
-#include "mcp.h"
+#include "exec.h"
 
 #define OVERFLOW	"[execd: results came faster than they were read; " \
 	"the rest was dropped]\n"
 
-/* One run_code or foreground run_command call. */
-struct exec {
-	struct mcp_call		*call;
-	struct loop		*loop;
-	uint64_t		 timer;		/* a drain pending */
-	struct context		*ctx;		/* run_code */
-	char			*code;
-	struct run_opts		 o;
-	struct run		*run;
-	char			 cmd_id[33];	/* run_command */
-	struct command_reader	*rd;
-	struct buf		 raw;		/* pulled, not yet parsed */
-	struct mcp_text		 out, err, res;	/* stdout, stderr, results */
-	json_t			*images;	/* image content items */
-	bool			 failed;	/* an error event */
-};
-
 static void	 exec_free(struct exec *);
-static void	 exec_done(struct exec *, const char *);
-static void	 exec_kick(void *);
 static void	 exec_drain(struct loop *, uint64_t, void *);
-static void	 exec_text(struct exec *, const char *, const char *,
-		    size_t);
 static void	 exec_result(struct exec *, const json_t *);
 static void	 exec_error(struct exec *, const json_t *);
 static void	 plain_line(struct mcp_text *, const char *, size_t);
@@ -63,9 +37,8 @@ static void	 exec_gone(void *);
 static void	 code_ready(struct context *, const char *, void *);
 static void	 code_start(struct exec *);
 static bool	 code_pull(struct exec *);
-static bool	 cmd_pull(struct exec *);
 
-static struct exec *
+struct exec *
 exec_new(struct mcp_call *call)
 {
 	struct exec *x = xcalloc(1, sizeof(*x));
@@ -98,7 +71,7 @@ exec_free(struct exec *x)
 }
 
 /* Answer with everything gathered; note (NULL: none) ends the text. */
-static void
+void
 exec_done(struct exec *x, const char *note)
 {
 	struct command *cmd = x->cmd_id[0] != '\0' ?
@@ -161,7 +134,7 @@ exec_done(struct exec *x, const char *note)
 }
 
 /* More to read: read it from the loop, outside the notify callback. */
-static void
+void
 exec_kick(void *arg)
 {
 	struct exec *x = arg;
@@ -179,12 +152,12 @@ exec_drain(struct loop *l, uint64_t id, void *arg)
 	(void)l;
 	(void)id;
 	x->timer = 0;
-	over = x->run != NULL ? code_pull(x) : cmd_pull(x);
+	over = x->run != NULL ? code_pull(x) : exec_cmd_pull(x);
 	if (over)
 		exec_done(x, NULL);
 }
 
-static void
+void
 exec_text(struct exec *x, const char *type, const char *p, size_t n)
 {
 	if (strcmp(type, "stdout") == 0)
@@ -370,112 +343,3 @@ code_pull(struct exec *x)
 	return rc != RUN_WAIT;
 }
 
-/* The command's events pulled and parsed; true once it is over. */
-static bool
-cmd_pull(struct exec *x)
-{
-	const char *type, *txt;
-	char *end;
-	json_t *ev;
-	size_t n;
-	int rc, rounds = 0;
-
-	do {
-		rc = command_reader_pull(x->rd, &x->raw, 64 << 10);
-		while ((end = memmem(x->raw.p, x->raw.len, "\n\n", 2)) !=
-		    NULL) {
-			n = (size_t)(end - x->raw.p);
-			if ((ev = json_loadb(x->raw.p, n, JSON_ALLOW_NUL,
-			    NULL)) != NULL) {
-				type = json_string_value(json_object_get(ev,
-				    "type"));
-				txt = json_string_value(json_object_get(ev,
-				    "text"));
-				if (type != NULL && txt != NULL &&
-				    (strcmp(type, "stdout") == 0 ||
-				    strcmp(type, "stderr") == 0))
-					exec_text(x, type, txt,
-					    json_string_length(json_object_get(
-					    ev, "text")));
-				json_decref(ev);
-			}
-			buf_drain(&x->raw, n + 2);
-		}
-	} while (rc == COMMAND_MORE && ++rounds < 64);
-	if (rc == COMMAND_MORE)
-		exec_kick(x);	/* the rest on a later turn of the loop */
-	return rc == COMMAND_END;
-}
-
-/* What run_command starts, kept while its cwd is checked. */
-struct cmd_start {
-	char		*command;
-	json_t		*env;
-	unsigned	 timeout_ms;
-	bool		 background;
-};
-
-static void
-cmd_start_free(void *arg)
-{
-	struct cmd_start *p = arg;
-
-	free(p->command);
-	json_decref(p->env);
-	free(p);
-}
-
-/* Start it in dir (NULL: execd's) and read it, or say it started. */
-static void
-cmd_go(struct mcp_call *call, const char *dir, void *arg)
-{
-	struct cmd_start *p = arg;
-	struct execd *app = mcp_call_app(call);
-	struct command_opts o = { .command = p->command, .cwd = dir,
-	    .background = p->background, .timeout_ms = p->timeout_ms,
-	    .limits = &app->conf->limits[LIMITS_COMMAND] };
-	char err[512];
-	struct command *c;
-	struct exec *x;
-	int rc;
-
-	o.envs = envfile_overlay(p->env);
-	rc = command_start(&o, NULL, NULL, &c, err, sizeof(err));
-	json_decref(o.envs);
-	cmd_start_free(p);
-	if (rc < 0) {
-		mcp_call_fail(call, "cannot run the command: %s", err);
-		return;
-	}
-	if (o.background) {
-		mcp_call_result(call, json_pack("{s:[{s:s, s:o}], s:{s:s, "
-		    "s:b}}", "content", "type", "text", "text",
-		    json_sprintf("started in the background: id %s (read its "
-		    "output with command_output)", c->id),
-		    "structuredContent", "id", c->id, "background", 1));
-		return;
-	}
-	x = exec_new(call);
-	memcpy(x->cmd_id, c->id, sizeof(x->cmd_id));
-	if ((rc = command_reader_new(c, 0, exec_kick, x, &x->rd)) < 0) {
-		exec_done(x, "its output cannot be read");
-		return;
-	}
-	mcp_call_later(call, true);
-	exec_kick(x);
-}
-
-/* run_command: in the foreground (read to its end) or the background. */
-void
-mcp_run_command(struct mcp_call *call, const json_t *args)
-{
-	struct cmd_start *p = xcalloc(1, sizeof(*p));
-	long long t = mcp_arg_int(args, "timeout_ms", 0);
-
-	p->command = xstrdup(mcp_arg_str(args, "command", ""));
-	p->env = json_deep_copy(json_object_get(args, "env"));
-	p->timeout_ms = t > UINT32_MAX ? UINT32_MAX : (unsigned)t;
-	p->background = mcp_arg_bool(args, "background", false);
-	mcp_with_cwd(call, mcp_arg_str(args, "cwd", ""), cmd_go,
-	    cmd_start_free, p);
-}
