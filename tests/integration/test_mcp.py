@@ -139,6 +139,14 @@ def test_mcp_bad_messages_run_nothing():
                             "method": "resources/nothing"}, sid)
         assert st == 200
         rpc_error(r, -32601, 8)
+        # A resource URI that is not an absolute file:// one: -32602.
+        for uri in ("http://x/etc/hostname", "file://host/etc/hostname",
+                    "file:///etc/%00x", "file://relative", 7):
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 20,
+                                "method": "resources/read",
+                                "params": {"uri": uri}}, sid)
+            assert st == 200
+            rpc_error(r, -32602, 20)
         # An unknown tool: -32602.
         m = touch_call(marker, 9)
         m["params"]["name"] = "run_commandx"

@@ -242,6 +242,37 @@ describe("@modelcontextprotocol/sdk against execd", () => {
     assert.ok(!r.structuredContent.contexts.some((c) => c.id === ctx));
   });
 
+  it("reads files as resources through the file:/// template", async () => {
+    assert.ok(client.getServerCapabilities().resources);
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate),
+      ["file:///{path}"]);
+    assert.deepEqual((await client.listResources()).resources, []);
+
+    const md = path.join(dir, "notes é.md");
+    fs.writeFileSync(md, "# Notes\n");
+    let r = await client.readResource(
+      { uri: "file://" + encodeURI(md) });
+    assert.deepEqual(r.contents, [{ uri: "file://" + encodeURI(md),
+      mimeType: "text/markdown", text: "# Notes\n" }]);
+
+    const png = path.join(dir, "dot.png");
+    fs.writeFileSync(png, Buffer.from(PNG, "base64"));
+    r = await client.readResource({ uri: "file://" + png });
+    assert.equal(r.contents[0].mimeType, "image/png");
+    assert.equal(r.contents[0].blob, PNG);
+
+    const bin = path.join(dir, "data");
+    fs.writeFileSync(bin, Buffer.from([0, 1, 2, 255]));
+    r = await client.readResource({ uri: "file://" + bin });
+    assert.equal(r.contents[0].mimeType, "application/octet-stream");
+    assert.equal(r.contents[0].blob, "AAEC/w==");
+
+    await assert.rejects(
+      client.readResource({ uri: "file://" + path.join(dir, "none") }),
+      (e) => e.code === -32002);
+  });
+
   it("refuses a client without the token", async () => {
     await assert.rejects(connect(execd.daemon, "wrong-token"));
   });

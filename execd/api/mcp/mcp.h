@@ -11,7 +11,8 @@
  * the tools share; tool_run.c (run_code, and exec.h, a run being read),
  * tool_cmd.c (run_command), tool_ctx.c (command_output, interrupt, the
  * contexts), tool_file.c and tool_fs.c (the file tools, fsjob.h) are the
- * tools themselves.  Every route speaks dialect_mcp.
+ * tools themselves; resource.c serves files as resources.  Every route
+ * speaks dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
  */
@@ -184,6 +185,10 @@ int	 mcp_arg_path(struct mcp_call *, const char *in, char *out,
 typedef void	mcp_cwd_cb(struct mcp_call *, const char *dir, void *arg);
 void	 mcp_with_cwd(struct mcp_call *, const char *cwd, mcp_cwd_cb *then,
 	    mcp_cancel_fn *drop, void *arg);
+
+/* resource.c: files as resources (file:///{path}). */
+json_t	*mcp_resource_templates(void);
+void	 mcp_resources_read(struct mcp_call *, const json_t *params);
 
 /* tool_run.c and tool_fs.c: the tools, args already checked. */
 typedef void	mcp_tool_fn(struct mcp_call *, const json_t *args);

@@ -252,9 +252,10 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 		    "sessions with calls in flight");
 		return;
 	}
-	r = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
-	    "protocolVersion", s->proto,
+	r = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:{s:s, s:s, s:s}, "
+	    "s:s}", "protocolVersion", s->proto,
 	    "capabilities", "tools", "listChanged", 0,
+	    "resources", "subscribe", 0, "listChanged", 0,
 	    "serverInfo", "name", "execd", "title", "execd sandbox",
 	    "version", "1",
 	    "instructions", "Tools run code, shell commands and file "
@@ -324,18 +325,28 @@ route_post(struct http_req *req)
 	} else if (strcmp(m.method, "tools/list") == 0) {
 		reply_msg(req, 200, jsonrpc_result(m.id, mcp_tools_list()),
 		    NULL);
+	} else if ((strcmp(m.method, "tools/call") == 0 ||
+	    strcmp(m.method, "resources/read") == 0) &&
+	    mcp_session_call(s, m.id) != NULL) {
+		reply_msg(req, 200, jsonrpc_error(m.id,
+		    JSONRPC_INVALID_REQUEST, "a request with this id is still "
+		    "in flight"), NULL);
 	} else if (strcmp(m.method, "tools/call") == 0) {
-		if (mcp_session_call(s, m.id) != NULL) {
-			reply_msg(req, 200, jsonrpc_error(m.id,
-			    JSONRPC_INVALID_REQUEST, "a call with this id is "
-			    "still in flight"), NULL);
-		} else {
-			c = mcp_call_new(req, s, m.id, json_object_get(
-			    json_object_get(m.params, "_meta"),
-			    "progressToken"), accept != NULL &&
-			    strstr(accept, "text/event-stream") != NULL);
-			mcp_tools_call(c, m.params);
-		}
+		c = mcp_call_new(req, s, m.id, json_object_get(
+		    json_object_get(m.params, "_meta"), "progressToken"),
+		    accept != NULL && strstr(accept, "text/event-stream") !=
+		    NULL);
+		mcp_tools_call(c, m.params);
+	} else if (strcmp(m.method, "resources/list") == 0) {
+		/* too many to list: the template names them all */
+		reply_msg(req, 200, jsonrpc_result(m.id, json_pack("{s:[]}",
+		    "resources")), NULL);
+	} else if (strcmp(m.method, "resources/templates/list") == 0) {
+		reply_msg(req, 200, jsonrpc_result(m.id,
+		    mcp_resource_templates()), NULL);
+	} else if (strcmp(m.method, "resources/read") == 0) {
+		mcp_resources_read(mcp_call_new(req, s, m.id, NULL, false),
+		    m.params);
 	} else {
 		snprintf(err, sizeof(err), "method not found: %s", m.method);
 		reply_msg(req, 200, jsonrpc_error(m.id, JSONRPC_NO_METHOD,
