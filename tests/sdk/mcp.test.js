@@ -175,7 +175,8 @@ describe("@modelcontextprotocol/sdk against execd", () => {
   it("streams progress notifications during a long run_command",
     async () => {
       const seen = [];
-      const r = await call(client, "run_command", {
+      // With a cwd, checked on a worker before the stream opens.
+      const r = await call(client, "run_command", { cwd: dir,
         command: "for i in 1 2 3 4; do echo line$i; sleep 0.3; done" },
       { onprogress: (p) => seen.push(p) });
       assert.equal(r.structuredContent.exit_code, 0);
