@@ -235,6 +235,18 @@ describe("@modelcontextprotocol/sdk against execd", () => {
       await assert.rejects(pending);
       r = await call(client, "run_code", { context_id: ctx, code: "x" });
       assert.match(text(r), /20/);
+
+      // The interrupt tool on the context, while a call waits on it.
+      const started = [];
+      const sleeping = call(client, "run_code", { context_id: ctx, code:
+        "import time\nprint('zz', flush=True)\ntime.sleep(300)" },
+      { onprogress: (p) => started.push(p) });
+      await until(async () => started.length > 0);
+      r = await call(client, "interrupt", { id: ctx });
+      assert.ok(!r.isError, text(r));
+      r = await sleeping;
+      assert.equal(r.isError, true);
+      assert.match(text(r), /KeyboardInterrupt/);
     } finally {
       r = await call(client, "delete_context", { id: ctx });
       assert.ok(!r.isError, text(r));
