@@ -204,9 +204,12 @@ answer(struct mcp_call *c, json_t *msg)
 	}
 	if (c->es != NULL) {
 		buf_init(&b);
-		if (!evstream_ended(c->es) &&
-		    sse_fmt_json_event(&b, &sse_framing_standard, msg) == 0)
+		if (!evstream_ended(c->es)) {
+			if (sse_fmt_json_event(&b, &sse_framing_standard,
+			    msg) < 0)
+				buf_reset(&b);	/* end it all the same */
 			evstream_end(c->es, b.p, b.len);
+		}
 		buf_reset(&b);
 		json_decref(msg);
 		return;		/* freed when the stream is gone */
