@@ -246,12 +246,12 @@ def test_mcp_tool_errors_are_results():
         r = tool("run_command", {"command": "true", "cwd": "/etc/hostname"})
         assert r["isError"] is True and "not a directory" in \
             r["content"][0]["text"]
-        r = tool("run_command", {"command": "pwd", "cwd": "/tmp"})
-        assert r["structuredContent"]["stdout"] == "/tmp\n", r
+        r = tool("run_command", {"command": "pwd", "cwd": "/usr"})
+        assert r["structuredContent"]["stdout"] == "/usr\n", r
         r = tool("create_context", {"language": "python",
                                     "cwd": "/nonexistent/x"})
         assert r["isError"] is True and "cwd" in r["content"][0]["text"]
-        r = tool("write_file", {"path": "/tmp/x", "content": "",
+        r = tool("write_file", {"path": "/nonexistent/x", "content": "",
                                 "mode": "9z"})
         assert r["isError"] is True and "octal" in r["content"][0]["text"]
         # The cut is marked: output past the cap is not returned whole.
