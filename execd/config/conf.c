@@ -129,9 +129,9 @@ static const struct opt opts[] = {
 	    "warning if that port is taken; off: none" },
 	{ "allow-origin", O_ALLOW_ORIGIN, "EXECD_ALLOW_ORIGIN", "ORIGIN", NULL,
 	    "a web page's origin (scheme://host[:port], or * for any) whose "
-	    "WebSocket handshakes to the Jupyter Server API are accepted; "
-	    "otherwise only pages of execd's own host are (Jupyter Server's "
-	    "rule)" },
+	    "WebSocket handshakes to the Jupyter Server API and calls to "
+	    "/mcp are accepted; otherwise only pages of execd's own host "
+	    "(Jupyter Server's rule) or of loopback (MCP's) are" },
 	{ "busy-poll", O_BUSY_POLL, "EXECD_BUSY_POLL", "USEC", "64",
 	    "before sleeping, keep polling up to this long while requests "
 	    "and answers have been coming that soon (the window adapts, and "

@@ -219,6 +219,18 @@ def test_mcp_bad_messages_run_nothing():
     os.rmdir(tmp)
 
 
+def test_mcp_allow_origin_admits_a_named_page():
+    """--allow-origin admits one page's origin besides loopback ones."""
+    with Execd("--access-token", TOKEN, "--allow-origin",
+               "https://agent.example") as d:
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"Origin": "https://agent.example"})
+        assert st != 403, r
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"Origin": "https://agent.example:8443"})
+        assert st == 403, r
+
+
 def test_mcp_tool_errors_are_results():
     with Execd("--access-token", TOKEN) as d:
         sid, _ = initialize(d)

@@ -15,9 +15,10 @@
  * a session.
  *
  * The Origin header, when sent, must be a loopback origin (localhost,
- * 127.0.0.0/8, [::1]): a browser page elsewhere is refused 403, what the
- * specification asks of servers against DNS rebinding.  Clients that are
- * not browsers send none.  Loop thread.
+ * 127.0.0.0/8, [::1]) or the one --allow-origin names (any with "*"): a
+ * browser page elsewhere is refused 403, what the specification asks of
+ * servers against DNS rebinding.  Clients that are not browsers send
+ * none.  Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "../../core/log.h"
 #include "../../core/loop.h"
 #include "../../core/xmalloc.h"
+#include "../execd.h"
 #include "mcp.h"
 
 struct mcp_session {
@@ -46,7 +48,7 @@ static const char *const	 protos[] = { MCP_PROTO_LATEST,
 
 static void	 route_post(struct http_req *);
 static void	 route_delete(struct http_req *);
-static bool	 origin_ok(const char *);
+static bool	 origin_ok(struct http_req *, const char *);
 static bool	 proto_ok(const char *);
 static struct mcp_session *session_new(const char *);
 static void	 session_free(struct mcp_session *);
@@ -75,13 +77,21 @@ mcp_shutdown(void)
 		session_free(sessions);
 }
 
-/* Whether an Origin value is a loopback origin (scheme://host[:port]). */
+/*
+ * Whether an Origin value may call: a loopback origin (scheme://host
+ * [:port]), or the one --allow-origin names.
+ */
 static bool
-origin_ok(const char *o)
+origin_ok(struct http_req *req, const char *o)
 {
+	const char *allow = ((struct execd *)http_req_app(req))->conf->
+	    allow_origin;
 	const char *h = strstr(o, "://");
 	size_t n;
 
+	if (allow != NULL && (strcmp(allow, "*") == 0 ||
+	    strcmp(allow, o) == 0))
+		return true;
 	if (h == NULL)
 		return false;
 	h += 3;
@@ -293,10 +303,10 @@ route_post(struct http_req *req)
 	size_t n;
 	int rc;
 
-	if (origin != NULL && !origin_ok(origin)) {
+	if (origin != NULL && !origin_ok(req, origin)) {
 		http_reply_error(req, 403, HTTP_E_FORBIDDEN, "origin '%s' is "
-		    "not allowed: only loopback origins may call /mcp",
-		    origin);
+		    "not allowed: only loopback origins and --allow-origin's "
+		    "may call /mcp", origin);
 		return;
 	}
 	p = http_req_body(req, &n);
