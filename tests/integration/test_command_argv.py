@@ -5,7 +5,7 @@ import os
 import shutil
 import tempfile
 
-from lib import Execd, children_of, expect_error, kinds
+from lib import Execd, children_of, expect_error, kinds, wait_for
 from test_command import (ID_RE, assert_failed, assert_ok, finished, lines,
                           logs, run_cmd, status)
 
@@ -133,7 +133,9 @@ def test_a_missing_program_is_an_error_event():
             assert kinds(evs) == ["init", "error"], evs
             assert evs[1]["error"]["ename"] == "CommandExecError", evs
             assert plain in evs[1]["error"]["evalue"], evs
-            assert not children_of(d.proc.pid)
+            # Its child failed at exec and is reaped as it ends.
+            assert wait_for(lambda: not children_of(d.proc.pid),
+                            timeout=20), children_of(d.proc.pid)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
