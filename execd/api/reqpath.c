@@ -17,13 +17,10 @@
 #include "../transport/http.h"
 #include "reqpath.h"
 
-/*
- * Resolve a client's path into out; on failure reply (400, or 500 when
- * no home is known for "~") and return -1.
- */
+/* Resolve a client's path into out, or say why not; see reqpath.h. */
 int
-reqpath_resolve(struct http_req *req, const char *in, char *out,
-    size_t outlen)
+reqpath_resolve_why(const char *in, char *out, size_t outlen, char *why,
+    size_t whylen)
 {
 	char *raw = xstrdup(in);
 	int rc;
@@ -33,16 +30,36 @@ reqpath_resolve(struct http_req *req, const char *in, char *out,
 	/* "~" is the home of the user the request acts as (cred.h). */
 	rc = fs_path_resolve(raw, strlen(raw), cred_home(), out, outlen);
 	free(raw);
-	if (rc == 0)
+	if (rc == -ENAMETOOLONG)
+		snprintf(why, whylen, "path is too long: %s", in);
+	else if (rc == -ENOENT)
+		snprintf(why, whylen, "cannot expand ~: no home directory is "
+		    "known");
+	else if (rc < 0)
+		snprintf(why, whylen, "invalid path '%s': paths must be "
+		    "absolute or start with ~", in);
+	return rc;
+}
+
+/*
+ * Resolve a client's path into out; on failure reply (400, or 500 when
+ * no home is known for "~") and return -1.
+ */
+int
+reqpath_resolve(struct http_req *req, const char *in, char *out,
+    size_t outlen)
+{
+	char why[PATH_MAX + 128];
+	int rc;
+
+	if ((rc = reqpath_resolve_why(in, out, outlen, why, sizeof(why))) == 0)
 		return 0;
 	if (rc == -ENAMETOOLONG)
-		http_reply_errno(req, rc, "path is too long: %s", in);
+		http_reply_errno(req, rc, "%s", why);
 	else if (rc == -ENOENT)
-		http_reply_error(req, 500, HTTP_E_RUNTIME, "cannot expand ~: "
-		    "no home directory is known");
+		http_reply_error(req, 500, HTTP_E_RUNTIME, "%s", why);
 	else
-		http_reply_error(req, 400, HTTP_E_BODY, "invalid path '%s': "
-		    "paths must be absolute or start with ~", in);
+		http_reply_error(req, 400, HTTP_E_BODY, "%s", why);
 	return -1;
 }
 

@@ -20,6 +20,12 @@ struct http_req;
  */
 int	reqpath_resolve(struct http_req *, const char *in, char *out,
 	    size_t outlen);
+/*
+ * The same for a front end that answers in its own way: 0, or -errno
+ * (-ENAMETOOLONG, -ENOENT: no home known for "~", -EINVAL) with why.
+ */
+int	reqpath_resolve_why(const char *in, char *out, size_t outlen,
+	    char *why, size_t whylen);
 /* The path query parameter, resolved as reqpath_resolve(); 400 if none. */
 int	reqpath_query(struct http_req *, char *out, size_t outlen);
 

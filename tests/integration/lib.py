@@ -215,6 +215,15 @@ def children_of(pid):
     return out
 
 
+def free_port():
+    """A loopback port free now (for a server that must be told one)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def under_asan(d):
     """Whether d runs an AddressSanitizer build (libasan in its maps):
     its allocator's own overhead (shadow, redzones, size classes) adds

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 import lib
-from lib import EXECD, wait_for
+from lib import EXECD, free_port, wait_for
 
 BOOTSTRAP = os.path.join(lib.ROOT, "images", "execd", "bootstrap.sh")
 SHELLS = [s for s in (["/bin/sh"], ["/bin/bash"], ["/bin/busybox", "sh"])
@@ -248,15 +248,6 @@ def running(argv, within=None):
                                  any(within in a for a in args))):
             found.append(int(q))
     return found
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def hooked_env(tmp, lifecycle, **more):

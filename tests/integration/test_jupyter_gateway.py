@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,19 +21,11 @@ import time
 from jupyter_client.session import Session
 import websocket
 
-from lib import UUID_RE, Execd, events, texts, wait_for
+from lib import UUID_RE, Execd, events, free_port, texts, wait_for
 
 BOUND = 60
 TOKEN = "exec-tok"      # execd's
 GW_TOKEN = "gw-tok"     # the notebook server's own
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class NotebookServer:

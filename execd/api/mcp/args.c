@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../../fs/fs_path.h"
-#include "../../core/cred.h"
 #include "../../core/xmalloc.h"
 #include "../reqpath.h"
 #include "mcp.h"
@@ -89,21 +87,11 @@ mcp_arg_bool(const json_t *args, const char *key, bool def)
 int
 mcp_arg_path(struct mcp_call *c, const char *in, char *out, size_t outlen)
 {
-	char *raw = xstrdup(in);
-	int rc;
+	char why[PATH_MAX + 128];
 
-	fs_path_unescape(raw);
-	rc = fs_path_resolve(raw, strlen(raw), cred_home(), out, outlen);
-	free(raw);
-	if (rc == 0)
+	if (reqpath_resolve_why(in, out, outlen, why, sizeof(why)) == 0)
 		return 0;
-	if (rc == -ENAMETOOLONG)
-		mcp_call_fail(c, "path is too long: %s", in);
-	else if (rc == -ENOENT)
-		mcp_call_fail(c, "cannot expand ~: no home directory is known");
-	else
-		mcp_call_fail(c, "invalid path '%s': paths must be absolute or "
-		    "start with ~", in);
+	mcp_call_fail(c, "%s", why);
 	return -1;
 }
 
