@@ -13,13 +13,14 @@ run="python3 python3-ipykernel"
 # fuse3 and python3-fusepy: the mount that never answers of
 # tests/integration/test_fs_hang.py.
 # python3-jupyter-server: Jupyter Server's gateway client, in
-# tests/integration/test_jupyter_gateway.py.
+# tests/integration/test_jupyter_gateway.py; python3-notebook and
+# chromium: a notebook page in a browser, tests/sdk/notebook.test.js.
 # Kernels for tests/integration/test_kernels.py: IRkernel (R draws PNGs
 # with cairo, a dependency of r-base-core), octave_kernel (plots through
 # gnuplot, with the font octave asks for).
 tests="clang cppcheck valgrind curl python3-yaml python3-pyflakes util-linux
 python3-zmq python3-jupyter-client python3-websocket busybox-static fuse3
-python3-fusepy python3-jupyter-server
+python3-fusepy python3-jupyter-server python3-notebook chromium
 r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf"
 case "${1:-}" in
 build) pkgs="$build" ;;
