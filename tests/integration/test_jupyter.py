@@ -229,6 +229,29 @@ def test_allow_origin_admits_a_named_page():
                     assert e.status_code == 403, e
 
 
+ISOLATION = ("import re\n"
+             "s = open('/proc/self/status').read()\n"
+             "print({k: re.search(k + r':\\s*(\\S+)', s).group(1) for k in "
+             "('Seccomp', 'NoNewPrivs', 'CapEff', 'CapBnd')})\n"
+             "print(open('/proc/self/cgroup').read().count('execd-'))")
+
+
+def test_kernels_of_notebooks_are_isolated_as_contexts():
+    """A kernel started through /api/kernels runs under the same seccomp
+    filter, no_new_privs, capabilities and cgroups as a context's."""
+    with Execd() as d:
+        k = start_kernel(d)
+        c = Client(d, k["id"])
+        mine = out_text(c.run(ISOLATION))
+        c.close()
+        ctx = new_context(d)
+        st, evs = run_code(d, ISOLATION, id=ctx["id"])
+        theirs = texts(evs, "stdout")
+        assert mine == theirs, (mine, theirs)
+        assert "'Seccomp': '2'" in mine and "'NoNewPrivs': '1'" in mine, \
+            mine
+
+
 def test_one_set_of_kernels():
     with Execd() as d:
         # A kernel started here is a context there, same id.
