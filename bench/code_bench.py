@@ -642,7 +642,7 @@ def wait_log(ex, pattern, count, timeout, what):
         time.sleep(0.005)
 
 
-READY = r"kernel=[0-9a-f]+ ready\b"
+READY = r"kernel=[0-9a-f-]+ ready\b"
 
 
 def create_delete(ex):
