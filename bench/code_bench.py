@@ -24,11 +24,29 @@ socket for Jupyter Server's WebSocket.
         jupyter     the same execute_request as a JSON text frame on the
                     WebSocket, until the reply and the idle are in;
         fresh       as jupyter, on a new WebSocket for each run (what
-                    upstream's daemon does).
+                    upstream's daemon does);
+        channels    as jupyter, on execd's own /api/kernels/{id}/channels
+                    of the context's kernel, with the same client code; a
+                    WebSocket opened for each block (and a kernel_info
+                    round trip on it, untimed) and closed after it, so
+                    that execd does not copy the other blocks' iopub to
+                    it while they are timed.
       Prints "execd_med execd_min zmq_med zmq_min jup_med jup_min
-      fresh_med fresh_min execd_headers_med" in microseconds, the last
-      being the median time from sending POST /code to its response
-      headers.
+      fresh_med fresh_min execd_headers_med channels_med channels_min" in
+      microseconds, execd_headers_med being the median time from sending
+      POST /code to its response headers.
+  code_bench.py fanout EXECD N [LINES]
+      Start EXECD with a python context, attach the bare ZeroMQ client to
+      its kernel (iopub without a high-water mark: it drops nothing) and
+      N clients to its /api/kernels/{id}/channels.  One of them runs a
+      cell that prints LINES (default 1000) lines, each flushed; every
+      client and the ZeroMQ subscriber, each in a thread of its own,
+      collect the run's iopub messages up to its status idle, while
+      execd's VmRSS is sampled every millisecond.  A client passes when
+      it saw the subscriber's messages, all and in order.  Prints
+      "clients_ok iopub_msgs rss_idle rss_connected rss_peak rss_after
+      min_bytes" (KiB; rss_idle before the clients connect; min_bytes
+      the fewest bytes of message a client read).
   code_bench.py context EXECD N
       N times POST /code/context {"language":"python"} on an execd without
       a pool (each context deleted, and its kernel reaped, before the
@@ -66,12 +84,15 @@ import json
 import os
 import re
 import secrets
+import select
 import signal
 import socket
 import statistics
 import struct
 import sys
+import threading
 import time
+import types
 import uuid
 
 import zmq
@@ -236,6 +257,25 @@ class ZmqClient:
                         and b'"idle"' in content):
                     return
 
+    def iopub_of(self, msg_id, timeout=TIMEOUT):
+        """As WsClient.iopub_of, from the kernel's iopub socket itself."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.iopub.poll(left * 1000):
+                die("zmq: no idle for %s after %d iopub messages"
+                    % (msg_id, len(got)))
+            h, p, content = self.split(self.iopub.recv_multipart())
+            if p.get("msg_id") != msg_id:
+                continue
+            c = json.loads(content)
+            t = h["msg_type"]
+            got.append((h["msg_id"], t, c.get("text") if t == "stream"
+                        else None))
+            if t == "status" and c["execution_state"] == "idle":
+                return got
+
     def interrupted(self, pid):
         """A sleeping cell, SIGINT after INT_AFTER: signal to idle, us."""
         content = dict(execute_content(), code=SLEEP_CODE)
@@ -338,27 +378,33 @@ class WsClient:
     on /api/kernels/{id}/channels, speaking Jupyter's JSON messages."""
 
     def __init__(self, server, kernel_id):
+        """server: anything with .port and .token (None: send none), so
+        Jupyter Server and execd are spoken to alike."""
+        self.name = getattr(server, "name", "jupyter server")
+        self.nbytes = 0
         self.session = uuid.uuid4().hex
         self.sock = socket.create_connection(("127.0.0.1", server.port),
                                              TIMEOUT)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         key = base64.b64encode(secrets.token_bytes(16)).decode()
+        auth = ("Authorization: token %s\r\n" % server.token
+                if server.token else "")
         req = ("GET /api/kernels/%s/channels?session_id=%s HTTP/1.1\r\n"
                "Host: 127.0.0.1:%d\r\n"
                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
-               "Authorization: token %s\r\n\r\n"
-               % (kernel_id, self.session, server.port, key, server.token))
+               "%s\r\n"
+               % (kernel_id, self.session, server.port, key, auth))
         self.sock.sendall(req.encode())
         self.buf = b""
         while b"\r\n\r\n" not in self.buf:
             chunk = self.sock.recv(65536)
             if not chunk:
-                die("jupyter server closed the WebSocket handshake")
+                die("%s closed the WebSocket handshake" % self.name)
             self.buf += chunk
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)
         if not head.startswith(b"HTTP/1.1 101"):
-            die("WebSocket handshake: %r" % head[:400])
+            die("%s: WebSocket handshake: %r" % (self.name, head[:400]))
 
     def _need(self, n):
         while len(self.buf) < n:
@@ -369,7 +415,44 @@ class WsClient:
             self.sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
             chunk = self.sock.recv(65536)
             if not chunk:
-                die("jupyter server closed the WebSocket")
+                die("%s closed the WebSocket" % self.name)
+            self.buf += chunk
+
+    def _frame_in_buf(self):
+        """True when self.buf holds at least one whole frame."""
+        b = self.buf
+        if len(b) < 2:
+            return False
+        n, off = b[1] & 0x7F, 2
+        if n == 126:
+            if len(b) < 4:
+                return False
+            n, off = struct.unpack(">H", b[2:4])[0], 4
+        elif n == 127:
+            if len(b) < 10:
+                return False
+            n, off = struct.unpack(">Q", b[2:10])[0], 10
+        if b[1] & 0x80:
+            off += 4
+        return len(b) >= off + n
+
+    def drain(self, quiet=0.02):
+        """Drop the messages that queued up (other clients' runs on the
+        same kernel) until none has come for `quiet` seconds, so that a
+        timed round trip reads only its own."""
+        while True:
+            while self._frame_in_buf():
+                op, _, payload = self.recv_frame()
+                if op == 0x9:
+                    self.send_frame(0xA, payload)
+                elif op == 0x8:
+                    die("%s closed the WebSocket: %r" % (self.name, payload))
+            r, _, _ = select.select([self.sock], [], [], quiet)
+            if not r:
+                return
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                die("%s closed the WebSocket" % self.name)
             self.buf += chunk
 
     def recv_frame(self):
@@ -419,7 +502,7 @@ class WsClient:
             if op == 0xA:
                 continue
             if op == 0x8:
-                die("jupyter server closed the WebSocket: %r" % payload)
+                die("%s closed the WebSocket: %r" % (self.name, payload))
             parts.append(payload)
             if fin:
                 return b"".join(parts)
@@ -443,15 +526,15 @@ class WsClient:
                 t = m["header"]["msg_type"]
                 if m["channel"] == "shell" and t == reply_type:
                     if m["content"].get("status") != "ok":
-                        die("jupyter server: %s: %r" % (t, m["content"]))
+                        die("%s: %s: %r" % (self.name, t, m["content"]))
                     replied = True
                 elif (m["channel"] == "iopub" and t == "status"
                       and m["content"]["execution_state"] == "idle"):
                     idle = True
         except socket.timeout:
-            die("jupyter server: no %s%s for %s" % (
-                "" if replied else reply_type, "" if idle else " idle",
-                msg_id))
+            die("%s: no %s%s for %s" % (
+                self.name, "" if replied else reply_type,
+                "" if idle else " idle", msg_id))
 
     def ready(self):
         self.wait(self.send("kernel_info_request", {}), "kernel_info_reply")
@@ -461,6 +544,31 @@ class WsClient:
         self.wait(self.send("execute_request", execute_content()),
                   "execute_reply")
         return now_us() - t0
+
+    def iopub_of(self, msg_id, timeout=TIMEOUT):
+        """Every iopub message of request msg_id up to its status idle, as
+        (msg_id, msg_type, stream text or None); other messages skipped.
+        Also counts the payload bytes read in self.nbytes."""
+        got = []
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                data = self.recv_msg()
+                self.nbytes += len(data)
+                m = json.loads(data)
+                if (m.get("channel") != "iopub" or
+                        m.get("parent_header", {}).get("msg_id") != msg_id):
+                    continue
+                t = m["header"]["msg_type"]
+                got.append((m["header"]["msg_id"], t,
+                            m["content"].get("text") if t == "stream"
+                            else None))
+                if (t == "status" and
+                        m["content"]["execution_state"] == "idle"):
+                    return got
+        except socket.timeout:
+            die("%s: no idle for %s after %d iopub messages"
+                % (self.name, msg_id, len(got)))
 
     @staticmethod
     def fresh_round_trip(server, kernel_id):
@@ -485,8 +593,13 @@ class WsClient:
 
 # --- the verbs ---------------------------------------------------------------
 
+def execd_ws_server(ex):
+    """What WsClient needs to open execd's channels (no token set)."""
+    return types.SimpleNamespace(port=ex.port, token=None, name="execd")
+
+
 def cmd_exec(binary, n, tmp):
-    ex = js = zc = ws = None
+    ex = js = zc = ws = xw = None
     ctx_id = None
     try:
         ex = start_execd(binary, tmp, "execd", "--log-level", "warn")
@@ -515,9 +628,14 @@ def cmd_exec(binary, n, tmp):
             zc.round_trip()
             ws.round_trip()
             WsClient.fresh_round_trip(js, js.kernel)
+            xw = WsClient(execd_ws_server(ex), ctx_id)
+            xw.ready()
+            xw.round_trip()
+            xw.close()
+            xw = None
         zc.drain()
 
-        e_t, e_h, z_t, j_t, f_t = [], [], [], [], []
+        e_t, e_h, z_t, j_t, f_t, x_t = [], [], [], [], [], []
         done = 0
         while done < n:
             k = min(BLOCK, n - done)
@@ -532,16 +650,142 @@ def cmd_exec(binary, n, tmp):
                 j_t.append(ws.round_trip())
             for _ in range(k):
                 f_t.append(WsClient.fresh_round_trip(js, js.kernel))
+            # execd's channels, kept open for the block: opened here and
+            # closed after it so that execd does not also copy the other
+            # blocks' iopub to it (every client of a kernel gets all of
+            # it), which would weigh on the POST /code rows.  A
+            # kernel_info round trip first, untimed.
+            xw = WsClient(execd_ws_server(ex), ctx_id)
+            xw.ready()
+            xw.drain()
+            for _ in range(k):
+                x_t.append(xw.round_trip())
+            xw.close()
+            xw = None
             done += k
         med = statistics.median
-        print("%d %d %d %d %d %d %d %d %d" % (
+        print("%d %d %d %d %d %d %d %d %d %d %d" % (
             med(e_t), min(e_t), med(z_t), min(z_t), med(j_t), min(j_t),
-            med(f_t), min(f_t), med(e_h)))
+            med(f_t), min(f_t), med(e_h), med(x_t), min(x_t)))
     finally:
+        if xw is not None:
+            xw.close()
         if ws is not None:
             ws.close()
         if js is not None:
             js.close()
+        if zc is not None:
+            zc.close()
+        if ex is not None:
+            if ctx_id is not None and ex.proc.poll() is None:
+                try:
+                    ex.request("DELETE", "/code/contexts/" + ctx_id)
+                except OSError:
+                    pass
+            ex.close()
+
+
+FANOUT_LINE = "x" * 200
+
+
+def fanout_code(lines):
+    """A cell that prints `lines` lines, each flushed: about one stream
+    message apiece on iopub."""
+    return ("for i in range(%d):\n    print(%r, i, flush=True)\n"
+            % (lines, FANOUT_LINE))
+
+
+def cmd_fanout(binary, n, tmp, lines="1000"):
+    """n clients on one kernel's channels; one of them runs a cell that
+    prints `lines` lines; each client collects the run's iopub messages,
+    and so does a bare ZeroMQ subscriber of the kernel (the reference).
+    execd's RSS is sampled throughout."""
+    lines = int(lines)
+    ex = zc = None
+    clients = []
+    ctx_id = None
+    try:
+        ex = start_execd(binary, tmp, "execd-fanout", "--log-level", "warn")
+        ctx_id = ex.json("POST", "/code/context", {"language": "python"})["id"]
+        info = ex.json("GET", "/code/contexts/%s/connection" % ctx_id)
+        zc = ZmqClient(info)
+        zc.iopub.rcvhwm = 0         # the reference drops nothing
+        zc.ready()
+        body = json.dumps({"code": CODE, "context": {"id": ctx_id}}).encode()
+        execd_run(ex, body)
+        time.sleep(0.2)
+        pid = ex.proc.pid
+        rss_idle = benchlib.rss_kib(pid)
+        srv = execd_ws_server(ex)
+        for _ in range(n):
+            c = WsClient(srv, ctx_id)
+            clients.append(c)
+            c.ready()
+        for c in clients:
+            c.drain()
+        zc.drain()
+        time.sleep(0.2)
+        rss_conn = benchlib.rss_kib(pid)
+
+        peak = [rss_conn]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                try:
+                    peak[0] = max(peak[0], benchlib.rss_kib(pid))
+                except OSError:
+                    return
+                time.sleep(0.001)
+
+        results = [None] * (n + 1)
+
+        def collect(i, who, mid):
+            try:
+                results[i] = who.iopub_of(mid)
+            except Exception as e:      # reported below, not lost
+                results[i] = e
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        mid = clients[0].send("execute_request",
+                              dict(execute_content(),
+                                   code=fanout_code(lines)))
+        readers = [threading.Thread(target=collect, args=(i, c, mid))
+                   for i, c in enumerate(clients)]
+        readers.append(threading.Thread(target=collect, args=(n, zc, mid)))
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join()
+        time.sleep(0.2)
+        done.set()
+        sampler.join()
+        rss_after = benchlib.rss_kib(pid)
+
+        ref = results[n]
+        if isinstance(ref, Exception):
+            die("the zmq reference: %s" % ref)
+        text = "".join(t for _, k, t in ref if k == "stream")
+        if text.count("\n") != lines:
+            die("the cell printed %d lines, not %d"
+                % (text.count("\n"), lines))
+        ids = [m for m, _, _ in ref]
+        ok = 0
+        for i, r in enumerate(results[:n]):
+            if isinstance(r, Exception):
+                sys.stderr.write("client %d: %s\n" % (i, r))
+            elif [m for m, _, _ in r] != ids:
+                sys.stderr.write("client %d saw %d of %d iopub messages, or "
+                                 "not in order\n" % (i, len(r), len(ids)))
+            else:
+                ok += 1
+        print("%d %d %d %d %d %d %d" % (
+            ok, len(ids), rss_idle, rss_conn, peak[0], rss_after,
+            min(c.nbytes for c in clients)))
+    finally:
+        for c in clients:
+            c.close()
         if zc is not None:
             zc.close()
         if ex is not None:
@@ -735,6 +979,9 @@ if __name__ == "__main__":
     sys.exit(benchlib.main(sys.argv, {"exec": cmd_exec,
                                       "context": cmd_context,
                                       "command": cmd_command,
-                                      "interrupt": cmd_interrupt},
+                                      "interrupt": cmd_interrupt,
+                                      "fanout": cmd_fanout},
                            "usage: code_bench.py exec|context|command|"
-                           "interrupt EXECD N\n"))
+                           "interrupt EXECD N\n"
+                           "       code_bench.py fanout EXECD CLIENTS "
+                           "[LINES]\n"))

@@ -22,6 +22,8 @@
 # BENCH_PROXY_N (small /proxy requests per side, default 500),
 # BENCH_ISO_N (POST /command `true` per side, isolation on and off,
 # default 400), BENCH_ISO_GAP_N (the same, 100 ms apart, default 100),
+# BENCH_FANOUT_CLIENTS (channels clients on one kernel, default 20),
+# BENCH_FANOUT_LINES (lines the fan-out cell prints, default 1000),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -30,7 +32,9 @@
 # the "python3" kernelspec.  The /code rows run bench/code_bench.py, which
 # starts execd itself and measures POST /code against a bare ZeroMQ client
 # on the same kernel and against Debian's Jupyter Server (REST and
-# WebSocket), and POST /code/context with and without --pool.  The
+# WebSocket), execd's own /api/kernels/{id}/channels WebSocket against
+# the same two, BENCH_FANOUT_CLIENTS channels clients on one kernel, and
+# POST /code/context with and without --pool.  The
 # rows of many commands and much output run bench/command_bench.py
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
@@ -88,6 +92,10 @@ START_MAX_MS=10      # PRODUCT.md: start to first /ping under 10 ms
 EXEC_MAX_RATIO=1.15  # PRODUCT.md: 1+1 within 1.15x of a bare round trip
 KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
 CODE_MAX_RATIO=1.05  # PRODUCT.md: POST /code within 1.05x of bare ZeroMQ
+CHAN_MAX_RATIO=1.2   # PRODUCT.md: Jupyter channels within 1.2x of bare ZeroMQ
+CHAN_JS_MAX_RATIO=0.8 # issue 25: channels <= 0.8x of Jupyter Server's own
+FANOUT_CLIENTS=${BENCH_FANOUT_CLIENTS:-20}
+FANOUT_LINES=${BENCH_FANOUT_LINES:-1000}
 CMD_MAX_RATIO=1.2    # PRODUCT.md: POST /command true within 1.2x of bash -c true
 INT_MAX_RATIO=1.2    # issue 15: an interrupt within 1.2x of a bare SIGINT
 INTS=${BENCH_INTS:-20}
@@ -523,9 +531,11 @@ run_bg 300 "$T/code-exec.out" "$T/code-exec.log" \
 C_EXEC=$(cat "$T/code-exec.out")
 # shellcheck disable=SC2086 # split the numbers into words
 set -- $C_EXEC
-[ $# -eq 9 ] || fail "code_bench.py exec printed '$C_EXEC'"
+[ $# -eq 11 ] || fail "code_bench.py exec printed '$C_EXEC'"
 CE_MED=$1 CE_MIN=$2 CZ_MED=$3 CZ_MIN=$4 CJ_MED=$5 CJ_MIN=$6 CF_MED=$7
 CF_MIN=$8 CE_HDR=$9
+shift 9
+CW_MED=$1 CW_MIN=$2
 RATIO=$(calc "sprintf(\"%.2f\", $CE_MED / $CZ_MED)")
 row "POST /code 1+1 (median)" "$(us_ms "$CE_MED" 2) ms" \
 	"$(us_ms "$CZ_MED" 2) ms bare zmq" "$RATIO" \
@@ -541,6 +551,37 @@ row "POST /code vs j-s ws per run" "$(us_ms "$CE_MED" 2) ms" \
 RATIO=$(calc "sprintf(\"%.2f\", $CE_MED / $CJ_MED)")
 row "POST /code vs j-s one ws" "$(us_ms "$CE_MED" 2) ms" \
 	"$(us_ms "$CJ_MED" 2) ms one websocket" "$RATIO" "(information)" "-"
+
+# --- 8a: execd's /api/kernels/{id}/channels, vs zmq and Jupyter Server ----
+
+RATIO=$(calc "sprintf(\"%.2f\", $CW_MED / $CZ_MED)")
+row "channels ws 1+1 (median)" "$(us_ms "$CW_MED" 2) ms" \
+	"$(us_ms "$CZ_MED" 2) ms bare zmq" "$RATIO" \
+	"ratio <= $CHAN_MAX_RATIO" "$(verdict_le "$RATIO" "$CHAN_MAX_RATIO")"
+RATIO=$(calc "sprintf(\"%.2f\", $CW_MED / $CJ_MED)")
+row "channels ws vs j-s one ws" "$(us_ms "$CW_MED" 2) ms" \
+	"$(us_ms "$CJ_MED" 2) ms one websocket" "$RATIO" \
+	"ratio <= $CHAN_JS_MAX_RATIO" \
+	"$(verdict_le "$RATIO" "$CHAN_JS_MAX_RATIO")"
+
+# "clients_ok iopub_msgs rss_idle rss_connected rss_peak rss_after
+#  min_bytes_per_client"
+run_bg 300 "$T/fanout.out" "$T/fanout.log" \
+	"$KPY" "$HERE/code_bench.py" fanout "$EXECD" "$FANOUT_CLIENTS" \
+	"$FANOUT_LINES" ||
+	fail "$FANOUT_CLIENTS channels clients: $(tail -c 600 "$T/fanout.log")"
+# shellcheck disable=SC2046 # split the numbers into words
+set -- $(cat "$T/fanout.out")
+[ $# -eq 7 ] || fail "code_bench.py fanout printed '$(cat "$T/fanout.out")'"
+FO_OK=$1 FO_MSGS=$2 FO_IDLE=$3 FO_CONN=$4 FO_PEAK=$5 FO_AFTER=$6 FO_BYTES=$7
+row "$FANOUT_CLIENTS ws clients: all iopub" \
+	"$FO_OK of $FANOUT_CLIENTS clients" "$FO_MSGS msgs, zmq sub" \
+	"$(calc "sprintf(\"%.2f\", $FO_OK / $FANOUT_CLIENTS)")" \
+	"all, in order" \
+	"$( [ "$FO_OK" = "$FANOUT_CLIENTS" ] && echo ok || echo MISS)"
+row "RSS growth, $FANOUT_CLIENTS ws clients" "$((FO_PEAK - FO_IDLE)) KiB" \
+	"$FO_IDLE KiB idle" "$(calc "sprintf(\"%.2f\", $FO_PEAK / $FO_IDLE)")" \
+	"(information)" "-"
 
 # --- 8b: DELETE /code of a sleeping cell vs SIGINT from a bare client ------
 
@@ -823,6 +864,15 @@ note "jupyter-server: 'one websocket' keeps one /api/kernels/{id}/channels" \
 	"the upstream daemon does.  The client acks at once (TCP_QUICKACK):" \
 	"jupyter-server writes without TCP_NODELAY, and a delayed ack would" \
 	"add ~40 ms to most of its runs"
+note "channels ws: execd's /api/kernels/{id}/channels, JSON messages," \
+	"kept open for each block of 10 (the same client code as for" \
+	"jupyter-server); fastest of $EXECS: $(us_ms "$CW_MIN" 2) ms"
+note "$FANOUT_CLIENTS channels clients on one kernel, one cell printing" \
+	"$FANOUT_LINES flushed lines: $FO_MSGS iopub messages each" \
+	"($FO_BYTES bytes of JSON at least); execd RSS $FO_IDLE KiB idle," \
+	"$FO_CONN KiB with the clients connected, $FO_PEAK KiB peak," \
+	"$FO_AFTER KiB after; a client's unsent bytes are capped (16 MiB)," \
+	"past which it is dropped as too slow"
 note "interrupt: a python time.sleep(30) cell interrupted after 0.3 s," \
 	"median of $INTS per side, alternating; fastest: execd" \
 	"$(us_ms "$CI_MIN" 2) ms (DELETE /code to the stream's end), bare zmq" \
