@@ -24,6 +24,8 @@
 # default 400), BENCH_ISO_GAP_N (the same, 100 ms apart, default 100),
 # BENCH_FANOUT_CLIENTS (channels clients on one kernel, default 20),
 # BENCH_FANOUT_LINES (lines the fan-out cell prints, default 1000),
+# BENCH_MCP_N (MCP tool calls and plain API requests per side, default
+# BENCH_EXECS),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -34,7 +36,9 @@
 # on the same kernel and against Debian's Jupyter Server (REST and
 # WebSocket), execd's own /api/kernels/{id}/channels WebSocket against
 # the same two, BENCH_FANOUT_CLIENTS channels clients on one kernel, and
-# POST /code/context with and without --pool.  The
+# POST /code/context with and without --pool.  The MCP rows run
+# bench/mcp_bench.py (/usr/bin/python3, standard library only): a
+# tools/call against the plain API route doing the same work.  The
 # rows of many commands and much output run bench/command_bench.py
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
@@ -94,8 +98,10 @@ KSTART_MAX_RATIO=1.0 # ours: a kernel starts no slower than jupyter_client's
 CODE_MAX_RATIO=1.05  # PRODUCT.md: POST /code within 1.05x of bare ZeroMQ
 CHAN_MAX_RATIO=1.2   # PRODUCT.md: Jupyter channels within 1.2x of bare ZeroMQ
 CHAN_JS_MAX_RATIO=0.8 # issue 25: channels <= 0.8x of Jupyter Server's own
+MCP_MAX_RATIO=1.2    # PRODUCT.md: MCP tool calls within 1.2x of the plain API
 FANOUT_CLIENTS=${BENCH_FANOUT_CLIENTS:-20}
 FANOUT_LINES=${BENCH_FANOUT_LINES:-1000}
+MCP_N=${BENCH_MCP_N:-$EXECS}
 CMD_MAX_RATIO=1.2    # PRODUCT.md: POST /command true within 1.2x of bash -c true
 INT_MAX_RATIO=1.2    # issue 15: an interrupt within 1.2x of a bare SIGINT
 INTS=${BENCH_INTS:-20}
@@ -635,6 +641,25 @@ row "POST /command true vs dash" "$(us_ms "$1" 2) ms" \
 	"$(us_ms "$3" 2) ms sh -c true" \
 	"$(calc "sprintf(\"%.2f\", $1 / $3)")" "(information)" "-"
 
+# --- 10a: MCP tool calls vs the plain API ---------------------------------
+
+# "mcmd_med mcmd_min cmd_med cmd_min mcode_med mcode_min code_med code_min"
+run_bg 300 "$T/mcp.out" "$T/mcp.log" \
+	/usr/bin/python3 "$HERE/mcp_bench.py" calls "$EXECD" "$MCP_N" ||
+	fail "MCP tool calls: $(tail -c 600 "$T/mcp.log")"
+# shellcheck disable=SC2046 # split the numbers into words
+set -- $(cat "$T/mcp.out")
+[ $# -eq 8 ] || fail "mcp_bench.py calls printed '$(cat "$T/mcp.out")'"
+M_CMD_MIN=$2 M_PCMD_MIN=$4 M_CODE_MIN=$6 M_PCODE_MIN=$8
+RATIO=$(calc "sprintf(\"%.2f\", $1 / $3)")
+row "MCP run_command true (median)" "$(us_ms "$1" 2) ms" \
+	"$(us_ms "$3" 2) ms POST /command" "$RATIO" \
+	"ratio <= $MCP_MAX_RATIO" "$(verdict_le "$RATIO" "$MCP_MAX_RATIO")"
+RATIO=$(calc "sprintf(\"%.2f\", $5 / $7)")
+row "MCP run_code 1+1 (median)" "$(us_ms "$5" 2) ms" \
+	"$(us_ms "$7" 2) ms POST /code" "$RATIO" \
+	"ratio <= $MCP_MAX_RATIO" "$(verdict_le "$RATIO" "$MCP_MAX_RATIO")"
+
 # --- 11: many background commands held at once ---------------------------
 
 # "start_us base_us rss_idle rss_held fds_idle fds_held running stop_us"
@@ -873,6 +898,11 @@ note "$FANOUT_CLIENTS channels clients on one kernel, one cell printing" \
 	"$FO_CONN KiB with the clients connected, $FO_PEAK KiB peak," \
 	"$FO_AFTER KiB after; a client's unsent bytes are capped (16 MiB)," \
 	"past which it is dropped as too slow"
+note "MCP: one session, JSON answers (no progress token), keep-alive;" \
+	"median of $MCP_N per side in alternating blocks of 10; fastest:" \
+	"run_command $(us_ms "$M_CMD_MIN" 2) ms vs POST /command" \
+	"$(us_ms "$M_PCMD_MIN" 2) ms, run_code $(us_ms "$M_CODE_MIN" 2) ms" \
+	"vs POST /code $(us_ms "$M_PCODE_MIN" 2) ms"
 note "interrupt: a python time.sleep(30) cell interrupted after 0.3 s," \
 	"median of $INTS per side, alternating; fastest: execd" \
 	"$(us_ms "$CI_MIN" 2) ms (DELETE /code to the stream's end), bare zmq" \
