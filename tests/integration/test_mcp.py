@@ -381,3 +381,68 @@ def test_mcp_hung_mount_costs_its_calls_not_the_daemon():
             m.close()
     finally:
         m.close()
+
+
+def test_mcp_command_input_feeds_a_background_command():
+    """command_input writes to the stdin of a background command started
+    with stdin: true and closes it; an unknown id, a command without a
+    stdin, a closed stdin and an ended command are isError results."""
+    with Execd("--access-token", TOKEN) as d:
+        sid, _ = initialize(d)
+
+        def tool(name, args):
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 1,
+                                "method": "tools/call",
+                                "params": {"name": name,
+                                           "arguments": args}}, sid)
+            assert st == 200, r
+            return r["result"]
+
+        def output_until(cid, want):
+            end = time.time() + 30
+            while True:
+                r = tool("command_output", {"id": cid})
+                out = r["structuredContent"]["output"]
+                if want(r["structuredContent"]) or time.time() > end:
+                    return out
+                time.sleep(0.1)
+
+        r = tool("run_command", {"command": "read a; echo got:$a; cat; "
+                                 "echo end; sleep 30", "background": True,
+                                 "stdin": True})
+        cid = r["structuredContent"]["id"]
+        r = tool("command_input", {"id": cid, "text": "hello\n"})
+        assert "isError" not in r, r
+        assert r["structuredContent"] == {"written": 6, "closed": False}
+        out = output_until(cid, lambda s: "got:hello" in s["output"])
+        assert "got:hello\n" in out, out
+        r = tool("command_input", {"id": cid, "text": "rest\n",
+                                   "close": True})
+        assert r["structuredContent"] == {"written": 5, "closed": True}, r
+        out = output_until(cid, lambda s: "end" in s["output"])
+        assert out == "got:hello\nrest\nend\n", out
+        # Closed: the command still runs (its sleep), its stdin is gone.
+        r = tool("command_input", {"id": cid, "text": "more"})
+        assert r["isError"] is True and "closed" in \
+            r["content"][0]["text"], r
+        tool("interrupt", {"id": cid})
+        output_until(cid, lambda s: not s["running"])
+        r = tool("command_input", {"id": cid, "text": "x"})
+        assert r["isError"] is True and "not running" in \
+            r["content"][0]["text"], r
+
+        r = tool("command_input", {"id": "f" * 32, "text": "x"})
+        assert r["isError"] is True and "not found" in \
+            r["content"][0]["text"], r
+        r = tool("run_command", {"command": "sleep 30", "background": True})
+        cid = r["structuredContent"]["id"]
+        r = tool("command_input", {"id": cid, "text": "x"})
+        assert r["isError"] is True and "no stdin" in \
+            r["content"][0]["text"], r
+        tool("interrupt", {"id": cid})
+        # text is required, close a boolean: the schema says so.
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "command_input",
+                                       "arguments": {"id": cid,
+                                                     "close": "yes"}}}, sid)
+        rpc_error(r, -32602, 2)

@@ -21,8 +21,8 @@ import { useExecd } from "./lib/execd.js";
 const TOKEN = "mcp-test-token-3c9a";
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q" +
   "DwADhgGAWjR9awAAAABJRU5ErkJggg==";
-const TOOLS = ["command_output", "create_context", "delete", "delete_context",
-  "edit_file", "grep", "interrupt", "list_contexts", "list_directory",
+const TOOLS = ["command_input", "command_output", "create_context", "delete",
+  "delete_context", "edit_file", "grep", "interrupt", "list_contexts", "list_directory",
   "move", "read_file", "run_code", "run_command", "search_files",
   "write_file"];
 
@@ -160,6 +160,20 @@ describe("@modelcontextprotocol/sdk against execd", () => {
     r = await call(client, "command_output",
       { id, offset: out.next_offset - 7 });
     assert.equal(r.structuredContent.output, "second\n");
+
+    r = await call(client, "run_command", { command: "tr a-z A-Z",
+      background: true, stdin: true });
+    const up = r.structuredContent.id;
+    r = await call(client, "command_input",
+      { id: up, text: "shout\n", close: true });
+    assert.ok(!r.isError, text(r));
+    const upper = await until(async () => {
+      const o = await call(client, "command_output", { id: up });
+      return o.structuredContent.running ? null : o.structuredContent;
+    });
+    assert.equal(upper.output, "SHOUT\n");
+    r = await call(client, "command_input", { id: up, text: "late" });
+    assert.equal(r.isError, true);
 
     r = await call(client, "run_command",
       { command: "exec sleep 120", background: true });

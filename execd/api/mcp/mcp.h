@@ -9,9 +9,9 @@
  * stream, its progress, its cancellation); tools.c lists the tools,
  * checks arguments against their schemas and dispatches; args.c is what
  * the tools share; tool_run.c (run_code, and exec.h, a run being read),
- * tool_cmd.c (run_command), tool_ctx.c (command_output, interrupt, the
- * contexts), tool_file.c and tool_fs.c (the file tools, fsjob.h) are the
- * tools themselves; resource.c serves files as resources.  Every route
+ * tool_cmd.c (run_command), tool_ctx.c (command_output, command_input,
+ * interrupt, the contexts), tool_file.c and tool_fs.c (the file tools,
+ * fsjob.h) are the tools themselves; resource.c serves files as resources.  Every route
  * speaks dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
@@ -193,8 +193,8 @@ void	 mcp_resources_read(struct mcp_call *, const json_t *params);
 /* tool_run.c and tool_fs.c: the tools, args already checked. */
 typedef void	mcp_tool_fn(struct mcp_call *, const json_t *args);
 mcp_tool_fn	mcp_run_code, mcp_run_command, mcp_command_output,
-		mcp_interrupt, mcp_list_contexts, mcp_create_context,
-		mcp_delete_context;
+		mcp_command_input, mcp_interrupt, mcp_list_contexts,
+		mcp_create_context, mcp_delete_context;
 mcp_tool_fn	mcp_read_file, mcp_write_file, mcp_edit_file,
 		mcp_list_directory, mcp_search_files, mcp_grep, mcp_move,
 		mcp_delete;

@@ -60,6 +60,7 @@ struct cmd_start {
 	json_t		*env;
 	unsigned	 timeout_ms;
 	bool		 background;
+	bool		 stdin_pipe;
 };
 
 static void
@@ -80,6 +81,7 @@ cmd_go(struct mcp_call *call, const char *dir, void *arg)
 	struct execd *app = mcp_call_app(call);
 	struct command_opts o = { .command = p->command, .cwd = dir,
 	    .background = p->background, .timeout_ms = p->timeout_ms,
+	    .stdin_pipe = p->stdin_pipe,
 	    .limits = &app->conf->limits[LIMITS_COMMAND] };
 	char err[512];
 	struct command *c;
@@ -123,6 +125,7 @@ mcp_run_command(struct mcp_call *call, const json_t *args)
 	p->env = json_deep_copy(json_object_get(args, "env"));
 	p->timeout_ms = t > UINT32_MAX ? UINT32_MAX : (unsigned)t;
 	p->background = mcp_arg_bool(args, "background", false);
+	p->stdin_pipe = mcp_arg_bool(args, "stdin", false);
 	mcp_with_cwd(call, mcp_arg_str(args, "cwd", ""), cmd_go,
 	    cmd_start_free, p);
 }

@@ -1,6 +1,7 @@
 /*
- * tool_ctx.c -- the tools that look at or stop what runs: command_output
- * (a background command's output file from a byte offset), interrupt,
+ * tool_ctx.c -- the tools that look at, feed or stop what runs:
+ * command_output (a background command's output file from a byte
+ * offset), command_input (its stdin, job.h's), interrupt,
  * and the code contexts: list_contexts, create_context (answered once
  * the kernel is ready), delete_context.  Loop thread.
  */
@@ -58,6 +59,60 @@ mcp_command_output(struct mcp_call *call, const json_t *args)
 	    (json_int_t)(off + n), "running", c->running, "exit_code",
 	    c->running ? json_null() : json_integer(c->exit_code)));
 	free(buf);
+}
+
+/* command_input: text to a command's stdin, then maybe end of file. */
+void
+mcp_command_input(struct mcp_call *call, const json_t *args)
+{
+	const char *id = mcp_arg_str(args, "id", "");
+	const json_t *t = json_object_get(args, "text");
+	bool close_it = mcp_arg_bool(args, "close", false);
+	struct command *c = command_find(id);
+	size_t n = json_string_length(t);
+	int rc = 0;
+	char *s;
+
+	if (c == NULL) {
+		mcp_call_fail(call, "command %s not found", id);
+		return;
+	}
+	if (!c->running || c->job == NULL) {
+		mcp_call_fail(call, "command %s is not running", id);
+		return;
+	}
+	if (n > 0)
+		rc = job_stdin_write(c->job, json_string_value(t), n);
+	if (rc == 0 && close_it)
+		rc = job_stdin_close(c->job);
+	switch (rc) {
+	case 0:
+		s = xasprintf("wrote %zu bytes to the stdin of %s%s", n, id,
+		    close_it ? ", then closed it" : "");
+		mcp_call_text(call, s, json_pack("{s:I, s:b}", "written",
+		    (json_int_t)n, "closed", close_it));
+		free(s);
+		break;
+	case -ENOTTY:
+		mcp_call_fail(call, "command %s has no stdin to write to: "
+		    "start it with run_command's stdin: true", id);
+		break;
+	case -EPIPE:
+		mcp_call_fail(call, "the stdin of command %s is closed", id);
+		break;
+	case -EFBIG:
+		mcp_call_fail(call, "at most %d bytes may be written to stdin "
+		    "at once", JOB_STDIN_MAX);
+		break;
+	case -ENOBUFS:
+		mcp_call_fail(call, "command %s has not read %zu bytes of its "
+		    "stdin yet; try again later", id,
+		    job_stdin_queued(c->job));
+		break;
+	default:
+		mcp_call_fail(call, "cannot write to the stdin of %s: %s", id,
+		    strerror(-rc));
+	}
 }
 
 /* interrupt: a context's running code, or a background command. */

@@ -59,6 +59,9 @@ static const struct arg a_run_command[] = {
 	    "milliseconds (0: no limit)." },
 	{ "background", A_BOOL, false, "Start it and return its id at once; "
 	    "read its output with command_output." },
+	{ "stdin", A_BOOL, false, "Give the command a stdin that "
+	    "command_input writes to, usually with background (without it "
+	    "the command reads end of file)." },
 	END
 };
 static const struct arg a_command_output[] = {
@@ -66,6 +69,15 @@ static const struct arg a_command_output[] = {
 	    "command." },
 	{ "offset", A_INT, false, "Byte offset to read from (the "
 	    "next_offset of the previous read; 0: the start)." },
+	END
+};
+static const struct arg a_command_input[] = {
+	{ "id", A_STR, true, "The id of a background command started with "
+	    "stdin: true." },
+	{ "text", A_STR, true, "Text to write to its stdin (include the "
+	    "newline a line-reading program waits for)." },
+	{ "close", A_BOOL, false, "Close its stdin after the text (end of "
+	    "file for the command)." },
 	END
 };
 static const struct arg a_id[] = {
@@ -179,6 +191,10 @@ static const struct tool tools[] = {
 	    "what a background command has written so far, from a byte "
 	    "offset, and whether it still runs.", a_command_output,
 	    mcp_command_output, O_OUTPUT, true },
+	{ "command_input", "Write to a background command's stdin", "Write "
+	    "text to the stdin of a background command started with stdin: "
+	    "true, and optionally close it.", a_command_input,
+	    mcp_command_input, NULL, false },
 	{ "interrupt", "Interrupt", "Interrupt the code running in a "
 	    "context, or stop a background command.", a_id, mcp_interrupt,
 	    NULL, false },
@@ -270,12 +286,16 @@ mcp_tools_list(void)
 	return json_pack("{s:o}", "tools", list);
 }
 
-/* File contents may hold any character; names, paths, code may not. */
+/*
+ * File contents and stdin text may hold any character; names, paths,
+ * code may not.
+ */
 static bool
 bytes_arg(const char *name)
 {
 	return strcmp(name, "content") == 0 ||
-	    strcmp(name, "old_string") == 0 || strcmp(name, "new_string") == 0;
+	    strcmp(name, "old_string") == 0 || strcmp(name, "new_string") == 0 ||
+	    strcmp(name, "text") == 0;
 }
 
 /* 0, or -EINVAL with why in err. */
