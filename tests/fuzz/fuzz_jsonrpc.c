@@ -11,7 +11,14 @@
  *   exactly one of result and error;
  * - the result and error responses made for any id parse back as
  *   responses to the same id.
+ * The same bytes, up to a NUL, are also a Last-Event-ID header and a log
+ * level's name: an event id accepted is "S-N" in canonical decimal (it
+ * prints back to the same bytes) with S not 0; a level accepted names
+ * itself back.
  */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -39,6 +46,32 @@ round_trip(const json_t *id, json_t *v)
 	json_decref(v);
 }
 
+/* The header and level parsers on the input as a C string. */
+static void
+headers(const uint8_t *data, size_t n)
+{
+	char *s = malloc(n + 1), back[64];
+	unsigned stream;
+	uint64_t no;
+	int level;
+
+	CHECK(s != NULL);
+	memcpy(s, data, n);
+	s[n] = '\0';
+	if (mcp_event_id_parse(s, &stream, &no) == 0) {
+		CHECK(stream != 0);
+		snprintf(back, sizeof(back), "%u-%" PRIu64, stream, no);
+		CHECK(strcmp(back, s) == 0);
+	}
+	level = mcp_log_level(s, strlen(s));
+	CHECK(level >= -1 && level < MCP_LOG_NLEVELS);
+	if (level >= 0)
+		CHECK(strcmp(mcp_log_level_name(level), s) == 0);
+	else
+		CHECK(mcp_log_level_name(level) == NULL);
+	free(s);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 {
@@ -46,6 +79,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	char err[256] = "";
 	int rc;
 
+	headers(data, n);
 	rc = jsonrpc_parse((const char *)data, n, &m, err, sizeof(err));
 	if (rc < 0) {
 		CHECK(rc == JSONRPC_PARSE_ERROR ||

@@ -4,6 +4,7 @@ tool call inside a refused message never runs (the command it carries
 would make a file, and none appears).  Also the session's life
 (initialize, the header, DELETE), the versions agreed, the token forms,
 the Origin check and what is answered 202."""
+import http.client
 import json
 import socket
 import os
@@ -446,3 +447,156 @@ def test_mcp_command_input_feeds_a_background_command():
                                        "arguments": {"id": cid,
                                                      "close": "yes"}}}, sid)
         rpc_error(r, -32602, 2)
+
+
+def stream_call(d, sid, args, token="t", id_=1, name="run_command"):
+    """A streamed tools/call: its connection and response, unread."""
+    conn = http.client.HTTPConnection(d.host, d.port, timeout=30)
+    h = {"Content-Type": "application/json", "Accept": ACCEPT,
+         "Mcp-Session-Id": sid}
+    h.update(BEARER)
+    conn.request("POST", "/mcp", json.dumps(
+        {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+         "params": {"name": name, "arguments": args,
+                    "_meta": {"progressToken": token}}}), h)
+    r = conn.getresponse()
+    assert r.status == 200, r.read()
+    assert r.getheader("Content-Type").startswith("text/event-stream")
+    return conn, r
+
+
+def sse_events(r):
+    """Each event of an event stream as (id, message), until its end."""
+    ev_id, data = None, []
+    while True:
+        line = r.readline()
+        if not line:
+            return
+        line = line.decode().rstrip("\n")
+        if line == "":
+            if data:
+                yield ev_id, json.loads("\n".join(data))
+            ev_id, data = None, []
+        elif line.startswith("id: "):
+            ev_id = line[4:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+
+
+def test_mcp_log_messages_follow_the_level_set():
+    """logging/setLevel takes the eight levels of the specification and
+    refuses others; a streamed call carries notifications/message at or
+    above the level: the command's start at info (the default), the
+    output cut at warning.  Event ids are S-1, S-2, ... on one stream."""
+    with Execd("--access-token", TOKEN) as d:
+        sid, res = initialize(d)
+        assert res["capabilities"]["logging"] == {}, res
+        for bad in ({"level": "loud"}, {"level": 3}, {}):
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 2,
+                                "method": "logging/setLevel",
+                                "params": bad}, sid)
+            rpc_error(r, -32602, 2)
+
+        def logs(args):
+            conn, r = stream_call(d, sid, args)
+            evs = list(sse_events(r))
+            conn.close()
+            ids = [e[0] for e in evs]
+            stream = ids[0].split("-")[0]
+            assert ids == ["%s-%d" % (stream, i + 1)
+                           for i in range(len(ids))], ids
+            assert "result" in evs[-1][1], evs[-1]
+            return [m["params"] for _, m in evs
+                    if m.get("method") == "notifications/message"]
+
+        got = logs({"command": "echo hi"})
+        assert len(got) == 1 and got[0]["level"] == "info", got
+        assert got[0]["logger"] == "execd" and "started" in got[0]["data"]
+        big = {"command": "head -c 300000 /dev/zero | tr '\\0' a"}
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 3,
+                            "method": "logging/setLevel",
+                            "params": {"level": "warning"}}, sid)
+        assert st == 200 and r["result"] == {}, r
+        assert logs({"command": "echo hi"}) == []
+        got = logs(big)
+        assert [g["level"] for g in got] == ["warning"], got
+        assert "cut" in got[0]["data"], got
+        post(d, {"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel",
+                 "params": {"level": "error"}}, sid)
+        assert logs(big) == []
+
+
+def test_mcp_resumes_a_dropped_stream_with_last_event_id():
+    """A client that loses a streamed call's stream comes back with GET
+    and Last-Event-ID: it gets the events it missed, then the rest and
+    the response, once; again after the end while the call is held.
+    GET without Last-Event-ID is 405; an id that is not execd's or names
+    no held stream is 400; an ended session is 404."""
+    with Execd("--access-token", TOKEN) as d:
+        sid, _ = initialize(d)
+        lines = "".join("line%d\n" % i for i in range(1, 7))
+        conn, r = stream_call(d, sid, {"command": "for i in 1 2 3 4 5 6; "
+                                       "do echo line$i; sleep 0.3; done"})
+        first, last = [], None
+        for ev_id, m in sse_events(r):
+            assert m.get("method") in ("notifications/progress",
+                                       "notifications/message"), m
+            last = ev_id
+            if m["method"] == "notifications/progress":
+                first.append(m["params"]["message"])
+                if len(first) == 2:
+                    break
+        conn.close()
+        assert "".join(first) == "line1\nline2\n", first
+
+        def resume(event_id, session=sid):
+            c = http.client.HTTPConnection(d.host, d.port, timeout=30)
+            h = dict(BEARER, Accept="text/event-stream")
+            if session:
+                h["Mcp-Session-Id"] = session
+            if event_id is not None:
+                h["Last-Event-ID"] = event_id
+            c.request("GET", "/mcp", headers=h)
+            return c, c.getresponse()
+
+        c, r = resume(last)
+        assert r.status == 200, r.read()
+        evs = list(sse_events(r))
+        c.close()
+        stream, n = last.split("-")
+        assert evs[0][0] == "%s-%d" % (stream, int(n) + 1), evs[0]
+        rest = [m["params"]["message"] for _, m in evs
+                if m.get("method") == "notifications/progress"]
+        assert "".join(first + rest) == lines, (first, rest)
+        res = evs[-1][1]
+        assert res["id"] == 1 and \
+            res["result"]["structuredContent"]["stdout"] == lines, res
+        # Held after its end: the whole stream again from its start.
+        c, r = resume(stream + "-0")
+        assert r.status == 200
+        evs = list(sse_events(r))
+        c.close()
+        assert evs[-1][1]["result"]["structuredContent"]["stdout"] == lines
+        assert "".join(m["params"]["message"] for _, m in evs
+                       if m.get("method") == "notifications/progress") \
+            == lines
+        # The request id is free again once answered.
+        conn, r = stream_call(d, sid, {"command": "true"})
+        assert "result" in list(sse_events(r))[-1][1]
+        conn.close()
+
+        for event_id, status in ((None, 405), ("bogus", 400),
+                                 ("01-1", 400), ("999999-1", 400)):
+            c, r = resume(event_id)
+            assert r.status == status, (event_id, r.status, r.read())
+            c.close()
+        c, r = resume(last, None)
+        assert r.status == 400
+        c.close()
+        st, _, _ = d.request("DELETE", "/mcp",
+                             headers=dict(BEARER, **{"Mcp-Session-Id": sid}))
+        assert st == 200
+        c, r = resume(last)
+        assert r.status == 404
+        c.close()
+        assert d.stop() == 0, d.read_log()[-3000:]

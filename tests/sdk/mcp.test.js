@@ -3,9 +3,11 @@
 // StreamableHTTPClientTransport with the token as a Bearer header.
 // initialize and tools/list, every tool called, progress notifications
 // during a long run_command, a run_command and a run_code cancelled
-// through an AbortSignal (notifications/cancelled), and a PNG that a
-// Python cell displays coming back as image content.  Every wait is
-// bounded by the test timeout.
+// through an AbortSignal (notifications/cancelled), a PNG that a Python
+// cell displays coming back as image content, log messages at the level
+// set, and a long run_command whose stream the client loses mid-way and
+// resumes with Last-Event-ID, missing nothing.  Every wait is bounded by
+// the test timeout.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -15,6 +17,8 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from
   "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema } from
+  "@modelcontextprotocol/sdk/types.js";
 
 import { useExecd } from "./lib/execd.js";
 
@@ -42,6 +46,59 @@ function text(r) {
 
 async function call(client, name, args, opts) {
   return client.callTool({ name, arguments: args }, undefined, opts);
+}
+
+/**
+ * A fetch that lets the first event stream a POST is answered with go
+ * after its second notifications/progress, as a dropped connection
+ * would; it notes each request's method and Last-Event-ID in log.
+ */
+function droppingFetch(log) {
+  let armed = true;
+  return async (url, init) => {
+    const res = await fetch(url, init);
+    log.push([init?.method ?? "GET",
+      new Headers(init?.headers).get("last-event-id")]);
+    const type = res.headers.get("content-type") ?? "";
+    if (!armed || init?.method !== "POST" ||
+        !type.startsWith("text/event-stream")) {
+      return res;
+    }
+    armed = false;
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    const enc = new TextEncoder();
+    let pending = "";
+    let progress = 0;
+    let drop = false;
+    const body = new ReadableStream({
+      async pull(ctrl) {
+        if (drop) {
+          // after the events queued so far have been read
+          await reader.cancel();
+          ctrl.error(new Error("connection dropped by the test"));
+          return;
+        }
+        for (;;) {
+          const i = pending.indexOf("\n\n");
+          if (i >= 0) {
+            const ev = pending.slice(0, i + 2);
+            pending = pending.slice(i + 2);
+            ctrl.enqueue(enc.encode(ev));
+            drop = ev.includes("notifications/progress") && ++progress === 2;
+            return;
+          }
+          const { value, done } = await reader.read();
+          if (done) {
+            ctrl.close();
+            return;
+          }
+          pending += dec.decode(value, { stream: true });
+        }
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
 }
 
 /** Poll fn until it returns a truthy value, at most ms. */
@@ -200,6 +257,41 @@ describe("@modelcontextprotocol/sdk against execd", () => {
       assert.match(seen.map((p) => p.message).join(""), /line1/);
       for (let i = 1; i < seen.length; i++) {
         assert.ok(seen[i].progress > seen[i - 1].progress);
+      }
+    });
+
+  it("resumes a dropped stream with Last-Event-ID, missing nothing",
+    async () => {
+      const log = [];
+      const c2 = new Client({ name: "execd-resume", version: "1.0.0" });
+      const logs = [];
+      c2.setNotificationHandler(LoggingMessageNotificationSchema,
+        (n) => { logs.push(n.params); });
+      await c2.connect(new StreamableHTTPClientTransport(
+        new URL(execd.daemon.url + "/mcp"), {
+          requestInit: { headers: { Authorization: "Bearer " + TOKEN } },
+          fetch: droppingFetch(log),
+          reconnectionOptions: { initialReconnectionDelay: 100,
+            maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5,
+            maxRetries: 3 } }));
+      try {
+        await c2.setLoggingLevel("info");
+        const seen = [];
+        const lines = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `line${i}\n`)
+          .join("");
+        const r = await call(c2, "run_command", { command:
+          "for i in 1 2 3 4 5 6 7 8; do echo line$i; sleep 0.3; done" },
+        { onprogress: (p) => seen.push(p) });
+        assert.equal(r.structuredContent.exit_code, 0);
+        assert.equal(r.structuredContent.stdout, lines);
+        // Two before the drop, the rest replayed or live after it.
+        assert.equal(seen.map((p) => p.message).join(""), lines);
+        assert.ok(log.some(([m, id]) => m === "GET" && /^\d+-\d+$/.test(id)),
+          JSON.stringify(log));
+        assert.ok(logs.some((l) => l.level === "info" &&
+          /command [0-9a-f]{32} started/.test(l.data)), JSON.stringify(logs));
+      } finally {
+        await c2.close();
       }
     });
 

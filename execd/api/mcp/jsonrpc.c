@@ -136,3 +136,56 @@ jsonrpc_notification(const char *method, json_t *params)
 		json_object_set_new(v, "params", params);
 	return v;
 }
+
+/* The levels of notifications/message, least severe first (RFC 5424's). */
+static const char *const levels[MCP_LOG_NLEVELS] = { "debug", "info",
+    "notice", "warning", "error", "critical", "alert", "emergency" };
+
+int
+mcp_log_level(const char *name, size_t n)
+{
+	for (int i = 0; i < MCP_LOG_NLEVELS; i++)
+		if (strlen(levels[i]) == n && memcmp(levels[i], name, n) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+mcp_log_level_name(int level)
+{
+	return level >= 0 && level < MCP_LOG_NLEVELS ? levels[level] : NULL;
+}
+
+/* A decimal number without sign or leading zero, up to max; or -1. */
+static int
+decimal(const char **pp, uint64_t max, uint64_t *out)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+
+	if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' &&
+	    p[1] <= '9'))
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (max - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*pp = p;
+	*out = v;
+	return 0;
+}
+
+/* "S-N"; see mcp.h. */
+int
+mcp_event_id_parse(const char *s, unsigned *stream, uint64_t *n)
+{
+	uint64_t a, b;
+
+	if (decimal(&s, UINT32_MAX, &a) < 0 || *s++ != '-' ||
+	    decimal(&s, UINT64_MAX, &b) < 0 || *s != '\0' || a == 0)
+		return -1;
+	*stream = (unsigned)a;
+	*n = b;
+	return 0;
+}

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -35,6 +36,10 @@
 #define MCP_TEXT_CAP		(256 << 10)
 /* Sessions kept at once; past it the longest idle without calls goes. */
 #define MCP_SESSIONS_MAX	256
+/* Notifications a streamed call holds for a resume (its response too). */
+#define MCP_REPLAY_BYTES	(256 << 10)
+/* Answered streamed calls kept for a resume once their stream is gone. */
+#define MCP_REPLAY_CALLS	32
 
 extern const struct http_route	mcp_routes[];
 extern const size_t		mcp_route_count;
@@ -81,13 +86,36 @@ json_t	*jsonrpc_error(const json_t *id, int code, const char *msg);
 /* A notification of method with params (taken; NULL: none). */
 json_t	*jsonrpc_notification(const char *method, json_t *params);
 
+/*
+ * Log levels of logging/setLevel and notifications/message, least severe
+ * first: their index from a name of n bytes (-1: none), and back.
+ */
+#define MCP_LOG_NLEVELS	8
+#define MCP_LOG_DEBUG	0
+#define MCP_LOG_INFO	1
+#define MCP_LOG_NOTICE	2
+#define MCP_LOG_WARNING	3
+#define MCP_LOG_ERROR	4
+int		 mcp_log_level(const char *name, size_t n);
+const char	*mcp_log_level_name(int level);
+/*
+ * An event id of a streamed call, "S-N": the stream's number in its
+ * session (1 or more) and the event's in the stream, decimal without
+ * sign or leading zero.  0 with both set, or -1.
+ */
+int		 mcp_event_id_parse(const char *s, unsigned *stream,
+		    uint64_t *n);
+
 /* transport.c: sessions. */
 struct mcp_session;
 struct mcp_call;
-/* The call of session s whose request id equals id, or NULL. */
+/* The unanswered call of session s whose request id is id, or NULL. */
 struct mcp_call	*mcp_session_call(struct mcp_session *, const json_t *id);
 void		 mcp_session_attach(struct mcp_session *, struct mcp_call *);
+/* Unlink c from s (the call's own business: mcp_call_orphan is not run). */
 void		 mcp_session_detach(struct mcp_session *, struct mcp_call *);
+/* The least severe level logging/setLevel asked for (MCP_LOG_INFO). */
+int		 mcp_session_log_level(const struct mcp_session *);
 
 /*
  * call.c: one tools/call in flight.  A tool answers it exactly once with
@@ -110,6 +138,21 @@ void	 mcp_call_later(struct mcp_call *, bool stream);
 /* notifications/progress with msg, when the call streams with a token. */
 void	 mcp_call_progress(struct mcp_call *, const char *msg, size_t n);
 /*
+ * notifications/message at level (MCP_LOG_*), logger "execd", when the
+ * call streams and its session's level is at most level.
+ */
+void	 mcp_call_log(struct mcp_call *, int level, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/*
+ * GET with Last-Event-ID S-N: answer req with a new stream for the call
+ * whose stream is S, the events it holds after N first (the one it
+ * replaces, if still open, ends).  Its stream number (0: not streamed)
+ * and whether it is answered.
+ */
+void	 mcp_call_resume(struct mcp_call *, struct http_req *, uint64_t n);
+unsigned mcp_call_stream_no(const struct mcp_call *);
+bool	 mcp_call_answered(const struct mcp_call *);
+/*
  * cancel(arg) interrupts what the call runs (notifications/cancelled);
  * gone(arg) lets go of the tool's state when the client left before the
  * answer (the call is then freed, and the tool must not answer it).
@@ -118,7 +161,11 @@ void	 mcp_call_on_cancel(struct mcp_call *, mcp_cancel_fn *cancel,
 	    mcp_cancel_fn *gone, void *arg);
 /* notifications/cancelled for this call: its cancel function runs. */
 void	 mcp_call_cancel(struct mcp_call *);
-/* The session ended: the call keeps running, answering nowhere. */
+/*
+ * The session ended (c is unlinked): the call keeps running, answering
+ * nowhere but its own request; a streamed one whose stream is gone goes
+ * (its tool's gone function runs).
+ */
 void	 mcp_call_orphan(struct mcp_call *);
 /* The response: result is a CallToolResult (taken). */
 void	 mcp_call_result(struct mcp_call *, json_t *result);

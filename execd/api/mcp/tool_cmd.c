@@ -111,6 +111,8 @@ cmd_go(struct mcp_call *call, const char *dir, void *arg)
 		return;
 	}
 	mcp_call_later(call, true);
+	mcp_call_log(call, MCP_LOG_INFO, "command %s started (command_input "
+	    "writes to its stdin if it has one, interrupt stops it)", c->id);
 	exec_kick(x);
 }
 

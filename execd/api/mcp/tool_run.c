@@ -160,11 +160,16 @@ exec_drain(struct loop *l, uint64_t id, void *arg)
 void
 exec_text(struct exec *x, const char *type, const char *p, size_t n)
 {
-	if (strcmp(type, "stdout") == 0)
-		mcp_text_add(&x->out, p, n);
-	else
-		mcp_text_add(&x->err, p, n);
+	struct mcp_text *t = strcmp(type, "stdout") == 0 ? &x->out : &x->err;
+	bool was_cut = t->cut > 0;
+
+	mcp_text_add(t, p, n);
 	mcp_call_progress(x->call, p, n);
+	if (!was_cut && t->cut > 0)
+		mcp_call_log(x->call, MCP_LOG_WARNING, "%s passed %d KiB: the "
+		    "result keeps its first %d KiB and says how much was cut; "
+		    "progress still carries all of it", type,
+		    MCP_TEXT_CAP >> 10, MCP_TEXT_CAP >> 10);
 }
 
 /* A result or display: PNG as image content, text as text. */
@@ -227,6 +232,11 @@ exec_error(struct exec *x, const json_t *e)
 	x->failed = true;
 	mcp_text_add(&x->res, s, strlen(s));
 	free(s);
+	if (en != NULL && strcmp(en, "KernelError") == 0)
+		mcp_call_log(x->call, MCP_LOG_ERROR, "the kernel of context %s "
+		    "stopped during the run: %s", x->ctx != NULL ?
+		    context_id(x->ctx) : "?",
+		    ev != NULL ? ev : "");
 	json_array_foreach(tb, i, line)
 		if (json_is_string(line))
 			plain_line(&x->res, json_string_value(line),
@@ -294,8 +304,11 @@ mcp_run_code(struct mcp_call *call, const json_t *args)
 	mcp_call_later(call, true);
 	if (context_ready(c))
 		code_start(x);
-	else
+	else {
+		mcp_call_log(call, MCP_LOG_INFO, "waiting for the kernel of "
+		    "context %s to start", context_id(c));
 		context_wait(c, code_ready, x);
+	}
 }
 
 static void
@@ -318,6 +331,8 @@ static void
 code_start(struct exec *x)
 {
 	x->run = run_new(x->ctx, &x->o, exec_kick, x);
+	mcp_call_log(x->call, MCP_LOG_DEBUG, "running in context %s",
+	    context_id(x->ctx));
 	exec_kick(x);
 }
 
@@ -338,8 +353,10 @@ code_pull(struct exec *x)
 		else if (strcmp(ev.type, "error") == 0 && ev.error != NULL)
 			exec_error(x, ev.error);
 	}
-	if (rc == RUN_OVERFLOW)
+	if (rc == RUN_OVERFLOW) {
 		exec_text(x, "stderr", OVERFLOW, strlen(OVERFLOW));
+		mcp_call_log(x->call, MCP_LOG_WARNING, "%s", OVERFLOW);
+	}
 	return rc != RUN_WAIT;
 }
 

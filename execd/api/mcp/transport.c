@@ -10,9 +10,11 @@
  * Notifications and responses from the client are answered 202 with no
  * body.  A request is answered with JSON, or, for a tool call that
  * streams (a progress token, and a client that accepts
- * text/event-stream), with an event stream (call.c).  GET is not a route:
- * execd offers no stream of its own, and http.c answers 405.  DELETE ends
- * a session.
+ * text/event-stream), with an event stream (call.c) whose events are
+ * numbered.  GET with Last-Event-ID resumes such a stream (call.c holds
+ * what it sent); GET without it is 405, execd offering no stream of its
+ * own.  DELETE ends a session.  logging/setLevel sets the least severe
+ * level of the notifications/message sent on a session's streams.
  *
  * The Origin header, when sent, must be a loopback origin (localhost,
  * 127.0.0.0/8, [::1]) or the one --allow-origin names (any with "*"): a
@@ -36,6 +38,7 @@ struct mcp_session {
 	char			 id[ID_UUID_LEN + 1];
 	char			 proto[16];
 	uint64_t		 used;		/* loop ms of the last message */
+	int			 log_level;	/* MCP_LOG_*: sent from it up */
 	struct mcp_call		*calls;		/* in flight */
 	struct mcp_session	*next;
 };
@@ -47,6 +50,10 @@ static const char *const	 protos[] = { MCP_PROTO_LATEST,
 				    MCP_PROTO_OLDER };
 
 static void	 route_post(struct http_req *);
+static void	 route_get(struct http_req *);
+static bool	 busy(const struct mcp_session *);
+static void	 set_level(struct http_req *, struct mcp_session *,
+		    struct jsonrpc_msg *);
 static void	 route_delete(struct http_req *);
 static bool	 origin_ok(struct http_req *, const char *);
 static bool	 proto_ok(const char *);
@@ -63,6 +70,9 @@ static void	 notification(struct mcp_session *, struct jsonrpc_msg *);
 const struct http_route mcp_routes[] = {
 	{ "POST", "/mcp", HTTP_R_RAW, route_post,
 	    "MCP: one JSON-RPC message (Streamable HTTP)", NULL, M },
+	{ "GET", "/mcp", 0, route_get,
+	    "MCP: resume a call's event stream after Last-Event-ID", NULL,
+	    M },
 	{ "DELETE", "/mcp", 0, route_delete,
 	    "MCP: end a session", NULL, M },
 	{ "*", "/mcp/{any}", HTTP_R_PREFIX, NULL, NULL, NULL, M },
@@ -130,7 +140,7 @@ session_new(const char *proto)
 
 	if (nsessions >= MCP_SESSIONS_MAX) {
 		for (s = sessions; s != NULL; s = s->next)
-			if (s->calls == NULL && (old == NULL ||
+			if (!busy(s) && (old == NULL ||
 			    s->used < old->used))
 				old = s;
 		if (old == NULL)
@@ -140,6 +150,7 @@ session_new(const char *proto)
 	s = xcalloc(1, sizeof(*s));
 	id_uuid(s->id);
 	snprintf(s->proto, sizeof(s->proto), "%s", proto);
+	s->log_level = MCP_LOG_INFO;
 	s->used = loop_now_ms();
 	s->next = sessions;
 	sessions = s;
@@ -152,9 +163,12 @@ static void
 session_free(struct mcp_session *s)
 {
 	struct mcp_session **pp;
+	struct mcp_call *c;
 
-	while (s->calls != NULL)
-		mcp_session_detach(s, s->calls);
+	while ((c = s->calls) != NULL) {
+		mcp_session_detach(s, c);
+		mcp_call_orphan(c);
+	}
 	for (pp = &sessions; *pp != s; pp = &(*pp)->next)
 		;
 	*pp = s->next;
@@ -167,9 +181,26 @@ mcp_session_call(struct mcp_session *s, const json_t *id)
 {
 	for (struct mcp_call **c = &s->calls; *c != NULL;
 	    c = mcp_call_nextp(*c))
-		if (json_equal(mcp_call_id(*c), id))
+		if (!mcp_call_answered(*c) && json_equal(mcp_call_id(*c), id))
 			return *c;
 	return NULL;
+}
+
+/* Whether a call of s is in flight (not only kept for a resume). */
+static bool
+busy(const struct mcp_session *s)
+{
+	for (struct mcp_call *const *c = &s->calls; *c != NULL;
+	    c = mcp_call_nextp(*c))
+		if (!mcp_call_answered(*c))
+			return true;
+	return false;
+}
+
+int
+mcp_session_log_level(const struct mcp_session *s)
+{
+	return s->log_level;
 }
 
 void
@@ -190,7 +221,6 @@ mcp_session_detach(struct mcp_session *s, struct mcp_call *c)
 			break;
 		}
 	*mcp_call_nextp(c) = NULL;
-	mcp_call_orphan(c);
 }
 
 /*
@@ -262,10 +292,10 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 		    "sessions with calls in flight");
 		return;
 	}
-	r = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:{s:s, s:s, s:s}, "
-	    "s:s}", "protocolVersion", s->proto,
+	r = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, "
+	    "s:s}, s:s}", "protocolVersion", s->proto,
 	    "capabilities", "tools", "listChanged", 0,
-	    "resources", "subscribe", 0, "listChanged", 0,
+	    "resources", "subscribe", 0, "listChanged", 0, "logging",
 	    "serverInfo", "name", "execd", "title", "execd sandbox",
 	    "version", "1",
 	    "instructions", "Tools run code, shell commands and file "
@@ -273,6 +303,25 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 	    "with ~. Code contexts keep their state between run_code calls "
 	    "that name the same context id.");
 	reply_msg(req, 200, jsonrpc_result(m->id, r), s->id);
+}
+
+/* logging/setLevel: params.level, one of the eight; answered {}. */
+static void
+set_level(struct http_req *req, struct mcp_session *s, struct jsonrpc_msg *m)
+{
+	const json_t *v = json_object_get(m->params, "level");
+	int level = json_is_string(v) ? mcp_log_level(json_string_value(v),
+	    json_string_length(v)) : -1;
+
+	if (level < 0) {
+		reply_msg(req, 200, jsonrpc_error(m->id,
+		    JSONRPC_INVALID_PARAMS, "logging/setLevel needs "
+		    "params.level, one of debug, info, notice, warning, error, "
+		    "critical, alert, emergency"), NULL);
+		return;
+	}
+	s->log_level = level;
+	reply_msg(req, 200, jsonrpc_result(m->id, json_object()), NULL);
 }
 
 /* A notification from the client; nothing is answered but 202. */
@@ -332,6 +381,8 @@ route_post(struct http_req *req)
 	} else if (strcmp(m.method, "ping") == 0) {
 		reply_msg(req, 200, jsonrpc_result(m.id, json_object()),
 		    NULL);
+	} else if (strcmp(m.method, "logging/setLevel") == 0) {
+		set_level(req, s, &m);
 	} else if (strcmp(m.method, "tools/list") == 0) {
 		reply_msg(req, 200, jsonrpc_result(m.id, mcp_tools_list()),
 		    NULL);
@@ -363,6 +414,52 @@ route_post(struct http_req *req)
 		    err), NULL);
 	}
 	jsonrpc_msg_clear(&m);
+}
+
+/*
+ * GET /mcp: with Last-Event-ID "S-N", the stream S of the session named
+ * again, from after its event N, if the call is still held; without it
+ * 405 (execd sends nothing outside a request's answer).
+ */
+static void
+route_get(struct http_req *req)
+{
+	const char *origin = http_req_header(req, "Origin");
+	const char *last = http_req_header(req, "Last-Event-ID");
+	struct mcp_session *s;
+	struct mcp_call *c;
+	unsigned no;
+	uint64_t n;
+
+	if (origin != NULL && !origin_ok(req, origin)) {
+		http_reply_error(req, 403, HTTP_E_FORBIDDEN, "origin '%s' is "
+		    "not allowed: only loopback origins and --allow-origin's "
+		    "may call /mcp", origin);
+		return;
+	}
+	if (last == NULL) {
+		http_reply_error(req, 405, HTTP_E_METHOD, "execd offers no "
+		    "server stream on GET /mcp; GET only resumes a call's "
+		    "stream with Last-Event-ID");
+		return;
+	}
+	if ((s = session_of(req)) == NULL)
+		return;
+	if (mcp_event_id_parse(last, &no, &n) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "Last-Event-ID "
+		    "'%.64s' is not an event id of execd's (S-N)", last);
+		return;
+	}
+	for (c = s->calls; c != NULL; c = *mcp_call_nextp(c))
+		if (mcp_call_stream_no(c) == no)
+			break;
+	if (c == NULL) {
+		/* not 404, which would say the session is gone */
+		http_reply_error(req, 400, HTTP_E_BODY, "stream %u is not "
+		    "held any more (or never was) in this session", no);
+		return;
+	}
+	mcp_call_resume(c, req, n);
 }
 
 /* DELETE /mcp: end the session named. */
