@@ -312,6 +312,12 @@ def test_mcp_calls_left_or_in_flight_at_shutdown():
         kept = [open_call(d, sid, {"command": "sleep 60"}, "t2", 3),
                 open_call(d, sid, {"command": "sleep 60"}, None, 4)]
         assert kept[0].recv(12) == b"HTTP/1.1 200"
+        # A streamed call whose client left, held for a resume while it
+        # runs on, and one held answered.
+        for cmd, id_ in (("sleep 60", 6), ("echo done", 7)):
+            s = open_call(d, sid, {"command": cmd}, "t4", id_)
+            assert s.recv(12) == b"HTTP/1.1 200"
+            s.close()
         sid2, _ = initialize(d)
         kept.append(open_call(d, sid2, {"command": "sleep 60"}, "t3", 5))
         assert kept[2].recv(12) == b"HTTP/1.1 200"

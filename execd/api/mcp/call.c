@@ -1,16 +1,13 @@
 /*
  * call.c -- one tools/call in flight: how it is answered (JSON at once,
  * deferred JSON, or an event stream of progress and log notifications
- * and then the response), its cancellation, its resumption, and its end.
+ * and then the response, stream.c's), its cancellation, and its end.
  *
- * A streamed call numbers its events ("id: S-N": S the stream's number,
- * unique in execd, N the event's from 1) and holds them for a client
- * that lost the stream and comes back with GET and Last-Event-ID
- * (mcp_call_resume): the last MCP_REPLAY_BYTES of notifications and the
- * response, whatever its size.  A streamed call whose stream is gone
- * stays while its session does, running on unheard and holding what it
- * sends; once answered it is kept for a resume too, but only the
- * MCP_REPLAY_CALLS most recent such calls in all (older ones are freed).
+ * A streamed call whose event stream is gone stays while its session
+ * does, running on unheard, its events held for a client that resumes
+ * the stream (mcp_call_resume); once answered it is kept for a resume
+ * too, but only the MCP_REPLAY_CALLS most recent such calls in all
+ * (older ones are freed).
  *
  * A call that is not streamed is freed once it is answered and nothing
  * of HTTP refers to it any more.  A client that goes away first (MCP: a
@@ -19,38 +16,20 @@
  * what the tool holds, and what runs goes on unheard, as for a client of
  * POST /code that left.  Loop thread.
  */
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../../sse/sse_fmt.h"
 #include "../../core/xmalloc.h"
-#include "../../transport/evstream.h"
 #include "mcp.h"
 
 #define PROGRESS_TEXT	(16 << 10)	/* text one progress carries */
 
-/* An event of a streamed call, framed, held for a resume. */
-struct held {
-	struct held	*next;
-	uint64_t	 no;
-	bool		 last;		/* the response */
-	size_t		 len;
-	char		 p[];
-};
-
-/* Between a stream and its call: NULL once a resumed one replaced it. */
-struct link {
-	struct mcp_call	*c;
-};
-
 struct mcp_call {
 	struct http_req		*req;		/* until answered or gone */
-	struct evstream		*es;		/* an event stream, until gone */
-	struct link		*link;		/* es's */
+	struct mcp_stream	*st;		/* streamed: its events */
 	struct mcp_session	*s;		/* NULL: orphaned */
 	json_t			*id;
 	json_t			*token;		/* progressToken, or NULL */
@@ -60,10 +39,6 @@ struct mcp_call {
 	bool			 working;	/* http_req_work owns req */
 	bool			 kept;		/* on the list of done ones */
 	long long		 progress;
-	unsigned		 stream_no;	/* streamed: S of its ids */
-	uint64_t		 evno;		/* events numbered */
-	struct held		*held, **held_tail;
-	size_t			 held_bytes;	/* but the response's */
 	mcp_cancel_fn		*cancel;	/* interrupt what runs */
 	mcp_cancel_fn		*gone;		/* the client left */
 	void			*cancel_arg;
@@ -82,16 +57,12 @@ struct work {
 /* Answered streamed calls whose stream is gone, oldest first. */
 static struct mcp_call	*kept_head;
 static unsigned		 nkept;
-static unsigned		 last_stream;
 
 static void	 call_free(struct mcp_call *);
 static void	 lost(struct mcp_call *);
 static void	 keep(struct mcp_call *);
 static void	 unkeep(struct mcp_call *);
 static void	 rest(struct mcp_call *);
-static void	 emit(struct mcp_call *, json_t *, bool);
-static void	 hold(struct mcp_call *, const char *, size_t, bool);
-static struct evstream *stream_open(struct mcp_call *, struct http_req *);
 static void	 on_defer_cancel(struct http_req *, void *);
 static void	 on_stream_gone(void *);
 static void	 work_fn(void *);
@@ -135,7 +106,7 @@ mcp_call_app(const struct mcp_call *c)
 unsigned
 mcp_call_stream_no(const struct mcp_call *c)
 {
-	return c->stream_no;
+	return c->st != NULL ? mcp_stream_no(c->st) : 0;
 }
 
 bool
@@ -147,17 +118,10 @@ mcp_call_answered(const struct mcp_call *c)
 static void
 call_free(struct mcp_call *c)
 {
-	struct held *h;
-
 	unkeep(c);
 	if (c->s != NULL)
 		mcp_session_detach(c->s, c);
-	if (c->link != NULL)
-		c->link->c = NULL;
-	while ((h = c->held) != NULL) {
-		c->held = h->next;
-		free(h);
-	}
+	mcp_stream_free(c->st);
 	json_decref(c->id);
 	json_decref(c->token);
 	free(c);
@@ -229,40 +193,7 @@ on_defer_cancel(struct http_req *req, void *arg)
 static void
 on_stream_gone(void *arg)
 {
-	struct link *l = arg;
-	struct mcp_call *c = l->c;
-
-	free(l);
-	if (c == NULL)
-		return;		/* a resumed stream took its place */
-	c->es = NULL;
-	c->link = NULL;
-	rest(c);
-}
-
-/* req answered with an event stream for c, or NULL (req got 500). */
-static struct evstream *
-stream_open(struct mcp_call *c, struct http_req *req)
-{
-	struct link *l = xcalloc(1, sizeof(*l));
-	struct evstream_opts o = { .framing = &sse_framing_standard,
-	    .shape = EVSTREAM_TYPED, .gone = on_stream_gone, .arg = l };
-	struct evstream *es;
-
-	l->c = c;
-	if ((es = evstream_open(req, &o)) == NULL) {
-		free(l);
-		return NULL;
-	}
-	if (c->es != NULL) {
-		/* the one it replaces, not seen gone yet, ends now */
-		c->link->c = NULL;
-		if (!evstream_ended(c->es))
-			evstream_end(c->es, NULL, 0);
-	}
-	c->es = es;
-	c->link = l;
-	return es;
+	rest(arg);
 }
 
 void
@@ -272,11 +203,9 @@ mcp_call_later(struct mcp_call *c, bool stream)
 
 	if (stream && c->sse_ok && c->token != NULL) {
 		c->req = NULL;
-		if (++last_stream == 0)
-			last_stream = 1;
-		c->stream_no = last_stream;
-		/* NULL: req was answered 500; a resume may still hear it */
-		(void)stream_open(c, req);
+		c->st = mcp_stream_new(on_stream_gone, c);
+		/* if req got 500 instead, a resume may still hear the call */
+		mcp_stream_attach(c->st, req, 0);
 		return;
 	}
 	http_req_defer(req, on_defer_cancel, c);
@@ -286,20 +215,9 @@ mcp_call_later(struct mcp_call *c, bool stream)
 void
 mcp_call_resume(struct mcp_call *c, struct http_req *req, uint64_t after)
 {
-	struct evstream *es;
-	struct held *h;
-
-	if ((es = stream_open(c, req)) == NULL)
-		return;
-	unkeep(c);	/* heard again */
-	for (h = c->held; h != NULL && !evstream_ended(es); h = h->next) {
-		if (h->no <= after)
-			continue;
-		if (h->last)
-			evstream_end(es, h->p, h->len);
-		else if (evstream_room(es) >= h->len)
-			(void)evstream_push(es, h->p, h->len);
-	}
+	mcp_stream_attach(c->st, req, after);
+	if (mcp_stream_heard(c->st))
+		unkeep(c);
 }
 
 void
@@ -324,64 +242,8 @@ void
 mcp_call_orphan(struct mcp_call *c)
 {
 	c->s = NULL;
-	if (c->stream_no != 0 && c->es == NULL)
+	if (c->st != NULL && !mcp_stream_heard(c->st))
 		rest(c);
-}
-
-/* Hold a framed event; past the bound, the oldest notifications go. */
-static void
-hold(struct mcp_call *c, const char *p, size_t n, bool last)
-{
-	struct held *h = xmalloc(sizeof(*h) + n);
-
-	h->next = NULL;
-	h->no = c->evno;
-	h->last = last;
-	h->len = n;
-	memcpy(h->p, p, n);
-	if (c->held == NULL)
-		c->held_tail = &c->held;
-	*c->held_tail = h;
-	c->held_tail = &h->next;
-	if (!last)
-		c->held_bytes += n;
-	while (c->held_bytes > MCP_REPLAY_BYTES && !c->held->last) {
-		h = c->held;
-		c->held = h->next;
-		c->held_bytes -= h->len;
-		free(h);
-	}
-	if (c->held == NULL)
-		c->held_tail = &c->held;
-}
-
-/*
- * Send msg (taken) on a streamed call's stream, numbered and held: a
- * notification only if the stream has room for it (lossy by nature: a
- * client behind loses notifications, never the end), the response last
- * whatever its size.
- */
-static void
-emit(struct mcp_call *c, json_t *msg, bool last)
-{
-	struct buf b;
-
-	buf_init(&b);
-	buf_addf(&b, "id: %u-%" PRIu64 "\ndata: ", c->stream_no, ++c->evno);
-	if (sse_fmt_json(&b, msg) < 0) {
-		buf_reset(&b);	/* a response unframed ends it all the same */
-	} else
-		buf_adds(&b, "\n\n");
-	json_decref(msg);
-	if (b.len > 0)
-		hold(c, b.p, b.len, last);
-	if (c->es != NULL && !evstream_ended(c->es)) {
-		if (last)
-			evstream_end(c->es, b.p, b.len);
-		else if (evstream_room(c->es) >= b.len)
-			(void)evstream_push(c->es, b.p, b.len);
-	}
-	buf_reset(&b);
 }
 
 /* One notifications/progress, when the call streams with a token. */
@@ -390,14 +252,15 @@ mcp_call_progress(struct mcp_call *c, const char *msg, size_t n)
 {
 	json_t *p;
 
-	if (c->stream_no == 0 || c->token == NULL || c->answered)
+	if (c->st == NULL || c->token == NULL || c->answered)
 		return;
 	if (n > PROGRESS_TEXT)
 		n = PROGRESS_TEXT;
 	p = json_pack("{s:O, s:I, s:o}", "progressToken", c->token,
 	    "progress", ++c->progress, "message",
 	    json_stringn_nocheck(msg, n));
-	emit(c, jsonrpc_notification("notifications/progress", p), false);
+	mcp_stream_emit(c->st, jsonrpc_notification("notifications/progress",
+	    p), false);
 }
 
 /* notifications/message at level, if the session asks for that level. */
@@ -407,7 +270,7 @@ mcp_call_log(struct mcp_call *c, int level, const char *fmt, ...)
 	va_list ap;
 	char *s;
 
-	if (c->stream_no == 0 || c->answered || c->s == NULL ||
+	if (c->st == NULL || c->answered || c->s == NULL ||
 	    level < mcp_session_log_level(c->s))
 		return;
 	va_start(ap, fmt);
@@ -416,7 +279,7 @@ mcp_call_log(struct mcp_call *c, int level, const char *fmt, ...)
 	va_end(ap);
 	if (s == NULL)
 		return;
-	emit(c, jsonrpc_notification("notifications/message",
+	mcp_stream_emit(c->st, jsonrpc_notification("notifications/message",
 	    json_pack("{s:s, s:s, s:o}", "level", mcp_log_level_name(level),
 	    "logger", "execd", "data", json_string_nocheck(s))), false);
 	free(s);
@@ -427,9 +290,9 @@ static void
 answer(struct mcp_call *c, json_t *msg)
 {
 	c->answered = true;
-	if (c->stream_no != 0) {
-		emit(c, msg, true);
-		if (c->es == NULL)
+	if (c->st != NULL) {
+		mcp_stream_emit(c->st, msg, true);
+		if (!mcp_stream_heard(c->st))
 			rest(c);
 		return;		/* else kept or freed when it is gone */
 	}
@@ -523,8 +386,8 @@ work_reply(struct http_req *req, void *arg)
 bool
 mcp_call_waited(const struct mcp_call *c)
 {
-	return c->req != NULL || c->es != NULL ||
-	    (c->stream_no != 0 && c->s != NULL);
+	return c->req != NULL || (c->st != NULL &&
+	    (mcp_stream_heard(c->st) || c->s != NULL));
 }
 
 /* Set when the call is cancelled or its client left; see mcp.h. */

@@ -4,15 +4,16 @@
  * execd's domain (code runs, commands, contexts, file operations).
  *
  * Files: jsonrpc.c parses and words JSON-RPC messages (pure, fuzzed);
- * transport.c answers POST and DELETE /mcp and keeps the sessions;
- * call.c is one tools/call in flight (its answer as JSON or as an event
- * stream, its progress, its cancellation); tools.c lists the tools,
- * checks arguments against their schemas and dispatches; args.c is what
- * the tools share; tool_run.c (run_code, and exec.h, a run being read),
- * tool_cmd.c (run_command), tool_ctx.c (command_output, command_input,
- * interrupt, the contexts), tool_file.c and tool_fs.c (the file tools,
- * fsjob.h) are the tools themselves; resource.c serves files as resources.  Every route
- * speaks dialect_mcp.
+ * transport.c answers POST, GET and DELETE /mcp; session.c keeps the
+ * sessions; call.c is one tools/call in flight (its answer as JSON or as
+ * an event stream, its progress and log messages, its cancellation) and
+ * stream.c a streamed call's events, numbered and held for a resume;
+ * tools.c lists the tools, checks arguments against their schemas and
+ * dispatches; args.c is what the tools share; tool_run.c (run_code, and
+ * exec.h, a run being read), tool_cmd.c (run_command), tool_ctx.c
+ * (command_output, command_input, interrupt, the contexts), tool_file.c
+ * and tool_fs.c (the file tools, fsjob.h) are the tools themselves;
+ * resource.c serves files as resources.  Every route speaks dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
  */
@@ -106,9 +107,25 @@ const char	*mcp_log_level_name(int level);
 int		 mcp_event_id_parse(const char *s, unsigned *stream,
 		    uint64_t *n);
 
-/* transport.c: sessions. */
+/* session.c: sessions. */
 struct mcp_session;
 struct mcp_call;
+/* Whether execd serves protocol version v. */
+bool		 mcp_proto_ok(const char *v);
+/*
+ * A new session speaking want if served, else MCP_PROTO_LATEST; NULL
+ * when MCP_SESSIONS_MAX are open and each has a call in flight.
+ */
+struct mcp_session *mcp_session_new(const char *want);
+/* End a session: its calls go on, answering only their own requests. */
+void		 mcp_session_end(struct mcp_session *);
+/*
+ * The session a request names (Mcp-Session-Id), its MCP-Protocol-Version
+ * header checked; NULL after answering 400 or 404.
+ */
+struct mcp_session *mcp_session_of(struct http_req *);
+const char	*mcp_session_id(const struct mcp_session *);
+const char	*mcp_session_proto(const struct mcp_session *);
 /* The unanswered call of session s whose request id is id, or NULL. */
 struct mcp_call	*mcp_session_call(struct mcp_session *, const json_t *id);
 void		 mcp_session_attach(struct mcp_session *, struct mcp_call *);
@@ -116,6 +133,9 @@ void		 mcp_session_attach(struct mcp_session *, struct mcp_call *);
 void		 mcp_session_detach(struct mcp_session *, struct mcp_call *);
 /* The least severe level logging/setLevel asked for (MCP_LOG_INFO). */
 int		 mcp_session_log_level(const struct mcp_session *);
+void		 mcp_session_set_log_level(struct mcp_session *, int);
+/* The call whose stream is number no (mcp_call_stream_no), or NULL. */
+struct mcp_call	*mcp_session_stream(struct mcp_session *, unsigned no);
 
 /*
  * call.c: one tools/call in flight.  A tool answers it exactly once with
@@ -194,6 +214,28 @@ const json_t	 *mcp_call_id(const struct mcp_call *);
 struct mcp_call **mcp_call_nextp(struct mcp_call *);
 /* The request's app (struct execd). */
 void	*mcp_call_app(const struct mcp_call *);
+
+/*
+ * stream.c: a streamed call's events, numbered "S-N" and held for a
+ * resume (the last MCP_REPLAY_BYTES of notifications, and the response).
+ * gone(arg) runs when the event stream hearing it is gone (not when a
+ * resumed one replaces it).
+ */
+struct mcp_stream;
+struct mcp_stream *mcp_stream_new(mcp_cancel_fn *gone, void *arg);
+void		 mcp_stream_free(struct mcp_stream *);	/* NULL ok */
+unsigned	 mcp_stream_no(const struct mcp_stream *);
+/* Whether an event stream hears it. */
+bool		 mcp_stream_heard(const struct mcp_stream *);
+/*
+ * Answer req with an event stream that hears it from now on (one that
+ * heard it before ends), after the held events numbered above after.
+ * If none can be made, req got 500 and nothing changed.
+ */
+void		 mcp_stream_attach(struct mcp_stream *, struct http_req *,
+		    uint64_t after);
+/* msg (taken) as the next event; last: the response, and the end. */
+void		 mcp_stream_emit(struct mcp_stream *, json_t *msg, bool last);
 
 /* tools.c */
 /* The tools/list result. */

@@ -1,6 +1,6 @@
 /*
- * transport.c -- MCP's Streamable HTTP transport on /mcp, and its
- * sessions.
+ * transport.c -- MCP's Streamable HTTP transport on /mcp (its sessions
+ * are session.c's).
  *
  * POST carries one JSON-RPC message.  initialize makes a session (its id
  * in the Mcp-Session-Id header of the answer) after agreeing a protocol
@@ -26,40 +26,18 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../../util/id.h"
 #include "../../../sse/sse_fmt.h"
 #include "../../core/log.h"
-#include "../../core/loop.h"
-#include "../../core/xmalloc.h"
 #include "../execd.h"
 #include "mcp.h"
 
-struct mcp_session {
-	char			 id[ID_UUID_LEN + 1];
-	char			 proto[16];
-	uint64_t		 used;		/* loop ms of the last message */
-	int			 log_level;	/* MCP_LOG_*: sent from it up */
-	struct mcp_call		*calls;		/* in flight */
-	struct mcp_session	*next;
-};
-
-static struct mcp_session	*sessions;
-static unsigned			 nsessions;
-
-static const char *const	 protos[] = { MCP_PROTO_LATEST,
-				    MCP_PROTO_OLDER };
 
 static void	 route_post(struct http_req *);
 static void	 route_get(struct http_req *);
-static bool	 busy(const struct mcp_session *);
 static void	 set_level(struct http_req *, struct mcp_session *,
 		    struct jsonrpc_msg *);
 static void	 route_delete(struct http_req *);
 static bool	 origin_ok(struct http_req *, const char *);
-static bool	 proto_ok(const char *);
-static struct mcp_session *session_new(const char *);
-static void	 session_free(struct mcp_session *);
-static struct mcp_session *session_of(struct http_req *);
 static void	 reply_msg(struct http_req *, unsigned, json_t *,
 		    const char *);
 static void	 initialize(struct http_req *, struct jsonrpc_msg *);
@@ -80,12 +58,6 @@ const struct http_route mcp_routes[] = {
 
 const size_t mcp_route_count = sizeof(mcp_routes) / sizeof(mcp_routes[0]);
 
-void
-mcp_shutdown(void)
-{
-	while (sessions != NULL)
-		session_free(sessions);
-}
 
 /*
  * Whether an Origin value may call: a loopback origin (scheme://host
@@ -120,141 +92,6 @@ origin_ok(struct http_req *req, const char *o)
 	return true;
 }
 
-static bool
-proto_ok(const char *v)
-{
-	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
-		if (strcmp(v, protos[i]) == 0)
-			return true;
-	return false;
-}
-
-/*
- * A new session, or NULL when MCP_SESSIONS_MAX are open and each has a
- * call in flight; past the cap the longest idle one without calls goes.
- */
-static struct mcp_session *
-session_new(const char *proto)
-{
-	struct mcp_session *s, *old = NULL;
-
-	if (nsessions >= MCP_SESSIONS_MAX) {
-		for (s = sessions; s != NULL; s = s->next)
-			if (!busy(s) && (old == NULL ||
-			    s->used < old->used))
-				old = s;
-		if (old == NULL)
-			return NULL;
-		session_free(old);
-	}
-	s = xcalloc(1, sizeof(*s));
-	id_uuid(s->id);
-	snprintf(s->proto, sizeof(s->proto), "%s", proto);
-	s->log_level = MCP_LOG_INFO;
-	s->used = loop_now_ms();
-	s->next = sessions;
-	sessions = s;
-	nsessions++;
-	return s;
-}
-
-/* End a session: its calls go on, answering only their own requests. */
-static void
-session_free(struct mcp_session *s)
-{
-	struct mcp_session **pp;
-	struct mcp_call *c;
-
-	while ((c = s->calls) != NULL) {
-		mcp_session_detach(s, c);
-		mcp_call_orphan(c);
-	}
-	for (pp = &sessions; *pp != s; pp = &(*pp)->next)
-		;
-	*pp = s->next;
-	nsessions--;
-	free(s);
-}
-
-struct mcp_call *
-mcp_session_call(struct mcp_session *s, const json_t *id)
-{
-	for (struct mcp_call **c = &s->calls; *c != NULL;
-	    c = mcp_call_nextp(*c))
-		if (!mcp_call_answered(*c) && json_equal(mcp_call_id(*c), id))
-			return *c;
-	return NULL;
-}
-
-/* Whether a call of s is in flight (not only kept for a resume). */
-static bool
-busy(const struct mcp_session *s)
-{
-	for (struct mcp_call *const *c = &s->calls; *c != NULL;
-	    c = mcp_call_nextp(*c))
-		if (!mcp_call_answered(*c))
-			return true;
-	return false;
-}
-
-int
-mcp_session_log_level(const struct mcp_session *s)
-{
-	return s->log_level;
-}
-
-void
-mcp_session_attach(struct mcp_session *s, struct mcp_call *c)
-{
-	*mcp_call_nextp(c) = s->calls;
-	s->calls = c;
-}
-
-void
-mcp_session_detach(struct mcp_session *s, struct mcp_call *c)
-{
-	struct mcp_call **pp;
-
-	for (pp = &s->calls; *pp != NULL; pp = mcp_call_nextp(*pp))
-		if (*pp == c) {
-			*pp = *mcp_call_nextp(c);
-			break;
-		}
-	*mcp_call_nextp(c) = NULL;
-}
-
-/*
- * The session a request names (Mcp-Session-Id), its protocol header
- * checked; NULL after answering 400 or 404.
- */
-static struct mcp_session *
-session_of(struct http_req *req)
-{
-	const char *id = http_req_header(req, "Mcp-Session-Id");
-	const char *v = http_req_header(req, "MCP-Protocol-Version");
-	struct mcp_session *s;
-
-	if (v != NULL && !proto_ok(v)) {
-		http_reply_error(req, 400, HTTP_E_BODY, "unsupported "
-		    "MCP-Protocol-Version '%s': execd serves %s and %s", v,
-		    MCP_PROTO_LATEST, MCP_PROTO_OLDER);
-		return NULL;
-	}
-	if (id == NULL || id[0] == '\0') {
-		http_reply_error(req, 400, HTTP_E_BODY, "missing "
-		    "Mcp-Session-Id header: send initialize first");
-		return NULL;
-	}
-	for (s = sessions; s != NULL; s = s->next)
-		if (strcmp(s->id, id) == 0) {
-			s->used = loop_now_ms();
-			return s;
-		}
-	http_reply_error(req, 404, HTTP_E_NOT_FOUND, "session %s not found "
-	    "or ended: initialize a new one", id);
-	return NULL;
-}
-
 /* status with msg as JSON, and the session id header when sid is set. */
 static void
 reply_msg(struct http_req *req, unsigned status, json_t *msg,
@@ -286,14 +123,13 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 		    "protocolVersion, a string"), NULL);
 		return;
 	}
-	if ((s = session_new(proto_ok(want) ? want : MCP_PROTO_LATEST)) ==
-	    NULL) {
+	if ((s = mcp_session_new(want)) == NULL) {
 		http_reply_error(req, 503, HTTP_E_BUSY, "too many MCP "
 		    "sessions with calls in flight");
 		return;
 	}
 	r = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, "
-	    "s:s}, s:s}", "protocolVersion", s->proto,
+	    "s:s}, s:s}", "protocolVersion", mcp_session_proto(s),
 	    "capabilities", "tools", "listChanged", 0,
 	    "resources", "subscribe", 0, "listChanged", 0, "logging",
 	    "serverInfo", "name", "execd", "title", "execd sandbox",
@@ -302,7 +138,7 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 	    "operations inside this sandbox. Paths are absolute or start "
 	    "with ~. Code contexts keep their state between run_code calls "
 	    "that name the same context id.");
-	reply_msg(req, 200, jsonrpc_result(m->id, r), s->id);
+	reply_msg(req, 200, jsonrpc_result(m->id, r), mcp_session_id(s));
 }
 
 /* logging/setLevel: params.level, one of the eight; answered {}. */
@@ -320,7 +156,7 @@ set_level(struct http_req *req, struct mcp_session *s, struct jsonrpc_msg *m)
 		    "critical, alert, emergency"), NULL);
 		return;
 	}
-	s->log_level = level;
+	mcp_session_set_log_level(s, level);
 	reply_msg(req, 200, jsonrpc_result(m->id, json_object()), NULL);
 }
 
@@ -369,7 +205,7 @@ route_post(struct http_req *req)
 		jsonrpc_msg_clear(&m);
 		return;
 	}
-	if ((s = session_of(req)) == NULL) {
+	if ((s = mcp_session_of(req)) == NULL) {
 		jsonrpc_msg_clear(&m);
 		return;
 	}
@@ -443,17 +279,14 @@ route_get(struct http_req *req)
 		    "stream with Last-Event-ID");
 		return;
 	}
-	if ((s = session_of(req)) == NULL)
+	if ((s = mcp_session_of(req)) == NULL)
 		return;
 	if (mcp_event_id_parse(last, &no, &n) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "Last-Event-ID "
 		    "'%.64s' is not an event id of execd's (S-N)", last);
 		return;
 	}
-	for (c = s->calls; c != NULL; c = *mcp_call_nextp(c))
-		if (mcp_call_stream_no(c) == no)
-			break;
-	if (c == NULL) {
+	if ((c = mcp_session_stream(s, no)) == NULL) {
 		/* not 404, which would say the session is gone */
 		http_reply_error(req, 400, HTTP_E_BODY, "stream %u is not "
 		    "held any more (or never was) in this session", no);
@@ -468,8 +301,8 @@ route_delete(struct http_req *req)
 {
 	struct mcp_session *s;
 
-	if ((s = session_of(req)) == NULL)
+	if ((s = mcp_session_of(req)) == NULL)
 		return;
-	session_free(s);
+	mcp_session_end(s);
 	http_reply_empty(req);
 }
