@@ -84,9 +84,9 @@ def test_mcp_session_life_and_versions():
                         sid, {"Authorization": "",
                               "X-EXECD-ACCESS-TOKEN": TOKEN})
         assert st == 200 and r["result"] == {}, r
-        # GET: no server stream is offered.
+        # GET opens a session's server stream: a session is needed.
         st, _, _ = d.request("GET", "/mcp", headers=BEARER)
-        assert st == 405
+        assert st == 400
         # DELETE ends the session; it is then unknown (404).
         st, _, _ = d.request("DELETE", "/mcp",
                              headers=dict(BEARER, **{"Mcp-Session-Id": sid}))
@@ -292,8 +292,9 @@ def open_call(d, sid, args, token=None, id_=1, name="run_command"):
 
 
 def test_mcp_calls_left_or_in_flight_at_shutdown():
-    """Clients that leave mid-call, streamed or not, and calls still
-    running when execd stops: execd lets go of each and exits 0 (under
+    """Clients that leave mid-call, streamed or not, calls still running
+    when execd stops, streamed calls held for a resume, a server stream
+    and a subscription: execd lets go of each and exits 0 (under
     AddressSanitizer, with nothing leaked)."""
     with Execd("--access-token", TOKEN) as d:
         sid, _ = initialize(d)
@@ -325,10 +326,21 @@ def test_mcp_calls_left_or_in_flight_at_shutdown():
                              headers=dict(BEARER,
                                           **{"Mcp-Session-Id": sid2}))
         assert st == 200
+        # A server stream open and a subscription live at the end.
+        srv = http.client.HTTPConnection(d.host, d.port, timeout=30)
+        srv.request("GET", "/mcp", headers=dict(
+            BEARER, **{"Mcp-Session-Id": sid}))
+        assert srv.getresponse().status == 200
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 8,
+                            "method": "resources/subscribe",
+                            "params": {"uri": "file://" + tempfile.mkdtemp(
+                                prefix="execd-mcp-") + "/x"}}, sid)
+        assert st == 200 and r["result"] == {}, r
         st, _, r = post(d, {"jsonrpc": "2.0", "id": 9, "method": "ping"},
                         sid)
         assert st == 200, r
         assert d.stop() == 0, d.read_log()[-3000:]
+        srv.close()
         for s in kept:
             s.close()
 
@@ -536,7 +548,7 @@ def test_mcp_resumes_a_dropped_stream_with_last_event_id():
     """A client that loses a streamed call's stream comes back with GET
     and Last-Event-ID: it gets the events it missed, then the rest and
     the response, once; again after the end while the call is held.
-    GET without Last-Event-ID is 405; an id that is not execd's or names
+    An id that is not execd's or names
     no held stream is 400; an ended session is 404."""
     with Execd("--access-token", TOKEN) as d:
         sid, _ = initialize(d)
@@ -591,7 +603,7 @@ def test_mcp_resumes_a_dropped_stream_with_last_event_id():
         assert "result" in list(sse_events(r))[-1][1]
         conn.close()
 
-        for event_id, status in ((None, 405), ("bogus", 400),
+        for event_id, status in (("bogus", 400),
                                  ("01-1", 400), ("999999-1", 400)):
             c, r = resume(event_id)
             assert r.status == status, (event_id, r.status, r.read())
@@ -604,5 +616,81 @@ def test_mcp_resumes_a_dropped_stream_with_last_event_id():
         assert st == 200
         c, r = resume(last)
         assert r.status == 404
+        c.close()
+        assert d.stop() == 0, d.read_log()[-3000:]
+
+
+def test_mcp_resource_subscription_on_the_server_stream():
+    """resources/subscribe follows a file: a write, an atomic replace and
+    a deletion each send notifications/resources/updated with its URI on
+    the session's server stream (GET /mcp); a new GET ends the one
+    before, and so does the session's end.  A missing directory is
+    -32002, a URI that is not file:// -32602."""
+    tmp = tempfile.mkdtemp(prefix="execd-mcp-")
+    path = os.path.join(tmp, "watched.txt")
+    with open(path, "w") as f:
+        f.write("one\n")
+    uri = "file://" + path
+    with Execd("--access-token", TOKEN) as d:
+        sid, res = initialize(d)
+        assert res["capabilities"]["resources"]["subscribe"] is True
+
+        def server_stream():
+            c = http.client.HTTPConnection(d.host, d.port, timeout=30)
+            c.request("GET", "/mcp", headers=dict(
+                BEARER, Accept="text/event-stream",
+                **{"Mcp-Session-Id": sid}))
+            r = c.getresponse()
+            assert r.status == 200, r.read()
+            assert r.getheader("Content-Type").startswith(
+                "text/event-stream")
+            return c, r
+
+        def rpc(method, params, id_=5):
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": id_,
+                                "method": method, "params": params}, sid)
+            assert st == 200, r
+            return r
+
+        old_c, old = server_stream()
+        c, r = server_stream()
+        # The first stream ended when the second opened.
+        assert list(sse_events(old)) == []
+        old_c.close()
+        assert rpc("resources/subscribe", {"uri": uri})["result"] == {}
+        # Again: still one subscription.
+        assert rpc("resources/subscribe", {"uri": uri})["result"] == {}
+        events = sse_events(r)
+
+        def updated():
+            _, m = next(events)
+            assert m == {"jsonrpc": "2.0",
+                         "method": "notifications/resources/updated",
+                         "params": {"uri": uri}}, m
+
+        with open(os.path.join(tmp, "other"), "w") as f:
+            f.write("not this one")
+        with open(path, "a") as f:
+            f.write("two\n")
+        updated()
+        st, _, w = post(d, {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                            "params": {"name": "write_file", "arguments": {
+                                "path": path, "content": "three\n"}}}, sid)
+        assert "isError" not in w["result"], w
+        updated()
+        os.unlink(path)
+        updated()
+        assert rpc("resources/unsubscribe", {"uri": uri})["result"] == {}
+
+        r2 = rpc("resources/subscribe",
+                 {"uri": "file:///nonexistent/execd-mcp/x"})
+        rpc_error(r2, -32002, 5)
+        r2 = rpc("resources/subscribe", {"uri": "http://x/y"})
+        rpc_error(r2, -32602, 5)
+        rpc("resources/subscribe", {"uri": uri})
+        st, _, _ = d.request("DELETE", "/mcp",
+                             headers=dict(BEARER, **{"Mcp-Session-Id": sid}))
+        assert st == 200
+        assert list(events) == []
         c.close()
         assert d.stop() == 0, d.read_log()[-3000:]

@@ -5,8 +5,9 @@
 // during a long run_command, a run_command and a run_code cancelled
 // through an AbortSignal (notifications/cancelled), a PNG that a Python
 // cell displays coming back as image content, log messages at the level
-// set, and a long run_command whose stream the client loses mid-way and
-// resumes with Last-Event-ID, missing nothing.  Every wait is bounded by
+// set, a resource subscription heard on the server stream, and a long
+// run_command whose stream the client loses mid-way and resumes with
+// Last-Event-ID, missing nothing.  Every wait is bounded by
 // the test timeout.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -17,8 +18,8 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from
   "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { LoggingMessageNotificationSchema } from
-  "@modelcontextprotocol/sdk/types.js";
+import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema }
+  from "@modelcontextprotocol/sdk/types.js";
 
 import { useExecd } from "./lib/execd.js";
 
@@ -390,6 +391,24 @@ describe("@modelcontextprotocol/sdk against execd", () => {
     await assert.rejects(
       client.readResource({ uri: "file://" + path.join(dir, "none") }),
       (e) => e.code === -32002);
+
+    // Subscribed: a change comes as notifications/resources/updated on
+    // the server stream the transport opened with GET after initialize.
+    assert.equal(client.getServerCapabilities().resources.subscribe, true);
+    const updated = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema,
+      (n) => { updated.push(n.params.uri); });
+    const uri = "file://" + encodeURI(md);
+    await client.subscribeResource({ uri });
+    let k = 0;
+    await until(async () => {
+      // the server stream may open after the subscription: write again
+      fs.appendFileSync(md, `change ${++k}\n`);
+      await new Promise((res) => setTimeout(res, 100));
+      return updated.length > 0;
+    });
+    assert.ok(updated.every((u) => u === uri), JSON.stringify(updated));
+    await client.unsubscribeResource({ uri });
   });
 
   it("refuses a client without the token", async () => {

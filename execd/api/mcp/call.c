@@ -103,6 +103,12 @@ mcp_call_app(const struct mcp_call *c)
 	return c->app;
 }
 
+struct mcp_session *
+mcp_call_session(const struct mcp_call *c)
+{
+	return c->s;
+}
+
 unsigned
 mcp_call_stream_no(const struct mcp_call *c)
 {

@@ -13,7 +13,9 @@
  * exec.h, a run being read), tool_cmd.c (run_command), tool_ctx.c
  * (command_output, command_input, interrupt, the contexts), tool_file.c
  * and tool_fs.c (the file tools, fsjob.h) are the tools themselves;
- * resource.c serves files as resources.  Every route speaks dialect_mcp.
+ * resource.c serves files as resources, notify.c follows those
+ * subscribed to and keeps the server stream.  Every route speaks
+ * dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
  */
@@ -214,6 +216,8 @@ const json_t	 *mcp_call_id(const struct mcp_call *);
 struct mcp_call **mcp_call_nextp(struct mcp_call *);
 /* The request's app (struct execd). */
 void	*mcp_call_app(const struct mcp_call *);
+/* The call's session, or NULL once it ended. */
+struct mcp_session *mcp_call_session(const struct mcp_call *);
 
 /*
  * stream.c: a streamed call's events, numbered "S-N" and held for a
@@ -278,6 +282,21 @@ void	 mcp_with_cwd(struct mcp_call *, const char *cwd, mcp_cwd_cb *then,
 /* resource.c: files as resources (file:///{path}). */
 json_t	*mcp_resource_templates(void);
 void	 mcp_resources_read(struct mcp_call *, const json_t *params);
+/* The path of a file:// URI, percent-decoded and resolved: 0, -EINVAL. */
+int	 mcp_resource_path(const char *uri, char *out, size_t outlen);
+
+/*
+ * notify.c: a session's server stream (GET /mcp without Last-Event-ID;
+ * a new one ends the one before) and its resource subscriptions, whose
+ * changes go on it as notifications/resources/updated.
+ */
+void	 mcp_notify_open(struct mcp_session *, struct http_req *);
+/* The session ends: its server stream ends, its subscriptions go. */
+void	 mcp_notify_end(struct mcp_session *);
+void	 mcp_resources_subscribe(struct mcp_call *, struct mcp_session *,
+	    const json_t *params);
+void	 mcp_resources_unsubscribe(struct mcp_call *, struct mcp_session *,
+	    const json_t *params);
 
 /* tool_run.c and tool_fs.c: the tools, args already checked. */
 typedef void	mcp_tool_fn(struct mcp_call *, const json_t *args);

@@ -153,6 +153,12 @@ uri_path(const char *uri, char *out, size_t outlen)
 	return rc < 0 ? -EINVAL : 0;
 }
 
+int
+mcp_resource_path(const char *uri, char *out, size_t outlen)
+{
+	return uri_path(uri, out, outlen);
+}
+
 /* resources/read: params.uri, read on a worker. */
 void
 mcp_resources_read(struct mcp_call *call, const json_t *params)

@@ -88,6 +88,7 @@ mcp_session_end(struct mcp_session *s)
 		mcp_session_detach(s, c);
 		mcp_call_orphan(c);
 	}
+	mcp_notify_end(s);
 	for (pp = &sessions; *pp != s; pp = &(*pp)->next)
 		;
 	*pp = s->next;

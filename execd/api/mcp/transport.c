@@ -11,9 +11,10 @@
  * body.  A request is answered with JSON, or, for a tool call that
  * streams (a progress token, and a client that accepts
  * text/event-stream), with an event stream (call.c) whose events are
- * numbered.  GET with Last-Event-ID resumes such a stream (call.c holds
- * what it sent); GET without it is 405, execd offering no stream of its
- * own.  DELETE ends a session.  logging/setLevel sets the least severe
+ * numbered.  GET with Last-Event-ID resumes such a stream (stream.c
+ * holds what it sent); GET without it opens the session's server stream,
+ * where resource subscriptions are heard (notify.c).  DELETE ends a
+ * session.  logging/setLevel sets the least severe
  * level of the notifications/message sent on a session's streams.
  *
  * The Origin header, when sent, must be a loopback origin (localhost,
@@ -49,8 +50,8 @@ const struct http_route mcp_routes[] = {
 	{ "POST", "/mcp", HTTP_R_RAW, route_post,
 	    "MCP: one JSON-RPC message (Streamable HTTP)", NULL, M },
 	{ "GET", "/mcp", 0, route_get,
-	    "MCP: resume a call's event stream after Last-Event-ID", NULL,
-	    M },
+	    "MCP: the server stream, or a call's resumed after "
+	    "Last-Event-ID", NULL, M },
 	{ "DELETE", "/mcp", 0, route_delete,
 	    "MCP: end a session", NULL, M },
 	{ "*", "/mcp/{any}", HTTP_R_PREFIX, NULL, NULL, NULL, M },
@@ -131,7 +132,7 @@ initialize(struct http_req *req, struct jsonrpc_msg *m)
 	r = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{}}, s:{s:s, s:s, "
 	    "s:s}, s:s}", "protocolVersion", mcp_session_proto(s),
 	    "capabilities", "tools", "listChanged", 0,
-	    "resources", "subscribe", 0, "listChanged", 0, "logging",
+	    "resources", "subscribe", 1, "listChanged", 0, "logging",
 	    "serverInfo", "name", "execd", "title", "execd sandbox",
 	    "version", "1",
 	    "instructions", "Tools run code, shell commands and file "
@@ -241,6 +242,12 @@ route_post(struct http_req *req)
 	} else if (strcmp(m.method, "resources/templates/list") == 0) {
 		reply_msg(req, 200, jsonrpc_result(m.id,
 		    mcp_resource_templates()), NULL);
+	} else if (strcmp(m.method, "resources/subscribe") == 0) {
+		mcp_resources_subscribe(mcp_call_new(req, s, m.id, NULL, false),
+		    s, m.params);
+	} else if (strcmp(m.method, "resources/unsubscribe") == 0) {
+		mcp_resources_unsubscribe(mcp_call_new(req, s, m.id, NULL,
+		    false), s, m.params);
 	} else if (strcmp(m.method, "resources/read") == 0) {
 		mcp_resources_read(mcp_call_new(req, s, m.id, NULL, false),
 		    m.params);
@@ -255,7 +262,7 @@ route_post(struct http_req *req)
 /*
  * GET /mcp: with Last-Event-ID "S-N", the stream S of the session named
  * again, from after its event N, if the call is still held; without it
- * 405 (execd sends nothing outside a request's answer).
+ * the session's server stream.
  */
 static void
 route_get(struct http_req *req)
@@ -273,14 +280,12 @@ route_get(struct http_req *req)
 		    "may call /mcp", origin);
 		return;
 	}
-	if (last == NULL) {
-		http_reply_error(req, 405, HTTP_E_METHOD, "execd offers no "
-		    "server stream on GET /mcp; GET only resumes a call's "
-		    "stream with Last-Event-ID");
-		return;
-	}
 	if ((s = mcp_session_of(req)) == NULL)
 		return;
+	if (last == NULL) {
+		mcp_notify_open(s, req);
+		return;
+	}
 	if (mcp_event_id_parse(last, &no, &n) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "Last-Event-ID "
 		    "'%.64s' is not an event id of execd's (S-N)", last);
