@@ -232,6 +232,12 @@ idx(const char *type)
 	return -1;
 }
 
+static bool
+going(void)
+{
+	return strstr(S.out, "go\n") != NULL;
+}
+
 /* Output and completion: init first, then text, complete last. */
 static void
 test_bash_output_and_completion(void)
@@ -556,9 +562,15 @@ test_python_result_timeout_interrupt(void)
 	T_OK(strstr(S.evalue, "1500 ms") != NULL);
 	T_EQ_STR(S.type[S.n - 1], "execution_complete");
 
-	/* An interrupt asked of the run. */
-	start(c, "import time; time.sleep(30)", 0, 1 << 20, true);
-	wait_until(never, 800);
+	/*
+	 * An interrupt asked of the run, once the cell runs (it says so):
+	 * ipykernel takes SIGINT as KeyboardInterrupt only then, however
+	 * slow the machine.
+	 */
+	start(c, "import time; print('go', flush=True); time.sleep(30)", 0,
+	    1 << 20, true);
+	T_OK(wait_until(going, 30000));
+	wait_until(never, 100);
 	T_EQ_INT(run_interrupt(R), 0);
 	T_OK(wait_until(over, 20000));
 	T_EQ_STR(S.ename, "KeyboardInterrupt");
