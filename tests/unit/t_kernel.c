@@ -294,12 +294,15 @@ test_python_interrupt_sleep(void)
 		return;
 	T_OK(wait_for(&S.ready, 1, 60000));
 	S.done = 0;
-	T_EQ_INT(kernel_execute(S.k, "import time; time.sleep(100)",
-	    &exec_cb, NULL, id), 0);
-	spin(800);
+	S.out[0] = '\0';
+	T_EQ_INT(kernel_execute(S.k, "import time; print('go', flush=True); "
+	    "time.sleep(100)", &exec_cb, NULL, id), 0);
+	/* ipykernel takes SIGINT as KeyboardInterrupt once the cell runs. */
+	T_OK(wait_text(S.out, "go\n", 30000));
+	spin(100);
 	T_EQ_INT(S.done, 0);
 	T_EQ_INT(kernel_interrupt(S.k), 0);
-	T_OK(wait_for(&S.done, 1, 5000));
+	T_OK(wait_for(&S.done, 1, 30000));
 	T_EQ_STR(S.reply_status, "error");
 	/*
 	 * The name comes in the iopub error, or, when ipykernel tags that
