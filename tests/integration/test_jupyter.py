@@ -469,11 +469,12 @@ def test_slow_client_is_dropped():
         fast = Client(d, k["id"])
         slow = Client(d, k["id"])
         slow.ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        # 40 MiB of output, past a client's 16 MiB bound; slow reads none.
-        # Paced, so that the fast client (Python) keeps up.
-        got = fast.run("import sys, time\nfor i in range(40):\n"
+        # 26 MiB of output, past a client's 16 MiB bound and what the
+        # sockets hold (a few MiB); slow reads none.  Paced at 2 MiB/s, so
+        # that the fast client (Python) keeps up on a loaded machine too.
+        got = fast.run("import sys, time\nfor i in range(26):\n"
                        "    sys.stdout.write('x' * (1 << 20))\n"
-                       "    sys.stdout.flush()\n    time.sleep(0.25)\n"
+                       "    sys.stdout.flush()\n    time.sleep(0.5)\n"
                        "print('end')")
         assert out_text(got).endswith("end\n")
         wait_for(lambda: "reads too slowly" in d.read_log(), BOUND)
