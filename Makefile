@@ -64,7 +64,7 @@ REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
 
 .PHONY: all deps run check test test-one bench fuzz fuzz-run valgrind format \
 	lint clean static
-all: $(B)/execd
+all: $(B)/execd $(B)/execd-repl-kernel
 
 # One static-pie execd that runs in any Linux root filesystem; the two
 # libraries Debian has no usable archive for are built once, from Debian's
@@ -93,6 +93,11 @@ $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
 
 $(B)/execd: $(EXECD_OBJ) $(LIB_A) $(STATIC_STAMP)
 	$(CC) $(LDFLAGS) -o $@ $(EXECD_OBJ) $(LIB_A) $(LDLIBS)
+
+# A Jupyter kernel that drives a REPL (docs/kernels.md); kernelproto only.
+RK_OBJ	= $(patsubst %.c,$(B)/obj/%.o,$(wildcard repl/*.c))
+$(B)/execd-repl-kernel: $(RK_OBJ) $(B)/libkernelproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/t_%: $(B)/obj/tests/unit/t_%.o $(CORE_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
@@ -144,7 +149,7 @@ run:
 
 # One build and one pass of every test, in the tree $(B); the bench's
 # kernel driver is built too, so that it never falls behind the code.
-check: $(B)/execd $(UNIT_BIN) $(REPLAY_BIN) $(B)/bench/kbench
+check: $(B)/execd $(B)/execd-repl-kernel $(UNIT_BIN) $(REPLAY_BIN) $(B)/bench/kbench
 	@sh tests/run.sh $(B)
 
 # What CI runs: the suite plain, under ASan (with LeakSanitizer) and UBSan.
@@ -173,7 +178,7 @@ lint:
 	cppcheck --quiet --enable=warning,portability --error-exitcode=1 \
 	    --inline-suppr -D_GNU_SOURCE $(PKG_CFLAGS) \
 	    --include=tests/cppcheck.h \
-	    execd sse fs kernelproto util
+	    execd sse fs kernelproto util repl
 	/usr/bin/python3 -m pyflakes tests bench
 
 clean:

@@ -1,0 +1,37 @@
+/*
+ * rk_proc.h -- the REPL process behind execd-repl-kernel: started with
+ * pipes for its three streams, in a process group of its own (so a
+ * signal can interrupt all of it and nothing of it outlives the kernel),
+ * with SIGKILL as its parent-death signal.  Main thread only.
+ */
+#ifndef RK_PROC_H
+#define RK_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "rk_scan.h"
+
+struct rk_proc {
+	pid_t	 pid;		/* leader of its group */
+	int	 in, out, err;	/* its pipes; -1 once closed */
+	char	*wbuf;		/* bytes waiting for its stdin */
+	size_t	 wlen;
+};
+
+/* Start argv (PATH searched).  0, or -errno with a message in err. */
+int	rk_proc_start(struct rk_proc *, char *const *argv, char *err,
+	    size_t errlen);
+/* Queue bytes for its stdin; rk_proc_write sends what it takes. */
+void	rk_proc_queue(struct rk_proc *, const char *s, size_t n);
+void	rk_proc_write(struct rk_proc *);
+/* Read what waits on *fd into sc: 0, or -1 at EOF (*fd closed, -1). */
+int	rk_proc_read(int *fd, struct rk_scan *sc);
+/* Send sig to its group. */
+void	rk_proc_kill(struct rk_proc *, int sig);
+/* Kill its group, reap it, and say how it ended into why. */
+void	rk_proc_reap(struct rk_proc *, char *why, size_t whylen);
+/* End it: SIGTERM, a moment, SIGKILL, reap; free the queue. */
+void	rk_proc_stop(struct rk_proc *);
+
+#endif
