@@ -1,0 +1,236 @@
+"""Java contexts through execd-repl-kernel driving jshell.
+
+The kernelspec is repl/kernels/java/kernel.json, installed for each test
+in a directory of its own on JUPYTER_PATH, with its argv[0] pointed at the
+execd-repl-kernel built next to the execd under test.  The scenarios are
+those upstream's Java end-to-end tests check, in our words: output,
+values, runtime and compile errors, state kept between runs, interrupts,
+and a REPL that dies or never becomes ready.  jshell comes from
+openjdk-17-jdk-headless (scripts/deps.sh).  A JVM takes seconds to start:
+each test uses one context for as much as it can.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import lib
+from lib import Execd, interrupted_run, new_context, run_code, texts
+
+RUN_BOUND = 120      # seconds in which a run must end, even under ASan
+
+
+def kernel_bin():
+    return os.path.join(os.path.dirname(os.path.abspath(lib.EXECD)),
+                        "execd-repl-kernel")
+
+
+def install(top, name="java", repl=None):
+    """The tree's java kernelspec under top/kernels/name, with argv[0]
+    the built kernel and, if given, repl over its description."""
+    with open(os.path.join(lib.ROOT, "repl", "kernels", "java",
+                           "kernel.json")) as f:
+        spec = json.load(f)
+    spec["argv"][0] = kernel_bin()
+    if repl:
+        spec["metadata"]["repl"].update(repl)
+    d = os.path.join(top, "kernels", name)
+    os.makedirs(d)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump(spec, f)
+
+
+class Java:
+    """An execd with the java kernelspec installed, and one context."""
+
+    def __enter__(self):
+        assert os.access(kernel_bin(), os.X_OK), kernel_bin()
+        assert shutil.which("jshell"), "no jshell: run scripts/deps.sh"
+        self.top = tempfile.mkdtemp(prefix="execd-java-")
+        install(self.top)
+        self.d = Execd(env={"JUPYTER_PATH": self.top}).start()
+        self.ctx = new_context(self.d, "java")
+        assert self.ctx["language"] == "java", self.ctx
+        return self
+
+    def run(self, code):
+        st, evs = run_code(self.d, code, id=self.ctx["id"],
+                           timeout=RUN_BOUND)
+        assert st == 200, evs
+        return evs
+
+    def __exit__(self, *exc):
+        self.d.__exit__(*exc)
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def of_type(evs, kind):
+    return [e for e in evs if e["type"] == kind]
+
+
+def error_of(evs):
+    errs = of_type(evs, "error")
+    assert errs, ("no error event", evs)
+    return errs[-1]["error"]
+
+
+def jshell_pids(kernel_pid):
+    """The jshell processes whose parent is kernel_pid."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                stat = f.read()
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == kernel_pid and argv and argv[0].endswith(b"jshell"):
+            out.append(int(p))
+    return out
+
+
+def kernel_pid(d, cid):
+    st, conn = d.get_json("/code/contexts/%s/connection" % cid)
+    path = conn["connection_file"].encode()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    if path in f.read():
+                        return int(p)
+            except OSError:
+                pass
+    raise AssertionError("no kernel process")
+
+
+def test_java_output_values_errors_and_state():
+    with Java() as j:
+        evs = j.run('System.out.println("Hello from Java!");')
+        assert texts(evs, "stdout") == "Hello from Java!\n", evs
+        assert not of_type(evs, "error"), evs
+
+        evs = j.run("int result = 2 + 2;\nresult")
+        res = of_type(evs, "result")
+        assert [r["results"] for r in res] == [{"text": "4"}], evs
+        assert texts(evs, "stdout") == "", evs
+
+        evs = j.run('System.err.println("to stderr");')
+        assert texts(evs, "stderr") == "to stderr\n", evs
+
+        evs = j.run("int x = 10 / 0;")
+        err = error_of(evs)
+        assert err["ename"] == "EvalException", err
+        assert "ArithmeticException" in err["evalue"], err
+        assert "/ by zero" in err["evalue"], err
+        assert any("at " in line for line in err["traceback"]), err
+
+        evs = j.run('throw new IllegalStateException("no way");')
+        err = error_of(evs)
+        assert err["ename"] == "EvalException", err
+        assert "IllegalStateException: no way" in err["evalue"], err
+
+        evs = j.run("int y = \"not an int\";")
+        err = error_of(evs)
+        assert err["ename"] == "CompilationException", err
+        assert "incompatible types" in err["evalue"], err
+
+        # Variables, methods and classes persist; a method redefined
+        # replaces the old one.
+        j.run("int twice(int v) { return 2 * v; }\n"
+              "class Box { int v; Box(int v) { this.v = v; } }")
+        evs = j.run("twice(result) + new Box(1).v")
+        assert [r["results"] for r in of_type(evs, "result")] == [
+            {"text": "9"}], evs
+        j.run("int twice(int v) { return 3 * v; }")
+        evs = j.run("twice(result)")
+        assert [r["results"] for r in of_type(evs, "result")] == [
+            {"text": "12"}], evs
+        # Output printed without a newline, then a value, in order.
+        evs = j.run('System.out.print("a"); System.out.print("b");\n'
+                    '"s".length()')
+        assert texts(evs, "stdout") == "ab", evs
+        assert of_type(evs, "result")[0]["results"] == {"text": "1"}, evs
+
+
+def test_java_incomplete_code_is_refused_and_the_context_goes_on():
+    with Java() as j:
+        evs = j.run("for (int i = 0; i < 3; i++) {\n  "
+                    "System.out.println(i);")
+        err = error_of(evs)
+        assert err["ename"] == "CompilationException", err
+        assert "incomplete" in err["evalue"], err
+        evs = j.run('System.out.println("still here");')
+        assert texts(evs, "stdout") == "still here\n", evs
+
+
+def test_java_interrupt_stops_a_loop_and_keeps_state():
+    with Java() as j:
+        j.run("long n = 0;")
+        j.run("1")      # the JVM has compiled a snippet: warm
+        evs = interrupted_run(j.d, j.ctx["id"], "while (true) { n++; }",
+                              after=2.0)
+        err = error_of(evs)
+        assert err["ename"] == "EvaluationInterruptedException", evs
+        evs = j.run("System.out.println(n > 0);")
+        assert texts(evs, "stdout") == "true\n", evs
+
+
+def test_java_repl_killed_mid_run_ends_the_run_and_restarts():
+    with Java() as j:
+        j.run("int kept = 7;")
+        kp = kernel_pid(j.d, j.ctx["id"])
+        pids = jshell_pids(kp)
+        assert len(pids) == 1, pids
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            j.d, "Thread.sleep(100000);", id=j.ctx["id"],
+            timeout=RUN_BOUND)))
+        t.start()
+        time.sleep(2.0)
+        os.kill(pids[0], signal.SIGKILL)
+        t.join(RUN_BOUND)
+        assert not t.is_alive(), "the run did not end"
+        evs = out["r"][1]
+        err = error_of(evs)
+        assert "killed by signal 9" in err["evalue"], err
+        assert "jshell" in err["evalue"], err
+        # A new kernel, and a new REPL, with fresh state.
+        evs = j.run("System.out.println(kept);")
+        assert error_of(evs)["ename"] == "CompilationException", evs
+        evs = j.run("6 * 7")
+        assert of_type(evs, "result")[0]["results"] == {"text": "42"}, evs
+        assert kernel_pid(j.d, j.ctx["id"]) != kp
+
+
+def test_java_repl_that_never_gets_ready_fails_clearly():
+    top = tempfile.mkdtemp(prefix="execd-java-")
+    try:
+        # A REPL that reads nothing and prints nothing.
+        install(top, "stuck", {"argv": ["sleep", "4321"],
+                               "ready_timeout": 2})
+        with Execd(env={"JUPYTER_PATH": top}) as d:
+            c = new_context(d, "stuck")
+            st, evs = run_code(d, "anything", id=c["id"],
+                               timeout=RUN_BOUND)
+            err = error_of(evs)
+            assert "did not print its end marker within 2 s" in \
+                err["evalue"], err
+            # Its REPL went with it.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                r = subprocess.run(["pgrep", "-f", "^sleep 4321$"],
+                                   capture_output=True)
+                if r.returncode != 0:
+                    break
+                time.sleep(0.2)
+            assert r.returncode != 0, "the REPL was left running"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
