@@ -6,7 +6,7 @@
  * RESOURCE_DIR/kernel.json holds, under metadata.repl, how to start the
  * REPL, what marks the end of a run's output, how a value and an error
  * look and how to interrupt (rk_desc.h, docs/kernels.md).  The REPL runs
- * in its own process group with pipes for its three streams; each run
+ * with pipes for its three streams (rk_proc.h); each run
  * writes the code, then the description's end line, and lasts until the
  * REPL has printed the marker.  The kernel answers the protocol on
  * kernelproto's kernel side (kp_kernel, kp_serve) meanwhile, so heartbeats,
@@ -317,6 +317,10 @@ main(int argc, char **argv)
 		die("%s: %s", argv[1], err);
 	free(text);
 
+	/* Lead a group, so that ending the REPL's children (rk_proc_reap)
+	 * can never reach whoever started us. */
+	if (getpgrp() != getpid() && setpgid(0, 0) < 0)
+		die("setpgid: %s", strerror(errno));
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
@@ -371,7 +375,7 @@ main(int argc, char **argv)
 			if ((now.tv_sec - t0.tv_sec) * 1000 +
 			    (now.tv_nsec - t0.tv_nsec) / 1000000 >
 			    r.d->ready_ms) {
-				rk_proc_kill(&r.p, SIGKILL);
+				rk_proc_reap(&r.p, err, sizeof(err));
 				die("the REPL (%s) did not print its end "
 				    "marker within %d s of its start",
 				    r.d->argv[0], r.d->ready_ms / 1000);

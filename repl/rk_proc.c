@@ -3,7 +3,10 @@
  *
  * The kernel is a small program of its own, not execd: this is its one
  * fork, kept as plain as execd's spawn.c is careful (the REPL inherits
- * the sandbox execd put the kernel in).  Its stdin is non-blocking, so a
+ * the sandbox execd put the kernel in).  The REPL stays in the kernel's
+ * process group, so that a manager that kills the kernel's group kills
+ * what the REPL started too (jshell's second JVM outlives a jshell that
+ * is killed alone).  Its stdin is non-blocking, so a
  * REPL that stops reading cannot stall the kernel's answers.
  */
 #include <errno.h>
@@ -43,7 +46,6 @@ rk_proc_start(struct rk_proc *p, char *const *argv, char *err,
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() == 1)
 			_exit(127);
@@ -55,7 +57,6 @@ rk_proc_start(struct rk_proc *p, char *const *argv, char *err,
 		    strerror(errno));
 		_exit(127);
 	}
-	setpgid(p->pid, p->pid);	/* either may run first */
 	close(pi[0]);
 	close(po[1]);
 	close(pe[1]);
@@ -117,10 +118,14 @@ void
 rk_proc_kill(struct rk_proc *p, int sig)
 {
 	if (p->pid > 0)
-		kill(-p->pid, sig);
+		kill(p->pid, sig);
 }
 
-/* Kill what is left of its group, reap the leader, say how it ended. */
+/*
+ * Kill it, reap it, say how it ended, and end what it started: SIGTERM
+ * to the kernel's group, which the kernel blocks (it reads it from its
+ * signalfd, and is about to exit anyway).
+ */
 void
 rk_proc_reap(struct rk_proc *p, char *why, size_t whylen)
 {
@@ -136,6 +141,7 @@ rk_proc_reap(struct rk_proc *p, char *why, size_t whylen)
 		snprintf(why, whylen, "exited with status %d",
 		    WEXITSTATUS(st));
 	p->pid = -1;
+	kill(0, SIGTERM);
 }
 
 /* SIGTERM, 200 ms to go, then SIGKILL; close and free everything. */

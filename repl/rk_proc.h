@@ -1,8 +1,8 @@
 /*
  * rk_proc.h -- the REPL process behind execd-repl-kernel: started with
- * pipes for its three streams, in a process group of its own (so a
- * signal can interrupt all of it and nothing of it outlives the kernel),
- * with SIGKILL as its parent-death signal.  Main thread only.
+ * pipes for its three streams, in the kernel's process group (so that
+ * nothing it starts outlives a kernel killed with its group), with
+ * SIGKILL as its parent-death signal.  Main thread only.
  */
 #ifndef RK_PROC_H
 #define RK_PROC_H
@@ -27,9 +27,9 @@ void	rk_proc_queue(struct rk_proc *, const char *s, size_t n);
 void	rk_proc_write(struct rk_proc *);
 /* Read what waits on *fd into sc: 0, or -1 at EOF (*fd closed, -1). */
 int	rk_proc_read(int *fd, struct rk_scan *sc);
-/* Send sig to its group. */
+/* Send sig to the REPL's process (not its children). */
 void	rk_proc_kill(struct rk_proc *, int sig);
-/* Kill its group, reap it, and say how it ended into why. */
+/* Kill and reap it, say how it ended into why, and SIGTERM the group. */
 void	rk_proc_reap(struct rk_proc *, char *why, size_t whylen);
 /* End it: SIGTERM, a moment, SIGKILL, reap; free the queue. */
 void	rk_proc_stop(struct rk_proc *);
