@@ -5,7 +5,8 @@ in a directory of its own on JUPYTER_PATH, with its argv[0] pointed at the
 execd-repl-kernel built next to the execd under test.  The scenarios are
 those upstream's Java end-to-end tests check, in our words: output,
 values, runtime and compile errors, state kept between runs, interrupts,
-and a REPL that dies or never becomes ready.  jshell comes from
+a REPL that dies or never becomes ready, and a Jupyter client attached to
+a context seeing its state.  jshell comes from
 openjdk-17-jdk-headless (scripts/deps.sh).  A JVM takes seconds to start:
 each test uses one context for as much as it can.
 """
@@ -17,6 +18,8 @@ import subprocess
 import tempfile
 import threading
 import time
+
+from jupyter_client import BlockingKernelClient
 
 import lib
 from lib import Execd, interrupted_run, new_context, run_code, texts
@@ -95,6 +98,15 @@ def jshell_pids(kernel_pid):
         if ppid == kernel_pid and argv and argv[0].endswith(b"jshell"):
             out.append(int(p))
     return out
+
+
+def alive(pid):
+    """Whether pid runs (a zombie does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def kernel_pid(d, cid):
@@ -181,6 +193,23 @@ def test_java_interrupt_stops_a_loop_and_keeps_state():
         assert err["ename"] == "EvaluationInterruptedException", evs
         evs = j.run("System.out.println(n > 0);")
         assert texts(evs, "stdout") == "true\n", evs
+        # A Jupyter client attached to the context sees the same state.
+        st, conn = j.d.get_json("/code/contexts/%s/connection"
+                                % j.ctx["id"])
+        kc = BlockingKernelClient(connection_file=conn["connection_file"])
+        kc.load_connection_file()
+        kc.start_channels()
+        try:
+            got = []
+            reply = kc.execute_interactive(
+                "n > 0", timeout=RUN_BOUND,
+                output_hook=lambda m: got.append(m))
+            assert reply["content"]["status"] == "ok", reply
+            res = [m["content"]["data"]["text/plain"] for m in got
+                   if m["msg_type"] == "execute_result"]
+            assert res == ["true"], got
+        finally:
+            kc.stop_channels()
 
 
 def test_java_repl_killed_mid_run_ends_the_run_and_restarts():
@@ -207,7 +236,16 @@ def test_java_repl_killed_mid_run_ends_the_run_and_restarts():
         assert error_of(evs)["ename"] == "CompilationException", evs
         evs = j.run("6 * 7")
         assert of_type(evs, "result")[0]["results"] == {"text": "42"}, evs
-        assert kernel_pid(j.d, j.ctx["id"]) != kp
+        kp2 = kernel_pid(j.d, j.ctx["id"])
+        assert kp2 != kp
+        # A kernel killed alone takes its REPL with it.
+        repl = jshell_pids(kp2)
+        assert len(repl) == 1, repl
+        os.kill(kp2, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and alive(repl[0]):
+            time.sleep(0.2)
+        assert not alive(repl[0]), "jshell outlived its kernel"
 
 
 def test_java_repl_that_never_gets_ready_fails_clearly():
