@@ -172,8 +172,24 @@ def test_java_output_values_errors_and_state():
         assert of_type(evs, "result")[0]["results"] == {"text": "1"}, evs
 
 
-def test_java_incomplete_code_is_refused_and_the_context_goes_on():
+def test_java_huge_output_is_cut_and_incomplete_code_refused():
     with Java() as j:
+        # 100 MB of output: cut as every run's (--max-output 16M: the
+        # first and the last 8 MiB, a stderr note of what was dropped).
+        lines, size = 100000, 1000
+        evs = j.run("for (int i = 0; i < %d; i++) System.out.println("
+                    "String.format(\"%%09d\", i) + \"y\".repeat(%d));"
+                    % (lines, size - 10))
+        assert evs[-1]["type"] == "execution_complete", evs[-3:]
+        marks = [i for i, e in enumerate(evs) if e["type"] == "stderr"]
+        assert len(marks) == 1, len(marks)
+        assert "bytes dropped" in evs[marks[0]]["text"], evs[marks[0]]
+        head = texts(evs[:marks[0]], "stdout")
+        tail = texts(evs[marks[0]:], "stdout")
+        line = "y" * (size - 10) + "\n"
+        assert head.startswith("000000000" + line + "000000001"), head[:20]
+        assert tail.endswith("%09d" % (lines - 1) + line), tail[-20:]
+
         evs = j.run("for (int i = 0; i < 3; i++) {\n  "
                     "System.out.println(i);")
         err = error_of(evs)
