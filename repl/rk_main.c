@@ -164,8 +164,9 @@ check_done(struct rk *r)
 {
 	unsigned long want = r->runs + 1;
 
+	/* A stderr that closed will print no marker. */
 	if (!kp_serve_busy(r->s) || r->out_ends < want ||
-	    (r->d->end_stderr && r->err_ends < want))
+	    (r->d->end_stderr && r->p.err >= 0 && r->err_ends < want))
 		return;
 	flush_text(r);
 	if (r->interrupted)
@@ -391,7 +392,8 @@ main(int argc, char **argv)
 			rk_proc_write(&r.p);
 		if (r.p.err >= 0 && (it[4].revents & (ZMQ_POLLIN |
 		    ZMQ_POLLERR)))
-			rk_proc_read(&r.p.err, r.se);
+			if (rk_proc_read(&r.p.err, r.se) < 0)
+				check_done(&r);
 		if (it[3].revents & (ZMQ_POLLIN | ZMQ_POLLERR) &&
 		    rk_proc_read(&r.p.out, r.so) < 0)
 			repl_gone(&r, zctx);

@@ -20,21 +20,25 @@ SQLITE = {
 }
 
 
-def test_sqlite_shell_as_a_kernel():
+def sqlite_daemon(top, repl):
+    """An execd whose kernelspec "sql" is execd-repl-kernel on repl."""
     assert shutil.which("sqlite3"), "no sqlite3: run scripts/deps.sh"
     kbin = os.path.join(os.path.dirname(os.path.abspath(lib.EXECD)),
                         "execd-repl-kernel")
+    os.makedirs(os.path.join(top, "kernels", "sql"))
+    with open(os.path.join(top, "kernels", "sql", "kernel.json"),
+              "w") as f:
+        json.dump({"argv": [kbin, "{connection_file}", "{resource_dir}"],
+                   "display_name": "SQLite", "language": "sql",
+                   "interrupt_mode": "message",
+                   "metadata": {"repl": repl}}, f)
+    return Execd(env={"JUPYTER_PATH": top})
+
+
+def test_sqlite_shell_as_a_kernel():
     top = tempfile.mkdtemp(prefix="execd-sql-")
     try:
-        os.makedirs(os.path.join(top, "kernels", "sql"))
-        with open(os.path.join(top, "kernels", "sql", "kernel.json"),
-                  "w") as f:
-            json.dump({"argv": [kbin, "{connection_file}",
-                                "{resource_dir}"],
-                       "display_name": "SQLite", "language": "sql",
-                       "interrupt_mode": "message",
-                       "metadata": {"repl": SQLITE}}, f)
-        with Execd(env={"JUPYTER_PATH": top}) as d:
+        with sqlite_daemon(top, SQLITE) as d:
             c = new_context(d, "sql")
             st, evs = run_code(d, "create table t(x);\n"
                                "insert into t values (20), (22);", id=c["id"])
@@ -47,5 +51,20 @@ def test_sqlite_shell_as_a_kernel():
             assert "no such column: nope" in err["evalue"], err
             st, evs = run_code(d, "select count(*) from t;", id=c["id"])
             assert texts(evs, "stdout") == "2\n", evs
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_run_ends_when_stderr_closed_before_its_marker():
+    # end_stderr asks for the marker on stderr too; a REPL whose stderr
+    # is closed cannot print it, and its runs must end all the same.
+    repl = dict(SQLITE, argv=["sh", "-c", "exec sqlite3 -batch 2>&-"],
+                end_stderr=True)
+    top = tempfile.mkdtemp(prefix="execd-sql-")
+    try:
+        with sqlite_daemon(top, repl) as d:
+            c = new_context(d, "sql")
+            st, evs = run_code(d, "select 6 * 7;", id=c["id"], timeout=30)
+            assert texts(evs, "stdout") == "42\n", evs
     finally:
         shutil.rmtree(top, ignore_errors=True)
