@@ -78,6 +78,8 @@ val_add(struct rk_scan *s, const char *p, size_t n)
 {
 	if (s->vlen + n > s->cap)
 		n = s->cap - s->vlen;
+	if (n == 0)
+		return;		/* val may still be NULL */
 	if (s->vlen + n > s->vcap) {
 		s->vcap = s->cap;
 		s->val = must(realloc(s->val, s->vcap));
