@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernelproto/kp_kernelspec.h"
 #include "../util/must.h"
 #include "rk_desc.h"
 
@@ -283,4 +284,48 @@ rk_desc_is_complete(const struct rk_desc *d, const char *code)
 		}
 	}
 	return depth > 0 ? "incomplete" : "complete";
+}
+
+/* The kernelspec in dir and its description. */
+int
+rk_desc_load(const char *dir, const char *marker,
+    struct kp_kernelspec **specp, struct rk_desc **out, char *err,
+    size_t errlen)
+{
+	struct kp_kernelspec *spec = NULL;
+	char path[4096], msg[256], *text = NULL;
+	FILE *f;
+	long n;
+	int rc = -EINVAL;
+
+	snprintf(path, sizeof(path), "%s/kernel.json", dir);
+	if ((f = fopen(path, "re")) == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 ||
+	    n > (1 << 20) || fseek(f, 0, SEEK_SET) < 0) {
+		snprintf(err, errlen, "%s: unreadable or over 1 MiB", path);
+		goto out;
+	}
+	text = must(malloc((size_t)n + 1));
+	if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(err, errlen, "%s: short read", path);
+		goto out;
+	}
+	if (kp_kernelspec_parse(text, (size_t)n, "repl", dir, &spec, msg,
+	    sizeof(msg)) < 0 || rk_desc_parse(json_object_get(
+	    spec->metadata, "repl"), marker, out, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	*specp = spec;
+	spec = NULL;
+	rc = 0;
+out:
+	kp_kernelspec_free(spec);
+	free(text);
+	fclose(f);
+	return rc;
 }

@@ -28,7 +28,8 @@ struct rk_error {
 struct rk_desc {
 	char		**argv;		/* NULL-terminated, non-empty */
 	char		**init;		/* lines sent once at start */
-	char		 *end;		/* line sent after each run's code */
+	char		 *end;		/* line sent after each run's code;
+					 * "{seq}" in it: the run's number */
 	char		 *marker;	/* the line end prints */
 	bool		  end_stderr;	/* end prints the marker on stderr too */
 	char		 *result_open;	/* a value starts after this */
@@ -52,6 +53,15 @@ struct rk_desc {
 int	rk_desc_parse(const json_t *o, const char *marker,
 	    struct rk_desc **out, char *err, size_t errlen);
 void	rk_desc_free(struct rk_desc *);	/* NULL ok */
+
+struct kp_kernelspec;
+/*
+ * Read dir/kernel.json (at most 1 MiB) as a kernelspec (*specp) and its
+ * metadata.repl as a description (*out).  0, or -errno with a message.
+ */
+int	rk_desc_load(const char *dir, const char *marker,
+	    struct kp_kernelspec **specp, struct rk_desc **out, char *err,
+	    size_t errlen);
 
 /*
  * "complete", "incomplete" or "invalid" for code by bracket and quote

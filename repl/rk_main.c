@@ -46,8 +46,13 @@ struct rk {
 	struct rk_proc	 p;		/* the REPL */
 	struct rk_scan	*so, *se;
 	unsigned long	 runs;		/* runs started */
-	unsigned long	 out_ends, err_ends;	/* end markers seen */
+	bool		 seq;		/* the end line prints {seq} */
+	bool		 ready;		/* the first end marker came */
+	unsigned long	 ends[2];	/* end markers seen, per stream */
+	bool		 done[2];	/* the run's marker came, per stream */
 	int		 interrupted;	/* the current run was */
+	int		 intr_step;	/* steps of the interrupt cycle */
+	struct timespec	 intr_at;	/* when the last step went */
 	int		 quit;		/* 1: shutdown asked */
 	char		*text[2];	/* stdout, stderr gathered */
 	size_t		 tlen[2];
@@ -79,6 +84,44 @@ queue(struct rk *r, const char *p, size_t n)
 	rk_proc_queue(&r->p, p, n);
 }
 
+/* The end line, with the run's number for {seq}, to the REPL. */
+static void
+queue_end(struct rk *r)
+{
+	rk_proc_queue_line(&r->p, r->d->end, r->runs);
+}
+
+/* Milliseconds since *t. */
+static long
+since_ms(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/*
+ * An interrupt written to the REPL's stdin may come while it still reads
+ * the code rather than runs it: jshell then takes it as input and lets
+ * the code run.  So while an interrupted run goes on, every 300 ms the
+ * interrupt is written again, and every other time the end line too, in
+ * case the REPL dropped what it held (with {seq}, a late marker is
+ * ignored); twenty steps at most.
+ */
+static void
+intr_step(struct rk *r)
+{
+	if (!r->seq || r->d->intr_write[0] == '\0' || r->intr_step >= 20 ||
+	    since_ms(&r->intr_at) < 300)
+		return;
+	queue(r, r->d->intr_write, strlen(r->d->intr_write));
+	if (r->intr_step++ % 2 == 1)
+		queue_end(r);
+	clock_gettime(CLOCK_MONOTONIC, &r->intr_at);
+}
+
 /* Gathered stream text out as one message per stream. */
 static void
 flush_text(struct rk *r)
@@ -86,24 +129,11 @@ flush_text(struct rk *r)
 	static const char *const names[2] = { "stdout", "stderr" };
 
 	for (int i = 0; i < 2; i++) {
-		if (r->tlen[i] > 0 && r->out_ends > 0)
+		if (r->tlen[i] > 0 && r->ready)
 			kp_serve_stream(r->s, names[i], r->text[i],
 			    r->tlen[i]);
 		r->tlen[i] = 0;
 	}
-}
-
-/* p[0..n) as a C string of valid UTF-8: '?' for NULs and bad bytes. */
-static char *
-scrub(const char *p, size_t n)
-{
-	char *t = must(malloc(n + 1));
-
-	for (size_t i = 0; i < n; i++)
-		t[i] = p[i] != '\0' ? p[i] : '?';
-	t[n] = '\0';
-	utf8_scrub(t);
-	return t;
 }
 
 /* An event of the REPL's stdout (arg: the kernel) or stderr. */
@@ -123,24 +153,30 @@ on_event(struct rk *r, int stream, const struct rk_ev *ev)
 		break;
 	case RK_EV_RESULT:
 		flush_text(r);
-		v = scrub(ev->p, ev->n);
-		if (r->out_ends > 0)
+		v = rk_scan_scrub(ev->p, ev->n);
+		if (r->ready)
 			kp_serve_result(r->s, json_pack("{s:s}", "text/plain",
 			    v));
 		free(v);
 		break;
 	case RK_EV_ERROR:
 		flush_text(r);
-		if (r->out_ends > 0)
+		if (r->ready)
 			kp_serve_error(r->s, ev->ename, ev->evalue,
 			    json_deep_copy(ev->traceback));
 		break;
 	case RK_EV_END:
 		flush_text(r);
+		r->ends[stream]++;
 		if (stream == 0)
-			r->out_ends++;
-		else
-			r->err_ends++;
+			r->ready = true;
+		/*
+		 * With {seq}, only the run's own marker ends it: a marker
+		 * that an interrupt made us ask for again comes late, and
+		 * is ignored then.  Without, the markers are counted.
+		 */
+		if (r->seq ? ev->seq == r->runs : r->ends[stream] > r->runs)
+			r->done[stream] = true;
 		check_done(r);
 		break;
 	}
@@ -162,11 +198,9 @@ on_err(void *arg, const struct rk_ev *ev)
 static void
 check_done(struct rk *r)
 {
-	unsigned long want = r->runs + 1;
-
 	/* A stderr that closed will print no marker. */
-	if (!kp_serve_busy(r->s) || r->out_ends < want ||
-	    (r->d->end_stderr && r->p.err >= 0 && r->err_ends < want))
+	if (!kp_serve_busy(r->s) || !r->done[0] ||
+	    (r->d->end_stderr && r->p.err >= 0 && !r->done[1]))
 		return;
 	flush_text(r);
 	if (r->interrupted)
@@ -193,10 +227,10 @@ op_execute(void *arg, const char *code, bool silent)
 	}
 	r->runs++;
 	r->interrupted = 0;
+	r->done[0] = r->done[1] = false;
 	queue(r, code, strlen(code));
 	queue(r, "\n", 1);
-	queue(r, r->d->end, strlen(r->d->end));
-	queue(r, "\n", 1);
+	queue_end(r);
 	return 0;
 }
 
@@ -216,6 +250,8 @@ op_interrupt(void *arg)
 	if (!kp_serve_busy(r->s) || r->interrupted)
 		return;
 	r->interrupted = 1;
+	r->intr_step = 0;
+	clock_gettime(CLOCK_MONOTONIC, &r->intr_at);
 	if (r->d->intr_write[0] != '\0')
 		queue(r, r->d->intr_write, strlen(r->d->intr_write));
 	else if (r->d->intr_signal != 0)
@@ -259,35 +295,6 @@ repl_gone(struct rk *r, void *zctx)
 	exit(1);
 }
 
-/* The spec of RESOURCE_DIR and its repl description. */
-static struct rk_desc *
-load(const char *dir, const char *marker, struct kp_kernelspec **specp)
-{
-	char path[4096], err[256], *text;
-	struct rk_desc *d;
-	FILE *f;
-	long n;
-
-	snprintf(path, sizeof(path), "%s/kernel.json", dir);
-	if ((f = fopen(path, "re")) == NULL)
-		die("%s: %s", path, strerror(errno));
-	if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 ||
-	    n > (1 << 20) || fseek(f, 0, SEEK_SET) < 0)
-		die("%s: unreadable or over 1 MiB", path);
-	text = must(malloc((size_t)n + 1));
-	if (fread(text, 1, (size_t)n, f) != (size_t)n)
-		die("%s: short read", path);
-	fclose(f);
-	if (kp_kernelspec_parse(text, (size_t)n, "repl", dir, specp, err,
-	    sizeof(err)) < 0)
-		die("%s: %s", path, err);
-	free(text);
-	if (rk_desc_parse(json_object_get((*specp)->metadata, "repl"), marker,
-	    &d, err, sizeof(err)) < 0)
-		die("%s: %s", path, err);
-	return d;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -296,7 +303,7 @@ main(int argc, char **argv)
 	struct rk r = { .p = { .in = -1, .out = -1, .err = -1 } };
 	char marker[40], id[33], err[256], *text;
 	struct signalfd_siginfo si;
-	struct timespec t0, now;
+	struct timespec t0;
 	sigset_t sigs;
 	void *zctx;
 	int sfd;
@@ -308,7 +315,9 @@ main(int argc, char **argv)
 		die("usage: execd-repl-kernel CONNECTION_FILE RESOURCE_DIR");
 	kp_msg_new_id(id);
 	snprintf(marker, sizeof(marker), "@%.16s@", id);
-	r.d = load(argv[2], marker, &spec);
+	if (rk_desc_load(argv[2], marker, &spec, &r.d, err,
+	    sizeof(err)) < 0)
+		die("%s", err);
 	if ((f = fopen(argv[1], "re")) == NULL)
 		die("%s: %s", argv[1], strerror(errno));
 	text = must(calloc(1, 65536));
@@ -335,8 +344,8 @@ main(int argc, char **argv)
 		queue(&r, r.d->init[i], strlen(r.d->init[i]));
 		queue(&r, "\n", 1);
 	}
-	queue(&r, r.d->end, strlen(r.d->end));
-	queue(&r, "\n", 1);
+	r.seq = strstr(r.d->end, "{seq}") != NULL;
+	queue_end(&r);
 	r.so = rk_scan_new(r.d, false, LINE_CAP, on_out, &r);
 	r.se = rk_scan_new(r.d, true, LINE_CAP, on_err, &r);
 
@@ -368,19 +377,16 @@ main(int argc, char **argv)
 			it[5].fd = -1, it[5].events = 0;
 		if (r.p.err < 0)
 			it[4].events = 0;
-		ms = 1000;
+		ms = r.interrupted ? 100 : 1000;
 		if (zmq_poll(it, nit, ms) < 0 && errno != EINTR)
 			die("zmq_poll: %s", zmq_strerror(errno));
-		if (r.out_ends == 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if ((now.tv_sec - t0.tv_sec) * 1000 +
-			    (now.tv_nsec - t0.tv_nsec) / 1000000 >
-			    r.d->ready_ms) {
-				rk_proc_reap(&r.p, err, sizeof(err));
-				die("the REPL (%s) did not print its end "
-				    "marker within %d s of its start",
-				    r.d->argv[0], r.d->ready_ms / 1000);
-			}
+		if (r.interrupted && kp_serve_busy(r.s))
+			intr_step(&r);
+		if (!r.ready && since_ms(&t0) > r.d->ready_ms) {
+			rk_proc_reap(&r.p, err, sizeof(err));
+			die("the REPL (%s) did not print its end marker within "
+			    "%d s of its start", r.d->argv[0],
+			    r.d->ready_ms / 1000);
 		}
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGINT)

@@ -76,6 +76,23 @@ rk_proc_queue(struct rk_proc *p, const char *s, size_t n)
 	p->wlen += n;
 }
 
+/* A line for its stdin, "{seq}" in it replaced by seq. */
+void
+rk_proc_queue_line(struct rk_proc *p, const char *line, unsigned long seq)
+{
+	char num[24];
+	const char *q;
+
+	snprintf(num, sizeof(num), "%lu", seq);
+	while ((q = strstr(line, "{seq}")) != NULL) {
+		rk_proc_queue(p, line, (size_t)(q - line));
+		rk_proc_queue(p, num, strlen(num));
+		line = q + 5;
+	}
+	rk_proc_queue(p, line, strlen(line));
+	rk_proc_queue(p, "\n", 1);
+}
+
 /* Write what its stdin takes now; a closed stdin drops the queue. */
 void
 rk_proc_write(struct rk_proc *p)

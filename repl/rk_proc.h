@@ -25,6 +25,9 @@ int	rk_proc_start(struct rk_proc *, char *const *argv, char *err,
 /* Queue bytes for its stdin; rk_proc_write sends what it takes. */
 void	rk_proc_queue(struct rk_proc *, const char *s, size_t n);
 void	rk_proc_write(struct rk_proc *);
+/* Queue line (with "{seq}" replaced by seq) and a newline. */
+void	rk_proc_queue_line(struct rk_proc *, const char *line,
+	    unsigned long seq);
 /* Read what waits on *fd into sc: 0, or -1 at EOF (*fd closed, -1). */
 int	rk_proc_read(int *fd, struct rk_scan *sc);
 /* Send sig to the REPL's process (not its children). */

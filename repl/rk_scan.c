@@ -66,7 +66,7 @@ rk_scan_free(struct rk_scan *s)
 static void
 emit_text(struct rk_scan *s, const char *p, size_t n)
 {
-	struct rk_ev ev = { RK_EV_TEXT, p, n, NULL, NULL, NULL };
+	struct rk_ev ev = { RK_EV_TEXT, p, n, NULL, NULL, NULL, 0 };
 
 	if (n > 0)
 		s->cb(s->arg, &ev);
@@ -89,8 +89,8 @@ val_add(struct rk_scan *s, const char *p, size_t n)
 }
 
 /* p[0..n) as a C string of valid UTF-8: '?' for NULs and bad bytes. */
-static char *
-scrub(const char *p, size_t n)
+char *
+rk_scan_scrub(const char *p, size_t n)
 {
 	char *t = must(malloc(n + 1));
 
@@ -114,7 +114,7 @@ err_add(struct rk_scan *s, const char *p, size_t n)
 	if (json_array_size(s->tb) >= 1000 ||
 	    (n == 0 && json_array_size(s->tb) == 0))
 		return;
-	t = scrub(p, n);
+	t = rk_scan_scrub(p, n);
 	json_array_append_new(s->tb, must(json_string(t)));
 	if (s->evalue[0] == '\0' && n > 0) {
 		free(s->evalue);
@@ -128,7 +128,8 @@ err_add(struct rk_scan *s, const char *p, size_t n)
 static void
 close_open(struct rk_scan *s)
 {
-	struct rk_ev ev = { RK_EV_RESULT, s->val, s->vlen, NULL, NULL, NULL };
+	struct rk_ev ev = { RK_EV_RESULT, s->val, s->vlen, NULL, NULL, NULL,
+	    0 };
 
 	if (s->st == S_VALUE) {
 		s->cb(s->arg, &ev);
@@ -180,8 +181,7 @@ static void
 line_in(struct rk_scan *s, const char *p, size_t n)
 {
 	const struct rk_desc *d = s->d;
-	static const struct rk_ev endev = { RK_EV_END, NULL, 0, NULL, NULL,
-	    NULL };
+	struct rk_ev endev = { RK_EV_END, NULL, 0, NULL, NULL, NULL, 0 };
 	const char *end, *open, *close, *ep = NULL;
 	size_t k;
 	int i;
@@ -240,6 +240,12 @@ line_in(struct rk_scan *s, const char *p, size_t n)
 			else
 				emit_text(s, p, (size_t)(end - p));
 			close_open(s);
+			/* The sequence number (capped: it is a run count). */
+			for (k = (size_t)(end - p) + strlen(d->marker);
+			    k < n && p[k] >= '0' && p[k] <= '9' &&
+			    endev.seq < 100000000000UL; k++)
+				endev.seq = endev.seq * 10 + (unsigned long)(p[k] -
+				    '0');
 			s->cb(s->arg, &endev);
 			return;		/* the rest of the marker's line */
 		}

@@ -5,7 +5,8 @@
  * lines come out as events: text, a value framed by the description's
  * result_open and result_close, an error (from one of its
  * prefixes, and the lines that continue it), and the end of the run (the
- * marker, wherever it appears in a line; text before it is output).  A
+ * marker, wherever it appears in a line; text before it is output, and
+ * the decimal digits right after it are the run's sequence number).  A
  * partial line waits for its newline, the end marker, or rk_scan_flush;
  * a line longer than the cap comes out as text in pieces.  A value that
  * ends its line takes the newline with it; an error's traceback starts
@@ -31,6 +32,7 @@ struct rk_ev {
 	const char	*ename;		/* RK_EV_ERROR: its name */
 	const char	*evalue;	/* its message, NUL-ended */
 	json_t		*traceback;	/* its lines, borrowed */
+	unsigned long	 seq;		/* RK_EV_END: digits after the marker */
 };
 
 /* Called from rk_scan_feed/_flush, once per event; ev is borrowed. */
@@ -44,6 +46,8 @@ struct rk_scan	*rk_scan_new(const struct rk_desc *d, bool plain, size_t cap,
 void		 rk_scan_free(struct rk_scan *);	/* NULL ok */
 /* Scan n more bytes. */
 void		 rk_scan_feed(struct rk_scan *, const char *p, size_t n);
+/* p[0..n) as a new C string of valid UTF-8 ('?' for NULs, bad bytes). */
+char		*rk_scan_scrub(const char *p, size_t n);
 /* Emit what is held: a partial line as text, an open value or error. */
 void		 rk_scan_flush(struct rk_scan *);
 

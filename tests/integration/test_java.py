@@ -209,6 +209,15 @@ def test_java_interrupt_stops_a_loop_and_keeps_state():
         assert err["ename"] == "EvaluationInterruptedException", evs
         evs = j.run("System.out.println(n > 0);")
         assert texts(evs, "stdout") == "true\n", evs
+        # An interrupt at once may reach jshell while it still reads the
+        # code (it then drops what it holds): the run ends all the same,
+        # in the same JVM, with the state kept.
+        evs = interrupted_run(j.d, j.ctx["id"], "while (true) { n++; }",
+                              after=0.0)
+        assert error_of(evs)["ename"] == "EvaluationInterruptedException", \
+            evs
+        evs = j.run("System.out.println(n > 0);")
+        assert texts(evs, "stdout") == "true\n", evs
         # A Jupyter client attached to the context sees the same state.
         st, conn = j.d.get_json("/code/contexts/%s/connection"
                                 % j.ctx["id"])

@@ -36,7 +36,7 @@ record(void *arg, const struct rk_ev *ev)
 		    ev->ename, ev->evalue, json_array_size(ev->traceback));
 		break;
 	case RK_EV_END:
-		snprintf(s->buf + o, sizeof(s->buf) - o, "$");
+		snprintf(s->buf + o, sizeof(s->buf) - o, "$%lu", ev->seq);
 		break;
 	}
 }
@@ -81,7 +81,7 @@ test_desc_java(void)
 	T_EQ_STR(d->argv[0], "jshell");
 	T_EQ_STR(d->marker, "@M@$");
 	T_EQ_STR(d->result_open, "@M@<");
-	T_OK(strstr(d->end, "@M@$") != NULL);
+	T_OK(strstr(d->end, "@M@${seq}") != NULL);
 	T_OK(strstr(d->init[2], "@M@<{value}>@M@") != NULL);
 	T_EQ_INT(d->nerrors, 2);
 	T_EQ_STR(d->errors[0].ename, "EvalException");
@@ -174,19 +174,22 @@ test_scan_java(void)
 		return;
 	for (size_t step = 1; step <= 7; step += 6) {
 		scan(d, false, "hi\n@M@<4>@M@\nab@M@$\n", step,
-		    "T[hi\n]R[4]T[ab]$");
+		    "T[hi\n]R[4]T[ab]$0");
 		scan(d, false, "x|  Exception java.lang.E: boom\n"
 		    "|        at (#3:1)\n@M@$\n", step,
-		    "T[x]E[EvalException|java.lang.E: boom|2]$");
+		    "T[x]E[EvalException|java.lang.E: boom|2]$0");
 		scan(d, false, "|  Error:\n|  cannot find symbol\n"
 		    "|  foo(1)\nafter\n", step,
 		    "E[CompilationException|cannot find symbol|2]T[after\n]");
-		/* A value over lines; a value cut at the cap. */
+		/* The run's number after the marker. */
+		scan(d, false, "out@M@$12 rest\n@M@$7\n", step,
+		    "T[out]$12$7");
+		/* A value over lines. */
 		scan(d, false, "@M@<a\nb>@M@ tail\n", step,
 		    "R[a\nb]T[ tail\n]");
 		/* stderr knows no values and no errors. */
 		scan(d, true, "@M@<1>@M@\n|  Error:\n@M@$\n", step,
-		    "T[@M@<1>@M@\n]T[|  Error:\n]$");
+		    "T[@M@<1>@M@\n]T[|  Error:\n]$0");
 	}
 	/* A line past the cap (64) comes out in pieces. */
 	scan(d, false, "0123456789012345678901234567890123456789"
