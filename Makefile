@@ -66,12 +66,13 @@ REPLAY_BIN = $(FUZZ_T:%=$(B)/tests/replay_%)
 	lint clean static
 all: $(B)/execd $(B)/execd-repl-kernel
 
-# One static-pie execd that runs in any Linux root filesystem; the two
-# libraries Debian has no usable archive for are built once, from Debian's
-# source packages, and reused.
+# One static-pie execd that runs in any Linux root filesystem (and the
+# REPL kernel beside it); the two libraries Debian has no usable archive
+# for are built once, from Debian's source packages, and reused.
 static:
 	@sh scripts/static-deps.sh build/static/deps
-	@$(MAKE) --no-print-directory STATIC=1 B=build/static build/static/execd
+	@$(MAKE) --no-print-directory STATIC=1 B=build/static build/static/execd \
+	    build/static/execd-repl-kernel
 
 # Rebuild everything when the flags change (like Redis's .make-settings).
 $(B)/.flags: FORCE
