@@ -31,6 +31,7 @@ static const struct body_field code_fields[] = {
 	{ "context.id", BODY_STRING, 0 },
 	{ "context.language", BODY_STRING, 0 },
 	{ "context.cwd", BODY_STRING, 0 },
+	{ "context.ephemeral", BODY_BOOL, 0 },
 	BODY_END
 };
 

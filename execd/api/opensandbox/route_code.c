@@ -37,6 +37,8 @@ struct code_stream {
 	struct run_opts		 o;
 	struct run		*run;
 	struct feed		*feed;		/* once the stream opens */
+	char			*ephemeral;	/* its context's id, deleted at
+						   the end; NULL: kept */
 };
 
 static void	 stream_open(struct code_stream *);
@@ -76,8 +78,10 @@ run_command(struct http_req *req, const char *code)
 }
 
 /*
- * POST /code {"code","context":{"id","language"},"timeout"}: run code in
- * a context (or the language's default one) and stream its events.
+ * POST /code {"code","context":{"id","language","ephemeral"},"timeout"}:
+ * run code in a context (or the language's default one) and stream its
+ * events.  An ephemeral run has a fresh context of its own, deleted when
+ * the stream ends.
  */
 void
 route_code_run(struct http_req *req)
@@ -88,6 +92,7 @@ route_code_run(struct http_req *req)
 	char err[2048];
 	struct context *c;
 	struct code_stream *s;
+	bool ephemeral;
 	int rc;
 
 	ctx = json_object_get(body, "context");
@@ -98,6 +103,13 @@ route_code_run(struct http_req *req)
 	}
 	id = body_str(ctx, "id", "");
 	lang = body_str(ctx, "language", "");
+	ephemeral = json_is_true(json_object_get(ctx, "ephemeral"));
+	if (ephemeral && (id[0] != '\0' || lang[0] == '\0' ||
+	    strcmp(lang, "command") == 0)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
+		    "an ephemeral run names a language and no context id");
+		return;
+	}
 	if (id[0] != '\0') {
 		if ((c = context_find(id)) == NULL) {
 			http_reply_error(req, 404, HTTP_E_CONTEXT_NOT_FOUND,
@@ -113,8 +125,8 @@ route_code_run(struct http_req *req)
 		    "language '%s' is not supported by /code; use /command",
 		    lang);
 		return;
-	} else if ((c = context_default(lang)) == NULL) {
-		rc = context_create(lang, NULL, true, NULL, &c, err,
+	} else if (ephemeral || (c = context_default(lang)) == NULL) {
+		rc = context_create(lang, NULL, !ephemeral, NULL, &c, err,
 		    sizeof(err));
 		if (rc == -ENOENT) {
 			http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
@@ -129,6 +141,8 @@ route_code_run(struct http_req *req)
 	s = xcalloc(1, sizeof(*s));
 	s->req = req;
 	s->ctx = c;
+	if (ephemeral)
+		s->ephemeral = xstrdup(context_id(c));
 	s->code = xstrdup(body_str(body, "code", ""));
 	s->o = (struct run_opts){ .code = s->code,
 	    .timeout_ms = body_int(body, "timeout", 0),
@@ -220,10 +234,19 @@ on_gone(void *arg)
 	stream_free(s);
 }
 
+/*
+ * An ephemeral run's context goes with its stream, whether the run ended
+ * or its client left: found again by id, as the kernel may have died.
+ */
 static void
 stream_free(struct code_stream *s)
 {
+	struct context *c;
+
 	run_free(s->run);
+	if (s->ephemeral != NULL && (c = context_find(s->ephemeral)) != NULL)
+		context_delete(c);
+	free(s->ephemeral);
 	free(s->code);
 	free(s);
 }
