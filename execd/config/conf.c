@@ -43,6 +43,7 @@ enum opt_id {
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
+	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -169,6 +170,15 @@ static const struct opt opts[] = {
 	    "terminal output kept per /pty session for clients that "
 	    "reconnect (?since=), 4K to 1G; a client is closed (4002) when "
 	    "more than this plus 4 MiB waits to be sent to it" },
+	{ "batch-concurrency", O_BATCH_CONC, "EXECD_BATCH_CONCURRENCY", "N",
+	    "0", "items of one POST /code/batch run at once, at most (a "
+	    "request may ask fewer); 0: the number of CPUs" },
+	{ "idempotency-window", O_IDEM_WINDOW, "EXECD_IDEMPOTENCY_WINDOW",
+	    "SECONDS", "600", "how long a request's Idempotency-Key is "
+	    "remembered: a repeat within it gets the first outcome" },
+	{ "idempotency-keys", O_IDEM_KEYS, "EXECD_IDEMPOTENCY_KEYS", "N",
+	    "4096", "Idempotency-Keys remembered at most; past it the oldest "
+	    "is forgotten" },
 	{ "keep-commands", O_KEEP_COMMANDS, "EXECD_KEEP_COMMANDS", "N", "1024",
 	    "finished commands whose status and output stay queryable "
 	    "(up to 24 hours after they end, as upstream); past it the "
@@ -290,6 +300,9 @@ static const struct num {
 	UN(O_BUSY_POLL, busy_poll_us, 0, 10000),
 	UN(O_IDLE, idle_s, 0, 30 * 86400),
 	UN(O_KEEP_COMMANDS, keep_commands, 0, 1000000),
+	UN(O_BATCH_CONC, batch_conc, 0, 4096),
+	UN(O_IDEM_WINDOW, idem_window_s, 1, 30 * 86400),
+	UN(O_IDEM_KEYS, idem_keys, 1, 1000000),
 	SZ(O_KEEP_COMMANDS_SIZE, keep_commands_size, 0, SIZE_MAX),
 	UN(O_GRACE, grace_ms, 0, 3600000),
 #undef SZ

@@ -81,6 +81,9 @@ struct conf {
 	size_t		 pty_replay;	/* terminal output kept */
 	unsigned	 keep_commands;	/* finished commands kept, at most */
 	size_t		 keep_commands_size; /* ... and bytes of their output */
+	unsigned	 batch_conc;	/* /code/batch items at once, 0: CPUs */
+	unsigned	 idem_window_s;	/* Idempotency-Key kept this long */
+	unsigned	 idem_keys;	/* ... and this many at most */
 	enum conf_endings line_endings;	/* of command output texts */
 	unsigned	 proxy_timeout;	/* seconds a /proxy backend may be silent */
 	unsigned	 fs_timeout;	/* seconds a file request's worker may take */

@@ -35,6 +35,12 @@ static const struct body_field code_fields[] = {
 	BODY_END
 };
 
+static const struct body_field batch_fields[] = {
+	{ "items", BODY_ARRAY, BODY_REQUIRED },	/* each: batch.c */
+	{ "concurrency", BODY_INT, 0 },
+	BODY_END
+};
+
 static const struct body_field command_fields[] = {
 	{ "command", BODY_STRING, 0 },	/* or argv: route_cmd.c */
 	{ "argv", BODY_ARRAY, 0 },
@@ -99,6 +105,9 @@ const struct http_route route_table[] = {
 	    NULL, NULL },
 	{ "POST", "/code", HTTP_R_BODY, route_code_run,
 	    "run code in a context, streaming its output", code_fields, NULL },
+	{ "POST", "/code/batch", HTTP_R_BODY, route_code_batch,
+	    "run many pieces of code, each in a fresh context, answering "
+	    "all their outputs at once", batch_fields, NULL },
 	{ "DELETE", "/code", 0, route_interrupt,
 	    "interrupt what runs in a context (or stop a command)",
 	    NULL, NULL },

@@ -34,6 +34,9 @@ void	route_context_connection(struct http_req *);
 /* route_code.c: code runs. */
 void	route_code_run(struct http_req *);
 
+/* route_batch.c: batches of code runs, each in a fresh context. */
+void	route_code_batch(struct http_req *);
+
 /* route_cmd.c: shell commands, and the interrupt of commands and code. */
 void	route_command_run(struct http_req *);
 void	route_command_status(struct http_req *);
