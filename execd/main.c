@@ -37,6 +37,7 @@
 #include "../fs/fs_atomic.h"
 #include "../fs/fs_ops.h"
 #include "../kernelproto/kp_kernelspec.h"
+#include "api/idem.h"
 #include "api/execd.h"
 #include "api/jupyter/jupyter.h"
 #include "api/mcp/mcp.h"
@@ -206,6 +207,7 @@ main(int argc, char **argv)
 	command_retain(conf.keep_commands, conf.keep_commands_size);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	run_init(cmd_dir);
+	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
 	pty_init(app.loop);
 	setup_contexts(&conf);
 	start_hooks(&conf);
@@ -234,6 +236,7 @@ main(int argc, char **argv)
 	jupyter_shutdown();
 	mcp_shutdown();
 	context_shutdown();
+	idem_shutdown();
 	lifecycle_shutdown();
 	run_init(NULL);
 	pty_shutdown();

@@ -262,6 +262,8 @@ struct http_req {
 	http_body_end_cb	*sink_end;
 	http_body_abort_cb	*sink_abort;
 	void			*sink_arg;
+	http_tap_cb		*tap;		/* told of the answer, once */
+	void			*tap_arg;
 	bool			 sink_done;	/* end or abort has run */
 	uint64_t		 nread;		/* streamed bytes so far */
 	uint64_t		 ndropped;	/* ... read after a reply */
@@ -329,6 +331,8 @@ static void		 body_charge(struct http_req *);
 static void		 body_reserve(struct http_req *);
 static void		 body_release(struct http_req *);
 static void		 reply_busy(struct http_req *);
+static void		 tap_fire(struct http_req *, unsigned, const char *,
+			    const void *, size_t);
 static void		 parse_start(struct http_req *);
 static void		 parse_run(void *);
 static void		 parse_done(void *);
@@ -1652,6 +1656,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 		    req->status, (unsigned long long)(loop_now_ms() -
 		    req->t0), how == MHD_REQUEST_TERMINATED_COMPLETED_OK ?
 		    "" : " (not completed)");
+	tap_fire(req, 0, NULL, NULL, 0);
 	if (req->sink_data != NULL && !req->sink_done) {
 		req->sink_done = true;
 		req->sink_abort(req->sink_arg);
@@ -1737,6 +1742,7 @@ check_eof(struct http_server *srv)
 			continue;
 		log_debug("%s %s: the client left while it waited",
 		    req->method != NULL ? req->method : "-", req->uri);
+		tap_fire(req, 0, NULL, NULL, 0);
 		if (req->cancel != NULL)
 			req->cancel(req, req->cancel_arg);
 		if (!req->replied)
@@ -1831,12 +1837,33 @@ queue(struct http_req *req, unsigned status, struct MHD_Response *resp)
 	MHD_destroy_response(resp);
 }
 
+void
+http_req_tap(struct http_req *req, http_tap_cb *fn, void *arg)
+{
+	req->tap = fn;
+	req->tap_arg = arg;
+}
+
+/* Tell the tap, if any, what req was answered with (0: no whole body). */
+static void
+tap_fire(struct http_req *req, unsigned status, const char *type,
+    const void *body, size_t n)
+{
+	http_tap_cb *fn = req->tap;
+
+	if (fn == NULL)
+		return;
+	req->tap = NULL;
+	fn(req, status, type, body, n, req->tap_arg);
+}
+
 static void
 reply_raw(struct http_req *req, unsigned status, const char *body, size_t n,
     const char *type)
 {
 	struct MHD_Response *resp;
 
+	tap_fire(req, status, type, body, n);
 	resp = MHD_create_response_from_buffer(n, (void *)(uintptr_t)body,
 	    MHD_RESPMEM_MUST_COPY);
 	if (resp == NULL)
@@ -1856,6 +1883,7 @@ http_reply_text(struct http_req *req, unsigned status, const char *type,
 {
 	struct MHD_Response *resp;
 
+	tap_fire(req, status, type, body, n);
 	resp = MHD_create_response_from_buffer(n, (void *)(uintptr_t)body,
 	    MHD_RESPMEM_MUST_COPY);
 	if (resp == NULL)

@@ -292,6 +292,17 @@ void	http_req_work(struct http_req *, unsigned flags, atomic_int *cancel,
 void	http_req_body_work(struct http_req *, atomic_int *cancel,
 	    http_work_fn *fn, http_work_reply_cb *done, void *arg);
 
+/*
+ * Be told of req's answer, once: its status, content type and body when
+ * it is a whole body (from any http_reply_* but a stream, an upgrade or
+ * a resp), or status 0 and no body when req ends otherwise (a stream, or
+ * the client left first).  For front ends that remember answers (an
+ * Idempotency-Key's); one tap per request, set again replaces it.
+ */
+typedef void	http_tap_cb(struct http_req *, unsigned status,
+		    const char *type, const void *body, size_t n, void *arg);
+void	http_req_tap(struct http_req *, http_tap_cb *fn, void *arg);
+
 /* 200 with an empty body and Content-Length: 0. */
 void	http_reply_empty(struct http_req *);
 /* status with a body of type, and one extra header (hname NULL: none). */

@@ -3,8 +3,11 @@ import json
 import os
 import socket
 import tempfile
+import threading
+import time
 
-from lib import Execd, expect_error, kinds, run_code, texts, wait_for
+from lib import (Execd, events, expect_error, kinds, run_code, texts,
+                 wait_for)
 
 WHO = ("import os, ipykernel.connect as k\n"
        "print(os.getpid(), k.get_connection_file())\n")
@@ -208,3 +211,156 @@ def test_client_leaving_a_batch_stops_it():
                         timeout=30)
         # The two items that waited never started.
         assert len(open(marker).read().split("\n")) == 3
+
+
+def test_idempotent_command_starts_once():
+    tmp = tempfile.mkdtemp(prefix="execd-rl-")
+    marker = os.path.join(tmp, "count")
+    body = {"command": "echo run >> %s; echo hello; sleep 2; echo bye"
+            % marker}
+    key = {"Idempotency-Key": '"cmd-1"'}
+    with Execd() as d:
+        got = []
+
+        def post(hdrs):
+            st, h, data = d.request("POST", "/command", body=body,
+                                    headers=hdrs, timeout=60)
+            got.append((st, data))
+
+        t = threading.Thread(target=post, args=(key,))
+        t.start()
+        assert wait_for(lambda: os.path.exists(marker), timeout=30)
+        # While the first runs: the synonym header, the same key.
+        post({"X-EXECD-OPERATION-ID": "cmd-1"})
+        t.join(60)
+        post(key)			# after it ended
+        assert open(marker).read() == "run\n"
+        assert [st for st, _ in got] == [200, 200, 200], got
+        evs = [[(e["type"], e.get("text")) for e in events(data)
+                if e["type"] != "ping"] for _, data in got]
+        assert evs[0][0][0] == "init", evs
+        assert evs[0] == evs[1] == evs[2], evs
+        assert ("stdout", "hello") in evs[0] or \
+            ("stdout", "hello\n") in evs[0], evs
+        # The same key with another body, or another path: 422.
+        st, h, data = d.request("POST", "/command",
+                                body={"command": "echo other"}, headers=key)
+        expect_error(st, data, 422, "IDEMPOTENCY_KEY_REUSED")
+        st, h, data = d.request("DELETE", "/command?id=x", headers=key)
+        expect_error(st, data, 422)
+        assert open(marker).read() == "run\n"
+        # A bad key is 400; another key runs again.
+        st, h, data = d.request("POST", "/command", body=body,
+                                headers={"Idempotency-Key": '"a b"'})
+        expect_error(st, data, 400)
+        st, h, data = d.request("POST", "/command", body=body,
+                                headers={"Idempotency-Key": "cmd-2"})
+        assert st == 200 and open(marker).read() == "run\nrun\n"
+
+
+def test_idempotency_window_expires():
+    tmp = tempfile.mkdtemp(prefix="execd-rl-")
+    marker = os.path.join(tmp, "count")
+    body = {"command": "echo run >> %s" % marker}
+    key = {"Idempotency-Key": "w"}
+    with Execd("--idempotency-window", "1") as d:
+        st, h, first = d.request("POST", "/command", body=body, headers=key)
+        st, h, again = d.request("POST", "/command", body=body, headers=key)
+        assert open(marker).read() == "run\n"
+        assert events(first)[0]["text"] == events(again)[0]["text"]
+        time.sleep(1.5)
+        st, h, data = d.request("POST", "/command", body=body, headers=key)
+        assert st == 200 and open(marker).read() == "run\nrun\n"
+        assert events(data)[0]["text"] != events(first)[0]["text"]
+        # And with another body once the key is free.
+        time.sleep(1.5)
+        st, h, data = d.request("POST", "/command",
+                                body={"command": "true"}, headers=key)
+        assert st == 200
+
+
+def test_idempotency_key_count_is_bounded():
+    tmp = tempfile.mkdtemp(prefix="execd-rl-")
+    marker = os.path.join(tmp, "count")
+    body = {"command": "echo run >> %s" % marker}
+    with Execd("--idempotency-keys", "2") as d:
+        for k in ("a", "b", "a", "c", "a"):
+            d.request("POST", "/command", body=body,
+                      headers={"Idempotency-Key": k})
+        # a, b; a again (kept); c evicts a; a runs again.
+        assert open(marker).read() == "run\n" * 4
+
+
+def test_idempotent_json_answers_and_code_runs():
+    with Execd() as d:
+        key = {"Idempotency-Key": "ctx"}
+        st, h, a = d.request("POST", "/code/context",
+                             body={"language": "python"}, headers=key,
+                             timeout=90)
+        st2, h2, b = d.request("POST", "/code/context",
+                               body={"language": "python"}, headers=key,
+                               timeout=90)
+        assert st == st2 == 200 and a == b, (a, b)
+        st, lst = d.get_json("/code/contexts")
+        assert len(lst) == 1, lst
+        cid = json.loads(a)["id"]
+        run = {"code": "n = globals().get('n', 0) + 1\nprint(n)",
+               "context": {"id": cid}}
+        key = {"Idempotency-Key": "run-1"}
+        st, h, a = d.request("POST", "/code", body=run, headers=key,
+                             timeout=60)
+        st, h, b = d.request("POST", "/code", body=run, headers=key,
+                             timeout=60)
+        assert texts(events(a), "stdout") == "1\n", a
+        assert a.replace(b"\n", b"") and \
+            [e for e in events(a) if e["type"] != "ping"] == \
+            [e for e in events(b) if e["type"] != "ping"], (a, b)
+        st, evs = run_code(d, "print(n)", id=cid)
+        assert texts(evs, "stdout") == "1\n", evs
+        # An ephemeral run repeated: one context, one answer.
+        eph = {"code": "print(1)", "context": {"language": "python",
+                                               "ephemeral": True}}
+        key = {"Idempotency-Key": "eph"}
+        st, h, a = d.request("POST", "/code", body=eph, headers=key,
+                             timeout=60)
+        st, h, b = d.request("POST", "/code", body=eph, headers=key,
+                             timeout=60)
+        assert events(a)[0]["text"] == events(b)[0]["text"]
+        # A batch repeated: the same document.
+        bb = {"items": [{"code": "import os; os.getpid()",
+                         "language": "python"}]}
+        key = {"Idempotency-Key": "batch"}
+        st, h, a = d.request("POST", "/code/batch", body=bb, headers=key,
+                             timeout=60)
+        st2, h, b = d.request("POST", "/code/batch", body=bb, headers=key,
+                              timeout=60)
+        assert st == st2 == 200 and a == b
+        # An interrupt repeated answers as the first did.
+        key = {"Idempotency-Key": "int"}
+        st, h, a = d.request("DELETE", "/code?id=nope", headers=key)
+        st2, h, b = d.request("DELETE", "/code?id=nope", headers=key)
+        assert st == st2 == 404 and a == b
+
+
+def test_idempotent_code_run_repeated_while_it_runs_follows_it():
+    with Execd() as d:
+        run = {"code": "import time\nprint('a', flush=True)\n"
+                       "time.sleep(2)\nprint('b')",
+               "context": {"language": "python", "ephemeral": True}}
+        key = {"Idempotency-Key": "live"}
+        got = []
+
+        def post():
+            st, h, data = d.request("POST", "/code", body=run, headers=key,
+                                    timeout=90)
+            got.append(data)
+
+        t = threading.Thread(target=post)
+        t.start()
+        time.sleep(1)
+        post()
+        t.join(90)
+        a, b = [[e for e in events(x) if e["type"] != "ping"] for x in got]
+        assert a == b, (a, b)
+        assert texts(a, "stdout") == "a\nb\n", a
+        assert kinds(a)[-1] == "execution_complete", a

@@ -149,6 +149,21 @@ cmdstream_reply(struct http_req *req, struct command *c, uint64_t after)
 	return 0;
 }
 
+void
+cmdstream_replay(struct http_req *req, const char *id)
+{
+	struct command *c = command_find(id);
+	int rc;
+
+	if (c == NULL) {
+		http_reply_error(req, 404, HTTP_E_NOT_FOUND, "command %s, "
+		    "which this request started, is no longer kept", id);
+		return;
+	}
+	if ((rc = cmdstream_reply(req, c, 0)) < 0 && rc != -EINVAL)
+		http_reply_errno(req, rc, "cannot read command %s", id);
+}
+
 /* The feed wants more: the reader's next events. */
 static int
 on_pull(struct buf *out, void *arg)

@@ -42,5 +42,11 @@ bool	cmdstream_sdk_keeps(const char *user_agent);
  */
 int	cmdstream_reply(struct http_req *req, struct command *c,
 	    uint64_t after);
+/*
+ * Answer req with the stream of the command of this id from its start
+ * (a repeat of the request that started it: idem.h), or an error when
+ * the command is no longer kept.
+ */
+void	cmdstream_replay(struct http_req *req, const char *id);
 
 #endif

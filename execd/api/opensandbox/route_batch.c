@@ -13,6 +13,7 @@
 #include "../../domain/batch.h"
 #include "../../transport/http.h"
 #include "../execd.h"
+#include "../idem.h"
 #include "route.h"
 
 /* Per item: stdout and stderr cut as --max-output cuts a run. */
@@ -60,6 +61,8 @@ route_code_batch(struct http_req *req)
 	unsigned conc;
 	size_t n;
 
+	if (idem_front(req))
+		return;
 	if (batch_parse(http_req_json(req), BATCH_MAX_ITEMS, &items, &n,
 	    &conc, err, sizeof(err)) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, %s",

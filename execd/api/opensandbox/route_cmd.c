@@ -36,7 +36,9 @@
 #include "../../process/job.h"
 #include "../../transport/evstream.h"
 #include "../../transport/http.h"
+#include "../../transport/tape.h"
 #include "../execd.h"
+#include "../idem.h"
 #include "cmdreq.h"
 #include "cmdstream.h"
 #include "route.h"
@@ -63,8 +65,12 @@ struct lookup {
 void
 route_command_run(struct http_req *req)
 {
-	struct lookup *l = xmalloc(sizeof(*l));
+	struct lookup *l;
 	bool keep;
+
+	if (idem_front(req))
+		return;
+	l = xmalloc(sizeof(*l));
 
 	/* line_endings is the stream's (cmdstream.h), checked here first. */
 	if (cmdreq_check(req, http_req_json(req), &l->r) < 0 ||
@@ -153,23 +159,30 @@ start(struct http_req *req, struct cmd_req *r)
 		 * reattached stream has; the execution_complete only says
 		 * it started, so it is not one of its events: no number.
 		 */
+		struct tape *rec;
 		struct buf b;
 		struct sse_event ev = { .type = "init", .text = c->id,
 		    .timestamp = ms_of(&c->started), .seq = 1 };
 
-		if ((s = evstream_open(req, &so)) == NULL)
+		rec = idem_stream_record(req);
+		if ((s = evstream_open(req, &so)) == NULL) {
+			tape_end(rec, false);
 			return;
+		}
 		buf_init(&b);
 		sse_fmt_event(&b, &ev);
 		ev = (struct sse_event){ .type = "execution_complete",
 		    .timestamp = loop_wall_ms() };
 		sse_fmt_event(&b, &ev);
+		tape_add(rec, b.p, b.len);
+		tape_end(rec, true);
 		evstream_end(s, b.p, b.len);
 		buf_reset(&b);
 		return;
 	}
 	/* Foreground: the first reader of its history, from the start. */
-	(void)cmdstream_reply(req, c, 0);
+	if (cmdstream_reply(req, c, 0) == 0)
+		idem_stream_replay(req, cmdstream_replay, c->id);
 }
 
 /*
@@ -248,9 +261,13 @@ route_command_stdin(struct http_req *req)
 {
 	const char *id = http_req_param(req, "id");
 	const char *cl = http_req_query(req, "close");
-	struct command *c = command_find(id);
+	struct command *c;
 	const void *body;
 	size_t n;
+
+	if (idem_front(req))
+		return;
+	c = command_find(id);
 	bool close_it = false;
 	int rc = 0;
 
@@ -386,6 +403,9 @@ route_interrupt(struct http_req *req)
 	struct context *ctx;
 	struct command *c;
 	int rc;
+
+	if (idem_front(req))
+		return;
 
 	if (id == NULL || id[0] == '\0') {
 		http_reply_error(req, 400, HTTP_E_QUERY,

@@ -25,7 +25,9 @@
 #include "../../transport/evstream.h"
 #include "../../transport/feed.h"
 #include "../../transport/http.h"
+#include "../../transport/tape.h"
 #include "../execd.h"
+#include "../idem.h"
 #include "cmdstream.h"
 #include "route.h"
 
@@ -37,6 +39,7 @@ struct code_stream {
 	struct run_opts		 o;
 	struct run		*run;
 	struct feed		*feed;		/* once the stream opens */
+	struct tape		*rec;		/* its bytes, for repeats */
 	char			*ephemeral;	/* its context's id, deleted at
 						   the end; NULL: kept */
 };
@@ -74,7 +77,8 @@ run_command(struct http_req *req, const char *code)
 		http_reply_errno(req, rc, "error running commands %s", err);
 		return;
 	}
-	(void)cmdstream_reply(req, c, 0);
+	if (cmdstream_reply(req, c, 0) == 0)
+		idem_stream_replay(req, cmdstream_replay, c->id);
 }
 
 /*
@@ -95,6 +99,8 @@ route_code_run(struct http_req *req)
 	bool ephemeral;
 	int rc;
 
+	if (idem_front(req))
+		return;
 	ctx = json_object_get(body, "context");
 	if (body_int(body, "timeout", 0) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
@@ -187,6 +193,7 @@ stream_open(struct code_stream *s)
 	struct http_req *req = s->req;
 
 	s->run = run_new(s->ctx, &s->o, on_notify, s);
+	s->rec = idem_stream_record(req);
 	s->req = NULL;
 	if ((s->feed = feed_reply(req, on_pull, on_gone, s)) == NULL)
 		stream_free(s);
@@ -215,13 +222,19 @@ on_pull(struct buf *out, void *arg)
 		ev.seq = 0;	/* upstream's /code events carry none */
 		sse_fmt_event(out, &ev);
 		if (out->len - start >= FEED_CHUNK)
-			return FEED_MORE;
+			break;
 	}
-	if (rc == RUN_OVERFLOW) {
+	if (rc == RUN_OVERFLOW)
 		evstream_fmt_overflow(out, EVSTREAM_TYPED);
-		return FEED_END;
-	}
-	return rc == RUN_END ? FEED_END : FEED_WAIT;
+	if (out->len > start)
+		tape_add(s->rec, out->p + start, out->len - start);
+	if (rc == RUN_EVENT)
+		return FEED_MORE;
+	if (rc == RUN_WAIT)
+		return FEED_WAIT;
+	tape_end(s->rec, true);
+	s->rec = NULL;
+	return FEED_END;
 }
 
 /* The stream is gone: the run goes on in its context, unheard. */
@@ -243,6 +256,7 @@ stream_free(struct code_stream *s)
 {
 	struct context *c;
 
+	tape_end(s->rec, false);
 	run_free(s->run);
 	if (s->ephemeral != NULL && (c = context_find(s->ephemeral)) != NULL)
 		context_delete(c);

@@ -22,6 +22,7 @@
 #include "../../process/limits.h"
 #include "../../transport/body.h"
 #include "../../transport/http.h"
+#include "../idem.h"
 #include "../reqpath.h"
 #include "route.h"
 
@@ -74,7 +75,11 @@ route_context_create(struct http_req *req)
 	json_t *body = http_req_json(req);
 	const char *lang, *cwd;
 	char err[2048], *msg;
-	struct ccreate *cc = xcalloc(1, sizeof(*cc));
+	struct ccreate *cc;
+
+	if (idem_front(req))
+		return;
+	cc = xcalloc(1, sizeof(*cc));
 
 	lang = body_str(body, "language", "");
 	cwd = body_str(body, "cwd", "");
