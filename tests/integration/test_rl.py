@@ -364,3 +364,28 @@ def test_idempotent_code_run_repeated_while_it_runs_follows_it():
         assert a == b, (a, b)
         assert texts(a, "stdout") == "a\nb\n", a
         assert kinds(a)[-1] == "execution_complete", a
+
+
+def test_idempotent_stdin_writes_once():
+    with Execd() as d:
+        st, h, data = d.request("POST", "/command", body={
+            "command": "cat", "stdin": True, "background": True})
+        cid = events(data)[0]["text"]
+        key = {"Idempotency-Key": "in-1"}
+        for _ in range(2):
+            st, h, body = d.request("POST", "/command/%s/stdin" % cid,
+                                    body=b"once\n", headers=key)
+            assert st == 200 and body == b"", (st, body)
+        st, h, body = d.request("POST", "/command/%s/stdin" % cid,
+                                body=b"twice\n", headers=key)
+        expect_error(st, body, 422, "IDEMPOTENCY_KEY_REUSED")
+        st, h, body = d.request("POST", "/command/%s/stdin?close=true"
+                                % cid, body=b"")
+        assert st == 200, body
+
+        def logs():
+            st, h, b = d.request("GET", "/command/%s/logs" % cid)
+            return b
+        assert wait_for(lambda: b"once" in logs(), timeout=20)
+        time.sleep(0.3)
+        assert logs().count(b"once") == 1, logs()
