@@ -25,6 +25,7 @@ struct batch;
 
 #define BATCH_MAX_ITEMS		1000		/* items per batch */
 #define BATCH_ITEM_OUTPUT	(1 << 20)	/* text, results per item */
+#define BATCH_OUTPUT		(64 << 20)	/* ... and over all items */
 
 struct batch_item {
 	char		*code;

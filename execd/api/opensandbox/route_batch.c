@@ -16,12 +16,21 @@
 #include "../idem.h"
 #include "route.h"
 
-/* Per item: stdout and stderr cut as --max-output cuts a run. */
+/*
+ * Per item: stdout and stderr cut as --max-output cuts a run, to at most
+ * BATCH_ITEM_OUTPUT, and to a share of BATCH_OUTPUT, so that a whole
+ * batch held until its answer stays bounded however many items it has.
+ */
 static size_t
-item_output(const struct conf *conf)
+item_output(const struct conf *conf, size_t n)
 {
-	return conf->max_output < BATCH_ITEM_OUTPUT ? conf->max_output :
-	    BATCH_ITEM_OUTPUT;
+	size_t m = BATCH_ITEM_OUTPUT;
+
+	if (conf->max_output < m)
+		m = conf->max_output;
+	if (BATCH_OUTPUT / n < m)
+		m = BATCH_OUTPUT / n;
+	return m;
 }
 
 /* How many items may run at once: --batch-concurrency, or the CPUs. */
@@ -54,8 +63,7 @@ route_code_batch(struct http_req *req)
 {
 	struct execd *app = http_req_app(req);
 	struct batch_item *items;
-	struct batch_opts o = { .loop = app->loop,
-	    .max_output = item_output(app->conf) };
+	struct batch_opts o = { .loop = app->loop };
 	struct batch *b;
 	char err[1024];
 	unsigned conc;
@@ -69,6 +77,7 @@ route_code_batch(struct http_req *req)
 		    err);
 		return;
 	}
+	o.max_output = item_output(app->conf, n);
 	o.concurrency = batch_cap(app->conf);
 	if (conc > 0 && conc < o.concurrency)
 		o.concurrency = conc;
