@@ -24,8 +24,11 @@
 #include "idem.h"
 
 #define FP_LEN	32
+/* Whole answers kept over all keys (a batch's may be large). */
+#define WHOLE_TOTAL	(64u << 20)
 
-enum kind { K_PENDING, K_WHOLE, K_REPLAY, K_RECORD };
+/* K_LOST: answered, but with more than WHOLE_TOTAL leaves room for. */
+enum kind { K_PENDING, K_WHOLE, K_REPLAY, K_RECORD, K_LOST };
 
 struct waiter {
 	struct http_req		*req;
@@ -59,6 +62,7 @@ static struct {
 	struct entry		**tab;
 	size_t			 ntab;
 	struct entry		*oldest, *newest;
+	size_t			 whole;		/* bytes of K_WHOLE answers */
 } st;
 
 static void	 answer(struct http_req *, struct entry *);
@@ -92,6 +96,7 @@ unref(struct entry *e)
 	if (--e->refs > 0)
 		return;
 	tape_unref(e->tape);
+	st.whole -= e->bytes.len;
 	buf_reset(&e->bytes);
 	free(e->key);
 	free(e->type);
@@ -227,13 +232,18 @@ on_tap(struct http_req *req, unsigned status, const char *type,
 	struct entry *e = arg;
 
 	e->first = NULL;
-	if (e->kind == K_PENDING && status != 0) {
+	if (e->kind == K_PENDING && status != 0 &&
+	    n > WHOLE_TOTAL - st.whole) {
+		/* Too large to keep: said so to a repeat, never run again. */
+		e->kind = K_LOST;
+		e->status = status;
+	} else if (e->kind == K_PENDING && status != 0) {
 		e->kind = K_WHOLE;
 		e->status = status;
 		e->type = type != NULL ? xstrdup(type) : NULL;
-		buf_init(&e->bytes);
-		if (n > 0)
-			buf_add(&e->bytes, body, n);
+		buf_init_max(&e->bytes, n > 0 ? n : 1);
+		if (n > 0 && buf_add(&e->bytes, body, n) == 0)
+			st.whole += n;
 	} else if (e->kind == K_PENDING) {
 		unlist(e);	/* no outcome: the key is free again */
 	}
@@ -343,6 +353,12 @@ answer(struct http_req *req, struct entry *e)
 		http_reply_text(req, e->status, e->type != NULL ? e->type :
 		    "text/plain", e->bytes.p != NULL ? e->bytes.p : "",
 		    e->bytes.len, NULL, NULL);
+		break;
+	case K_LOST:
+		http_reply_error(req, 409, "IDEMPOTENCY_ANSWER_NOT_KEPT",
+		    "the first request with Idempotency-Key %s was answered "
+		    "%u, with more than execd keeps for repeats; it is not run "
+		    "again", e->key, e->status);
 		break;
 	case K_REPLAY:
 		e->replay(req, e->id);
