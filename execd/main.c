@@ -48,6 +48,7 @@
 #include "core/loop.h"
 #include "core/work.h"
 #include "core/xmalloc.h"
+#include "domain/ckpt.h"
 #include "domain/command.h"
 #include "domain/context.h"
 #include "domain/lifecycle.h"
@@ -95,6 +96,7 @@ static void	setup_jupyter(const struct conf *, struct http_conf *);
 static int	print_kernels(void);
 static void	announce(const struct conf *, unsigned);
 static int	setup_dirs(struct conf *);
+static void	setup_checkpoints(struct conf *);
 static void	setup_contexts(const struct conf *);
 static void	context_limits(const char *, struct limits *, void *);
 static void	setup_sandbox(const struct conf *);
@@ -208,6 +210,7 @@ main(int argc, char **argv)
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	run_init(cmd_dir);
 	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
+	setup_checkpoints(&conf);
 	pty_init(app.loop);
 	setup_contexts(&conf);
 	start_hooks(&conf);
@@ -237,6 +240,7 @@ main(int argc, char **argv)
 	mcp_shutdown();
 	context_shutdown();
 	idem_shutdown();
+	ckpt_shutdown();
 	lifecycle_shutdown();
 	run_init(NULL);
 	pty_shutdown();
@@ -397,6 +401,22 @@ announce(const struct conf *c, unsigned port)
  * missing), and this daemon's private directory for background command
  * output and session code.
  */
+/*
+ * The checkpoint store: --checkpoint-dir, or execd-checkpoints in the
+ * runtime directory.  Without one, checkpoint requests fail (500).
+ */
+static void
+setup_checkpoints(struct conf *c)
+{
+	char err[PATH_MAX + 256];
+
+	if (c->checkpoint_dir == NULL)
+		c->checkpoint_dir = xasprintf("%s/execd-checkpoints",
+		    c->runtime_dir);
+	if (ckpt_init(c->checkpoint_dir, err, sizeof(err)) < 0)
+		log_warnx("checkpoints: %s", err);
+}
+
 static int
 setup_dirs(struct conf *c)
 {

@@ -43,7 +43,7 @@ enum opt_id {
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
-	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS,
+	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -149,6 +149,11 @@ static const struct opt opts[] = {
 	    "runtime directory ($JUPYTER_RUNTIME_DIR, or "
 	    "~/.local/share/jupyter/runtime), so that `jupyter console "
 	    "--existing` finds them" },
+	{ "checkpoint-dir", O_CKPT_DIR, "EXECD_CHECKPOINT_DIR", "DIR", NULL,
+	    "where workspace checkpoints keep their copies (emptied at "
+	    "start); default: execd-checkpoints in the runtime directory. "
+	    "On the workspace's filesystem, copies are reflinks where it "
+	    "makes them" },
 	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
 	    "auto|ipc|tcp", "auto",
 	    "how kernels listen: Unix sockets beside the connection file, or "
@@ -549,6 +554,12 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		free(c->runtime_dir);
 		c->runtime_dir = xstrdup(v);
+		return 0;
+	case O_CKPT_DIR:
+		if (v[0] != '/')
+			goto bad;
+		free(c->checkpoint_dir);
+		c->checkpoint_dir = xstrdup(v);
 		return 0;
 	case O_KERNEL_TRANSPORT:
 		if (strcmp(v, "auto") == 0)
@@ -1013,6 +1024,8 @@ conf_reset(struct conf *c)
 {
 	free(c->runtime_dir);
 	c->runtime_dir = NULL;
+	free(c->checkpoint_dir);
+	c->checkpoint_dir = NULL;
 	free(c->lifecycle_status);
 	c->lifecycle_status = NULL;
 	free(c->pool);

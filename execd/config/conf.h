@@ -75,6 +75,7 @@ struct conf {
 	size_t		 stream_cap;
 	unsigned	 grace_ms;
 	char		*runtime_dir;	/* kernel connection files */
+	char		*checkpoint_dir;	/* --checkpoint-dir, or NULL */
 	enum kernel_transport kernel_transport;
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;

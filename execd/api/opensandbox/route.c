@@ -75,6 +75,16 @@ static const struct body_field pty_fields[] = {
 	BODY_END
 };
 
+static const struct body_field ckpt_fields[] = {
+	{ "path", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	BODY_END
+};
+
+static const struct body_field restore_fields[] = {
+	{ "id", BODY_STRING, BODY_REQUIRED | BODY_NONEMPTY },
+	BODY_END
+};
+
 const struct http_route route_table[] = {
 	{ "GET", "/ping", HTTP_R_OPEN, route_ping,
 	    "health check (no token needed)", NULL, NULL },
@@ -177,6 +187,16 @@ const struct http_route route_table[] = {
 	    "find lines matching a regular expression", NULL, NULL },
 	{ "GET", "/files/watch", 0, route_files_watch,
 	    "stream filesystem events under a path", NULL, NULL },
+	{ "POST", "/files/checkpoint", HTTP_R_BODY, route_files_checkpoint,
+	    "record a directory tree's state (a checkpoint)", ckpt_fields,
+	    NULL },
+	{ "GET", "/files/checkpoint", 0, route_files_checkpoint_list,
+	    "list the checkpoints kept", NULL, NULL },
+	{ "DELETE", "/files/checkpoint/{id}", 0,
+	    route_files_checkpoint_delete, "delete a checkpoint", NULL, NULL },
+	{ "POST", "/files/restore", HTTP_R_BODY, route_files_restore,
+	    "put a checkpoint's tree back (runs that start meanwhile wait)",
+	    restore_fields, NULL },
 #define AS	"/v1/filesystem/{uid}/{gid}"
 	{ "GET", AS "/files/info", 0, route_files_info_as,
 	    "describe files (lstat), as user uid, group gid", NULL, NULL },

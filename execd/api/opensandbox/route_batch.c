@@ -69,6 +69,8 @@ route_code_batch(struct http_req *req)
 	unsigned conc;
 	size_t n;
 
+	if (route_ckpt_hold(req, route_code_batch))
+		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;
 	if (batch_parse(http_req_json(req), BATCH_MAX_ITEMS, &items, &n,

@@ -68,6 +68,8 @@ route_command_run(struct http_req *req)
 	struct lookup *l;
 	bool keep;
 
+	if (route_ckpt_hold(req, route_command_run))
+		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;
 	l = xmalloc(sizeof(*l));

@@ -99,6 +99,8 @@ route_code_run(struct http_req *req)
 	bool ephemeral;
 	int rc;
 
+	if (route_ckpt_hold(req, route_code_run))
+		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;
 	ctx = json_object_get(body, "context");

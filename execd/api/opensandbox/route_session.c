@@ -197,6 +197,8 @@ route_session_run(struct http_req *req)
 	const char *cwd;
 	struct srun_start *r;
 
+	if (route_ckpt_hold(req, route_session_run))
+		return;	/* a restore runs: after it */
 	if (body_int(body, "timeout", 0) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
 		    "field 'timeout' must not be negative");
