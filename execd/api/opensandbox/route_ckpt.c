@@ -159,10 +159,10 @@ ck_done(struct http_req *req, void *arg)
 		wake();
 	if (req == NULL) {
 		/* The client left, or the 504 went: nothing to say. */
-	} else if (op->rc == -ENOSPC) {
+	} else if (op->rc == -ENOSPC && op->what == CK_TAKE) {
 		http_reply_error(req, 507, "CHECKPOINT_STORE_FULL", "%s",
 		    op->err);
-	} else if (op->rc == -ENOTDIR) {
+	} else if (op->rc == -ENOTDIR && op->what == CK_TAKE) {
 		http_reply_error(req, 400, HTTP_E_BODY, "%s", op->err);
 	} else if (op->rc == -ENOENT && op->what != CK_TAKE) {
 		http_reply_error(req, 404, "CHECKPOINT_NOT_FOUND", "%s",
