@@ -1,8 +1,9 @@
 /*
  * ckpt.c -- workspace checkpoints (ckpt.h).
  *
- * The store holds one directory per checkpoint, named by its id, with a
- * copy of each regular file named by its entry's index: the manifest
+ * The store holds one pack file per checkpoint, named by its id, with
+ * the bytes of each regular file from a block boundary (its entry has
+ * the offset and length): the manifest
  * (paths, types, modes, owners, times, link targets, inodes, ctimes) is
  * in memory only, so a restart forgets checkpoints and ckpt_init empties
  * the store.  Entries are kept in pre-order, names sorted, so that a
@@ -40,13 +41,16 @@ struct ent {
 	dev_t		 rdev;		/* device nodes */
 	struct timespec	 ctim;
 	struct timespec	 atim, mtim;
+	uint64_t	 off, len;	/* a regular file's bytes in the pack */
 	bool		 recent;	/* ctime too close to trust */
 	bool		 keep;		/* restore: found unchanged */
 };
 
 struct ckpt {
 	struct ckpt_info info;
-	char		*store;		/* this checkpoint's directory */
+	char		*store;		/* this checkpoint's pack file */
+	int		 pack;		/* open while it is taken */
+	uint64_t	 packlen;
 	struct ent	*ents;		/* pre-order */
 	size_t		 n, cap;
 	struct ent	**byname;	/* sorted by rel */
@@ -64,9 +68,8 @@ static void		 ckpt_free(struct ckpt *);
 static int		 walk(struct ckpt *, char *, size_t, char *, size_t);
 static int		 record(struct ckpt *, const char *, const char *,
 			    const struct stat *, char *, size_t);
-static int		 copy_fd(int, int);
-static int		 copy_file(const char *, const char *, int, char *,
-			    size_t);
+static int		 copy_range(int, uint64_t, int, uint64_t, uint64_t,
+			    bool, uint64_t *);
 static bool		 is_recent(const struct timespec *);
 static int		 by_rel(const void *, const void *);
 static struct ent	*lookup(struct ckpt *, const char *);
@@ -166,13 +169,11 @@ ckpt_init(const char *dir, char *err, size_t errlen)
 void
 ckpt_shutdown(void)
 {
-	char msg[CKPT_ERRLEN];
-
 	pthread_mutex_lock(&mtx);
 	while (nckpts > 0) {
 		struct ckpt *c = ckpts[--nckpts];
 
-		(void)fs_tree_remove(c->store, msg, sizeof(msg));
+		unlink(c->store);
 		ckpt_free(c);
 	}
 	free(store_dir);
@@ -193,87 +194,80 @@ is_recent(const struct timespec *t)
 	return ms < CKPT_RECENT_MS;
 }
 
-/* All of in's bytes to out: a reflink if the filesystem can, else copies. */
-static int
-copy_fd(int in, int out)
-{
-	char buf[65536];
-	ssize_t n, w;
-	bool range = true;
+#define BLK	4096	/* where each file starts in a pack */
 
-	if (ioctl(out, FICLONE, in) == 0)
+static uint64_t
+round_up(uint64_t n)
+{
+	return (n + BLK - 1) / BLK * BLK;
+}
+
+/*
+ * len bytes of in from ioff to out at ooff (to_eof: all of in from ioff,
+ * *done set to how many): a reflink (FICLONERANGE) where the filesystem
+ * makes one, else copy_file_range, else reads and writes.  Offsets are
+ * multiples of BLK; a reflink of a range not ending at in's end is taken
+ * rounded up and out cut back to ooff + len.
+ */
+static int
+copy_range(int in, uint64_t ioff, int out, uint64_t ooff, uint64_t len,
+    bool to_eof, uint64_t *done)
+{
+	struct file_clone_range r = { .src_fd = in, .src_offset = ioff,
+	    .src_length = to_eof ? 0 : round_up(len), .dest_offset = ooff };
+	loff_t io = (loff_t)ioff, oo = (loff_t)ooff;
+	uint64_t left = to_eof ? UINT64_MAX : len, got = 0;
+	char buf[65536];
+	bool range = true;
+	struct stat st;
+	ssize_t n, w;
+
+	if (ioctl(out, FICLONERANGE, &r) == 0) {
+		if (to_eof) {
+			if (fstat(in, &st) < 0)
+				return -errno;
+			*done = (uint64_t)st.st_size - ioff;
+			return 0;
+		}
+		if (ftruncate(out, (off_t)(ooff + len)) < 0)
+			return -errno;
+		*done = len;
 		return 0;
-	for (;;) {
+	}
+	while (left > 0) {
+		size_t want = left > (1u << 30) ? (1u << 30) : (size_t)left;
+
 		if (range) {
-			n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+			n = copy_file_range(in, &io, out, &oo, want, 0);
 			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
 			    errno == ENOSYS || errno == EOPNOTSUPP)) {
 				range = false;
 				continue;
 			}
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return -errno;
-			if (n == 0)
-				return 0;
+		} else {
+			if (want > sizeof(buf))
+				want = sizeof(buf);
+			if ((n = pread(in, buf, want, io)) > 0) {
+				for (ssize_t off = 0; off < n; off += w)
+					if ((w = pwrite(out, buf + off,
+					    (size_t)(n - off), oo + off)) < 0)
+						return -errno;
+				io += n;
+				oo += n;
+			}
+		}
+		if (n < 0 && errno == EINTR)
 			continue;
-		}
-		if ((n = read(in, buf, sizeof(buf))) < 0) {
-			if (errno == EINTR)
-				continue;
+		if (n < 0)
 			return -errno;
-		}
 		if (n == 0)
-			return 0;
-		for (ssize_t off = 0; off < n; off += w)
-			if ((w = write(out, buf + off, (size_t)(n - off))) < 0)
-				return -errno;
+			break;
+		left -= (uint64_t)n;
+		got += (uint64_t)n;
 	}
-}
-
-/*
- * The file src copied to a new file dst (made 0600, never through a
- * link): 0, or with keepfd dst's descriptor, left open for the caller.
- */
-static int
-copy_file(const char *src, const char *dst, int keepfd, char *err,
-    size_t errlen)
-{
-	int in, out, rc;
-
-	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "error reading %s: %s", src,
-		    strerror(errno));
-		return rc;
-	}
-	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "error creating %s: %s", dst,
-		    strerror(errno));
-		close(in);
-		return rc;
-	}
-	if ((rc = copy_fd(in, out)) < 0) {
-		snprintf(err, errlen, "error copying %s: %s", src,
-		    strerror(-rc));
-		close(in);
-		close(out);
-		unlink(dst);
-		return rc;
-	}
-	close(in);
-	if (keepfd)
-		return out;
-	if (close(out) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "error writing %s: %s", dst,
-		    strerror(errno));
-		unlink(dst);
-		return rc;
-	}
+	if (!to_eof && got != len)
+		return -EIO;	/* the pack is shorter than its manifest */
+	*done = got;
 	return 0;
 }
 
@@ -283,9 +277,9 @@ record(struct ckpt *c, const char *abs, const char *rel, const struct stat *st,
     char *err, size_t errlen)
 {
 	struct ent *e;
-	char buf[PATH_MAX], dst[PATH_MAX];
+	char buf[PATH_MAX];
 	ssize_t n;
-	int rc;
+	int fd, rc;
 
 	if (c->n >= CKPT_MAX_ENTRIES) {
 		snprintf(err, errlen, "the tree has more than %d entries",
@@ -317,10 +311,22 @@ record(struct ckpt *c, const char *abs, const char *rel, const struct stat *st,
 		buf[n] = '\0';
 		e->link = xstrdup(buf);
 	} else if (S_ISREG(st->st_mode)) {
-		snprintf(dst, sizeof(dst), "%s/%zx", c->store, c->n);
-		if ((rc = copy_file(abs, dst, 0, err, errlen)) < 0)
+		if ((fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "error reading %s: %s", abs,
+			    strerror(errno));
 			return rc;
-		c->info.bytes += (uint64_t)st->st_size;
+		}
+		e->off = round_up(c->packlen);
+		rc = copy_range(fd, 0, c->pack, e->off, 0, true, &e->len);
+		close(fd);
+		if (rc < 0) {
+			snprintf(err, errlen, "error copying %s: %s", abs,
+			    strerror(-rc));
+			return rc;
+		}
+		c->packlen = e->off + e->len;
+		c->info.bytes += e->len;
 	}
 	/* Checked after the copy: a write during it may share its tick. */
 	e->recent = is_recent(&e->ctim);
@@ -484,7 +490,8 @@ ckpt_take(const char *path, struct ckpt_info *out, char *err, size_t errlen)
 	snprintf(c->info.path, sizeof(c->info.path), "%s", path);
 	c->info.created = (int64_t)time(NULL);
 	c->store = xasprintf("%s/%s", store_dir, c->info.id);
-	if (mkdir(c->store, 0700) < 0) {
+	if ((c->pack = open(c->store, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0600)) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "error making %s: %s", c->store,
 		    strerror(errno));
@@ -509,7 +516,20 @@ ckpt_take(const char *path, struct ckpt_info *out, char *err, size_t errlen)
 			snprintf(err, errlen, "error checkpointing %s: %s",
 			    path, msg[0] != '\0' ? msg : strerror(-rc));
 		}
-		(void)fs_tree_remove(c->store, msg, sizeof(msg));
+		close(c->pack);
+		unlink(c->store);
+		goto out;
+	}
+	/* Whole blocks, so that a reflink of the last file is one too. */
+	rc = ftruncate(c->pack, (off_t)round_up(c->packlen));
+	if (close(c->pack) < 0)
+		rc = -1;
+	c->pack = -1;
+	if (rc < 0) {
+		rc = errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -errno;
+		snprintf(err, errlen, "error writing %s: %s", c->store,
+		    strerror(errno));
+		unlink(c->store);
 		goto out;
 	}
 	c->byname = xreallocarray(NULL, c->n, sizeof(*c->byname));
@@ -622,11 +642,11 @@ static bool
 same(struct ckpt *c, size_t i, const char *abs, const struct stat *st)
 {
 	const struct ent *e = &c->ents[i];
-	char a[65536], b[sizeof(a)], src[PATH_MAX];
-	struct stat ss;
+	char a[65536], b[sizeof(a)];
 	ssize_t n, m;
 	bool eq = false;
-	int fa, fb;
+	off_t off;
+	int fa;
 
 	if (st->st_mode != e->mode || st->st_uid != e->uid ||
 	    st->st_gid != e->gid || st->st_mtim.tv_sec != e->mtim.tv_sec ||
@@ -640,27 +660,22 @@ same(struct ckpt *c, size_t i, const char *abs, const struct stat *st)
 	}
 	if (!S_ISREG(e->mode))
 		return st->st_rdev == e->rdev;
-	snprintf(src, sizeof(src), "%s/%zx", c->store, i);
-	if (stat(src, &ss) < 0 || ss.st_size != st->st_size)
+	if ((uint64_t)st->st_size != e->len)
 		return false;
 	if ((fa = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return false;
-	if ((fb = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
-		close(fa);
-		return false;
-	}
-	for (;;) {
+	for (off = e->off;;) {
 		n = read(fa, a, sizeof(a));
-		m = n > 0 ? read(fb, b, (size_t)n) : 0;
+		m = n > 0 ? pread(c->pack, b, (size_t)n, off) : 0;
 		if (n < 0 || m != n || memcmp(a, b, (size_t)n) != 0)
 			break;
 		if (n == 0) {
 			eq = true;
 			break;
 		}
+		off += n;
 	}
 	close(fa);
-	close(fb);
 	return eq;
 }
 
@@ -691,22 +706,24 @@ rebuild(struct ckpt *c, size_t i, const char *abs, struct ckpt_counts *cnt,
 {
 	struct ent *e = &c->ents[i];
 	struct timespec ts[2] = { e->atim, e->mtim };
-	char tmp[PATH_MAX], src[PATH_MAX];
+	char tmp[PATH_MAX];
+	uint64_t done;
 	struct stat st;
 	int fd = -1, rc;
 
 	if ((rc = tmp_beside(abs, tmp, sizeof(tmp))) < 0)
 		goto fail;
 	if (S_ISREG(e->mode)) {
-		snprintf(src, sizeof(src), "%s/%zx", c->store, i);
-		if ((fd = copy_file(src, tmp, 1, err, errlen)) < 0)
-			return fd;
-		if (fchown(fd, e->uid, e->gid) < 0 ||
-		    fchmod(fd, e->mode & 07777) < 0 ||
-		    futimens(fd, ts) < 0) {
+		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600)) < 0) {
 			rc = -errno;
 			goto fail;
 		}
+		if ((rc = copy_range(c->pack, e->off, fd, 0, e->len, false,
+		    &done)) < 0 || (rc = fchown(fd, e->uid, e->gid) < 0 ||
+		    fchmod(fd, e->mode & 07777) < 0 ||
+		    futimens(fd, ts) < 0 ? -errno : 0) < 0)
+			goto fail;
 		if (close(fd) < 0) {
 			fd = -1;
 			rc = -errno;
@@ -815,6 +832,12 @@ ckpt_restore(const char *id, struct ckpt_info *info, struct ckpt_counts *out,
 	}
 	for (i = 0; i < c->n; i++)
 		c->ents[i].keep = false;
+	if ((c->pack = open(c->store, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "error reading %s: %s", c->store,
+		    strerror(errno));
+		goto out;
+	}
 	/* The root: a directory again if something else took its place. */
 	snprintf(abs, sizeof(abs), "%s", c->info.path);
 	if (lstat(abs, &st) == 0 && !S_ISDIR(st.st_mode)) {
@@ -862,6 +885,10 @@ ckpt_restore(const char *id, struct ckpt_info *info, struct ckpt_counts *out,
 	*info = c->info;
 	*out = cnt;
 out:
+	if (c != NULL && c->pack >= 0) {
+		close(c->pack);
+		c->pack = -1;
+	}
 	pthread_mutex_unlock(&mtx);
 	return rc;
 }
@@ -870,7 +897,6 @@ out:
 int
 ckpt_drop(const char *id, char *err, size_t errlen)
 {
-	char msg[CKPT_ERRLEN];
 	struct ckpt *c = NULL;
 	size_t i;
 	int rc = 0;
@@ -887,7 +913,7 @@ ckpt_drop(const char *id, char *err, size_t errlen)
 	c = ckpts[i];
 	memmove(&ckpts[i], &ckpts[i + 1], (nckpts - i - 1) * sizeof(*ckpts));
 	nckpts--;
-	(void)fs_tree_remove(c->store, msg, sizeof(msg));
+	unlink(c->store);
 	ckpt_free(c);
 out:
 	pthread_mutex_unlock(&mtx);

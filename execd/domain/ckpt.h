@@ -3,9 +3,11 @@
  * a store, and the tree put back to it later.
  *
  * A checkpoint is a manifest in memory (every entry's path, type, mode,
- * owner, times, link target, and the inode and ctime it had) and a copy
- * of every regular file's bytes in the store directory (a reflink where
- * the filesystem makes one, FICLONE, else a copy).  A restore walks the
+ * owner, times, link target, and the inode and ctime it had) and one
+ * pack file in the store directory holding every regular file's bytes,
+ * each from a block boundary (a reflink, FICLONERANGE, where the
+ * filesystem makes one, else a copy): one file made, however many the
+ * tree holds.  A restore walks the
  * live tree: an entry the manifest does not name, or names with another
  * type, is removed; a non-directory whose inode and ctime are the ones
  * recorded is unchanged (any write, chmod, chown or rename of an inode
