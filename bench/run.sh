@@ -25,7 +25,8 @@
 # BENCH_FANOUT_CLIENTS (channels clients on one kernel, default 20),
 # BENCH_FANOUT_LINES (lines the fan-out cell prints, default 1000),
 # BENCH_MCP_N (MCP tool calls and plain API requests per side, default
-# BENCH_EXECS),
+# BENCH_EXECS), BENCH_CKPT_FILES (files of the checkpoint row's tree,
+# default 10000),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -43,6 +44,9 @@
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
+# The checkpoint row runs bench/ckpt_bench.py (/usr/bin/python3, standard
+# library only, and tar): POST /files/checkpoint and /files/restore of a
+# tree with 10 files changed between them against tar c and tar x of it.
 # The /proxy rows run bench/proxy_bench.py against an nginx of their own,
 # directly, through execd and through bench/relay.c.
 # The "(static)" rows run STATIC_EXECD (default build/static/execd, which
@@ -111,6 +115,8 @@ DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
 STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
 PROXY_DL_MIN_RATIO=0.95 # PRODUCT.md: /proxy download >= 0.95x of a splice relay
 PROXY_LAT_MAX_RATIO=1.2 # PRODUCT.md: a small proxied GET <= 1.2x of that relay
+CKPT_MAX_RATIO=0.2   # issue 27: checkpoint + restore <= 0.2x of tar c + tar x
+CKPT_FILES=${BENCH_CKPT_FILES:-10000}
 
 T=
 PIDS=
@@ -787,6 +793,21 @@ row "RSS during transfers" "$(calc "sprintf(\"%.1f\", ($FD_RSS > $FU_RSS ? $FD_R
 	"growth < 8 MiB" \
 	"$(verdict_le "$(calc "($FD_RSS > $FU_RSS ? $FD_RSS : $FU_RSS) - $F_IDLE")" 8192)"
 
+# --- 13a: a workspace checkpoint and restore vs tar c + tar x -----------
+
+# "execd_us tar_us ck_us rs_us tarc_us tarx_us written"
+run_bg 900 "$T/ckpt.out" "$T/ckpt.log" \
+	/usr/bin/python3 "$HERE/ckpt_bench.py" tree "$EXECD" "$CKPT_FILES" ||
+	fail "checkpoints: $(tail -c 600 "$T/ckpt.log")"
+# shellcheck disable=SC2046 # split the numbers into words
+set -- $(cat "$T/ckpt.out")
+[ $# -eq 7 ] || fail "ckpt_bench.py printed '$(cat "$T/ckpt.out")'"
+RATIO=$(calc "sprintf(\"%.3f\", $1 / $2)")
+row "checkpoint+restore, 10 chg" \
+	"$(us_ms "$1" 0) ms" "$(us_ms "$2" 0) ms tar c+x" "$RATIO" \
+	"ratio <= $CKPT_MAX_RATIO" "$(verdict_le "$RATIO" "$CKPT_MAX_RATIO")"
+CK_US=$3 RS_US=$4 TC_US=$5 TX_US=$6 CK_WRITTEN=$7
+
 # --- 15: /proxy: a large download and a small request vs nginx direct ------
 
 PROXY_MIB=${BENCH_PROXY_MIB:-256}
@@ -913,5 +934,10 @@ note "POST /code/context over $CTXS runs: with the pool min" \
 note "/proxy download vs a relay: bench/relay.c, the least a user-space" \
 	"proxy does (the backend's bytes spliced through a pipe to the client," \
 	"blocking, one connection at a time), in front of the same nginx"
+note "checkpoint+restore: $CKPT_FILES files of 4 KiB in 100 directories," \
+	"10 changed in place between the two; medians of 5 rounds: checkpoint" \
+	"$(us_ms "$CK_US" 0) ms, restore $(us_ms "$RS_US" 0) ms ($CK_WRITTEN" \
+	"files written back); tar c $(us_ms "$TC_US" 0) ms, tar x" \
+	"$(us_ms "$TX_US" 0) ms (bench/ckpt_bench.py)"
 echo "$((ROWS - MISSES)) of $ROWS targets met."
 exit 0
