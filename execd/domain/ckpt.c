@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../fs/fs_ops.h"
 #include "../../fs/fs_tree.h"
 #include "../core/xmalloc.h"
 #include "ckpt.h"
@@ -742,7 +743,10 @@ rebuild(struct ckpt *c, size_t i, const char *abs, struct ckpt_counts *cnt,
 			goto fail;
 		}
 	}
-	if (rename(tmp, abs) < 0) {
+	/* A directory a run made there meanwhile gives way. */
+	if (rename(tmp, abs) < 0 && ((errno != EISDIR && errno != ENOTEMPTY &&
+	    errno != EEXIST) || remove_any(abs, err, errlen) < 0 ||
+	    rename(tmp, abs) < 0)) {
 		rc = -errno;
 		goto fail;
 	}
@@ -776,9 +780,15 @@ settle_dir(struct ent *e, const char *abs, bool late, struct ckpt_counts *cnt,
 	int rc;
 
 	if (!late) {
-		if (lstat(abs, &st) == 0 && S_ISDIR(st.st_mode))
-			return 0;
-		if (mkdir(abs, 0700) < 0 && errno != EEXIST) {
+		if (lstat(abs, &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				return 0;
+			/* Made by a run since the walk passed. */
+			if ((rc = remove_any(abs, err, errlen)) < 0)
+				goto fail;
+			cnt->removed++;
+		}
+		if (mkdir(abs, 0700) < 0) {
 			rc = -errno;
 			goto fail;
 		}
@@ -845,6 +855,16 @@ ckpt_restore(const char *id, struct ckpt_info *info, struct ckpt_counts *out,
 			goto out;
 		cnt.removed++;
 	}
+	/* Gone with its parents: made again as mkdir -p does. */
+	if (lstat(abs, &st) < 0 && errno == ENOENT) {
+		bool made;
+
+		if ((rc = fs_mkdirs(abs, 0700, (uid_t)-1, (gid_t)-1, &made,
+		    err, errlen)) < 0)
+			goto out;
+		cnt.dirs++;
+		c->ents[0].keep = true;
+	}
 	if ((rc = settle_dir(&c->ents[0], abs, false, &cnt, err, errlen)) < 0)
 		goto out;
 	/* 1: what is not in the checkpoint goes; what did not change stays. */
@@ -885,6 +905,9 @@ ckpt_restore(const char *id, struct ckpt_info *info, struct ckpt_counts *out,
 	*info = c->info;
 	*out = cnt;
 out:
+	/* -ENOENT says the id is unknown: a file a run removed is not that. */
+	if (rc == -ENOENT && c != NULL)
+		rc = -EIO;
 	if (c != NULL && c->pack >= 0) {
 		close(c->pack);
 		c->pack = -1;

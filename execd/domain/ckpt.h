@@ -69,8 +69,10 @@ void	ckpt_shutdown(void);
 int	ckpt_take(const char *path, struct ckpt_info *out, char *err,
 	    size_t errlen);
 /*
- * Put the tree of checkpoint id back; *out counts what changed.  -ENOENT
- * unknown id; another -errno stops the restore where it failed.
+ * Put the tree of checkpoint id back (a missing root is made, with its
+ * parents); *out counts what changed.  -ENOENT unknown id (only); another
+ * -errno stops the restore where it failed (-EIO for a file that
+ * vanished under it).
  */
 int	ckpt_restore(const char *id, struct ckpt_info *info,
 	    struct ckpt_counts *out, char *err, size_t errlen);

@@ -143,18 +143,22 @@ def test_restore_gives_back_exactly_the_recorded_tree():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_removed_root_comes_back():
-    root = tmpdir()
+def test_a_removed_root_comes_back_with_its_parents():
+    top = tmpdir()
+    root = os.path.join(top, "w", "x")
     try:
+        os.makedirs(root)
         build(root)
+        os.chmod(root, 0o751)
         want = walk(root)
         with Execd() as d:
             ck = take(d, root)
-            shutil.rmtree(root)
-            restore(d, ck["id"])
+            shutil.rmtree(os.path.join(top, "w"))
+            r = restore(d, ck["id"])
             assert walk(root) == want
+            assert r["unchanged"] == 0, r
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_restore_while_a_background_command_writes_into_the_tree():
