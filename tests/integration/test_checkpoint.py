@@ -216,8 +216,9 @@ def test_a_run_that_starts_during_a_restore_waits_for_its_end():
             assert st == 200, body
             out = "".join(e.get("text", "") for e in events(body)
                           if e["type"] == "stdout")
-            # Before the restore, or after it: never part of the tree.
-            assert out.strip() in ("3000",), out
+            # Before the restore began (a loaded machine may delay it:
+            # none), or after it ended (all): never a part of the tree.
+            assert out.strip() in ("0", "3000"), out
             assert done["r"]["written"] == 3000, done
     finally:
         shutil.rmtree(root, ignore_errors=True)
