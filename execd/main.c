@@ -397,11 +397,6 @@ announce(const struct conf *c, unsigned port)
 }
 
 /*
- * The runtime directory for kernels' connection files (created 0700 if
- * missing), and this daemon's private directory for background command
- * output and session code.
- */
-/*
  * The checkpoint store: --checkpoint-dir, or execd-checkpoints in the
  * runtime directory.  Without one, checkpoint requests fail (500).
  */
@@ -417,6 +412,11 @@ setup_checkpoints(struct conf *c)
 		log_warnx("checkpoints: %s", err);
 }
 
+/*
+ * The runtime directory for kernels' connection files (created 0700 if
+ * missing), and this daemon's private directory for background command
+ * output and session code.
+ */
 static int
 setup_dirs(struct conf *c)
 {
