@@ -1040,6 +1040,20 @@ conf_reset(struct conf *c)
 		c->texts[i] = NULL;
 	}
 	c->texts_owned = 0;
+	for (size_t i = 0; i < c->nmcp_servers; i++) {
+		struct conf_mcp_server *m = &c->mcp_servers[i];
+
+		for (size_t k = 0; m->argv != NULL && m->argv[k] != NULL; k++)
+			free(m->argv[k]);
+		for (size_t k = 0; m->env != NULL && m->env[k] != NULL; k++)
+			free(m->env[k]);
+		free(m->argv);
+		free(m->env);
+		free(m->cwd);
+		free(m->url);
+	}
+	memset(c->mcp_servers, 0, sizeof(c->mcp_servers));
+	c->nmcp_servers = 0;
 	conf_forget_token(c);
 }
 
@@ -1253,6 +1267,10 @@ static int	read_option(struct rd *, const yaml_event_t *);
 static int	read_limits(struct rd *);
 static int	read_languages(struct rd *);
 static int	read_kind(struct rd *, const char *, const char *);
+static int	read_mcp_servers(struct rd *);
+static int	read_mcp_server(struct rd *, struct conf_mcp_server *,
+		    const yaml_mark_t *);
+static int	read_words(struct rd *, const char *, bool, char ***);
 static int	scalar_value(struct rd *, const char *, yaml_event_t *);
 static const char *shape(const yaml_event_t *);
 static bool	is_null(const yaml_event_t *);
@@ -1440,8 +1458,9 @@ static int
 read_top(struct rd *r)
 {
 	yaml_event_t key;
-	yaml_mark_t seen[CONF_MAX_OPTS + 1];	/* the last: limits */
-	bool have[CONF_MAX_OPTS + 1] = { false };
+	/* the last two: limits, mcp_servers */
+	yaml_mark_t seen[CONF_MAX_OPTS + 2];
+	bool have[CONF_MAX_OPTS + 2] = { false };
 	struct conf_key k;
 	const char *s;
 	char name[64];
@@ -1456,6 +1475,8 @@ read_top(struct rd *r)
 				*p = '_';
 		if (strcmp(name, "limits") == 0)
 			i = CONF_MAX_OPTS;
+		else if (strcmp(name, "mcp_servers") == 0)
+			i = CONF_MAX_OPTS + 1;
 		else
 			for (i = 0; conf_key_get(i, &k) == 0; i++)
 				if (strlen(s) < sizeof(name) &&
@@ -1474,7 +1495,9 @@ read_top(struct rd *r)
 		}
 		have[i] = true;
 		seen[i] = key.start_mark;
-		rc = i == CONF_MAX_OPTS ? read_limits(r) : read_option(r, &key);
+		rc = i == CONF_MAX_OPTS ? read_limits(r) :
+		    i == CONF_MAX_OPTS + 1 ? read_mcp_servers(r) :
+		    read_option(r, &key);
 		if (rc < 0)
 			goto out;
 		yaml_event_delete(&key);
@@ -1664,6 +1687,265 @@ read_kind(struct rd *r, const char *where, const char *prefix)
 out:
 	yaml_event_delete(&key);
 	return rc;
+}
+
+/*
+ * mcp_servers: server names to what runs them.  A name is what prefixes
+ * its tools on /mcp (NAME__tool), so it may not hold "__" itself.
+ */
+static int
+read_mcp_servers(struct rd *r)
+{
+	struct conf_mcp_server *m;
+	yaml_event_t ev;
+	const char *s;
+	size_t n;
+	int rc;
+
+	if ((rc = map_start(r, "mcp_servers wants a mapping of server "
+	    "names")) < 0)
+		return rc;
+	while ((rc = map_key(r, &ev, "a server name must be a name")) > 0) {
+		s = (const char *)ev.data.scalar.value;
+		n = strlen(s);
+		if (n == 0 || n >= sizeof(m->name) || n != ev.data.scalar.length
+		    || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+		    n || strstr(s, "__") != NULL) {
+			rc = fail(r, &ev.start_mark, "an MCP server's name is "
+			    "1 to 31 of a-z, 0-9, _ and - without \"__\", not "
+			    "'%.64s'", s);
+			goto out;
+		}
+		for (size_t i = 0; i < r->c->nmcp_servers; i++)
+			if (strcmp(r->c->mcp_servers[i].name, s) == 0) {
+				rc = fail(r, &ev.start_mark, "'mcp_servers.%s' "
+				    "given twice", s);
+				goto out;
+			}
+		if (r->c->nmcp_servers == CONF_MCP_SERVERS) {
+			rc = fail(r, &ev.start_mark, "more than %d MCP servers",
+			    CONF_MCP_SERVERS);
+			goto out;
+		}
+		m = &r->c->mcp_servers[r->c->nmcp_servers++];
+		memcpy(m->name, s, n + 1);
+		if ((rc = read_mcp_server(r, m, &ev.start_mark)) < 0)
+			goto out;
+		yaml_event_delete(&ev);
+	}
+	return rc;
+out:
+	yaml_event_delete(&ev);
+	return rc;
+}
+
+/* One server: command (a list), env (a mapping), cwd; or url. */
+static int
+read_mcp_server(struct rd *r, struct conf_mcp_server *m,
+    const yaml_mark_t *at)
+{
+	yaml_event_t key, val;
+	char what[96], msg[MSG];
+	const char *k;
+	int rc;
+
+	snprintf(what, sizeof(what), "mcp_servers.%s wants a mapping of "
+	    "command, env and cwd, or url", m->name);
+	if ((rc = map_start(r, what)) < 0)
+		return rc;
+	while ((rc = map_key(r, &key, "a key must be a name")) > 0) {
+		k = (const char *)key.data.scalar.value;
+		snprintf(what, sizeof(what), "mcp_servers.%s.%.16s", m->name,
+		    k);
+		if ((strcmp(k, "command") == 0 && m->argv != NULL) ||
+		    (strcmp(k, "env") == 0 && m->env != NULL) ||
+		    (strcmp(k, "cwd") == 0 && m->cwd != NULL) ||
+		    (strcmp(k, "url") == 0 && m->url != NULL)) {
+			rc = fail(r, &key.start_mark, "'%s' given twice", what);
+			goto out;
+		}
+		if (strcmp(k, "command") == 0 || strcmp(k, "env") == 0) {
+			rc = read_words(r, what, k[0] == 'e', k[0] == 'e' ?
+			    &m->env : &m->argv);
+		} else if (strcmp(k, "cwd") == 0 || strcmp(k, "url") == 0) {
+			if ((rc = scalar_value(r, what, &val)) < 0)
+				goto out;
+			msg[0] = '\0';
+			if (k[0] == 'c' && val.data.scalar.value[0] != '/')
+				rc = fail(r, &val.start_mark, "%s: an absolute "
+				    "path", what);
+			else if (k[0] == 'u' && conf_mcp_url_check((const char *)
+			    val.data.scalar.value, msg, sizeof(msg)) < 0)
+				rc = fail(r, &val.start_mark, "%s: %s", what,
+				    msg);
+			else
+				*(k[0] == 'c' ? &m->cwd : &m->url) =
+				    xstrdup((const char *)val.data.scalar.value);
+			yaml_event_delete(&val);
+		} else {
+			rc = fail(r, &key.start_mark, "unknown key '%.64s' of "
+			    "an MCP server (command, env, cwd, url)", k);
+		}
+		if (rc < 0)
+			goto out;
+		yaml_event_delete(&key);
+	}
+	if (rc < 0)
+		return rc;
+	if ((m->argv == NULL) == (m->url == NULL))
+		return fail(r, at, "mcp_servers.%s needs either a command or "
+		    "a url (not both)", m->name);
+	if (m->url != NULL && (m->env != NULL || m->cwd != NULL))
+		return fail(r, at, "mcp_servers.%s: env and cwd are for a "
+		    "command, not a url", m->name);
+	return 0;
+out:
+	yaml_event_delete(&key);
+	return rc;
+}
+
+/*
+ * A list of words (a command: at least one, each a value) or, with env,
+ * a mapping of variable names to values, as "NAME=VALUE"; into *out, a
+ * NULL-ended array.
+ */
+static int
+read_words(struct rd *r, const char *what, bool env, char ***out)
+{
+	yaml_event_t ev, val;
+	yaml_mark_t end;
+	char **v = xcalloc(CONF_MCP_ARGS + 1, sizeof(*v));
+	const char *s;
+	size_t n = 0;
+	int rc;
+
+	*out = v;
+	if ((rc = next(r, &ev)) < 0)
+		return rc;
+	if (ev.type != (env ? YAML_MAPPING_START_EVENT :
+	    YAML_SEQUENCE_START_EVENT)) {
+		rc = fail(r, &ev.start_mark, "%s wants %s, not %s", what,
+		    env ? "a mapping of variable names to values" :
+		    "a list of words (the program, then its arguments)",
+		    shape(&ev));
+		yaml_event_delete(&ev);
+		return rc;
+	}
+	yaml_event_delete(&ev);
+	for (;;) {
+		if ((rc = next(r, &ev)) < 0)
+			return rc;
+		if (ev.type == YAML_SEQUENCE_END_EVENT ||
+		    ev.type == YAML_MAPPING_END_EVENT)
+			break;
+		if (ev.type != YAML_SCALAR_EVENT || is_null(&ev) ||
+		    strlen((const char *)ev.data.scalar.value) !=
+		    ev.data.scalar.length) {
+			rc = fail(r, &ev.start_mark, "%s: each %s must be a "
+			    "single value without NUL, not %s", what, env ?
+			    "name" : "word", ev.type == YAML_SCALAR_EVENT ?
+			    "this" : shape(&ev));
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		s = (const char *)ev.data.scalar.value;
+		if (n == CONF_MCP_ARGS) {
+			rc = fail(r, &ev.start_mark, "%s: more than %d", what,
+			    CONF_MCP_ARGS);
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		if (!env) {
+			v[n++] = xstrdup(s);
+			yaml_event_delete(&ev);
+			continue;
+		}
+		if (!(isalpha((unsigned char)s[0]) || s[0] == '_') ||
+		    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789_") != strlen(s) || strlen(s) > 255) {
+			rc = fail(r, &ev.start_mark, "%s: a variable name is "
+			    "letters, digits and _, not '%.64s'", what, s);
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (strncmp(v[i], s, strlen(s)) == 0 &&
+			    v[i][strlen(s)] == '=') {
+				rc = fail(r, &ev.start_mark, "%s: '%s' given "
+				    "twice", what, s);
+				yaml_event_delete(&ev);
+				return rc;
+			}
+		if ((rc = next(r, &val)) < 0) {
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		if (val.type != YAML_SCALAR_EVENT ||
+		    strlen((const char *)val.data.scalar.value) !=
+		    val.data.scalar.length) {
+			rc = fail(r, &val.start_mark, "%s.%s wants a single "
+			    "value without NUL, not %s", what, s,
+			    val.type == YAML_SCALAR_EVENT ? "this" :
+			    shape(&val));
+			yaml_event_delete(&val);
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		/* A null is the empty string: a variable set, empty. */
+		if (asprintf(&v[n], "%s=%s", s, is_null(&val) ? "" :
+		    (const char *)val.data.scalar.value) < 0)
+			fatalx("asprintf: out of memory");
+		n++;
+		yaml_event_delete(&val);
+		yaml_event_delete(&ev);
+	}
+	end = ev.start_mark;
+	yaml_event_delete(&ev);
+	if (!env && n == 0)
+		return fail(r, &end, "%s: an empty list (it needs the "
+		    "program at least)", what);
+	return 0;
+}
+
+/* http://127.0.0.1:PORT[/path], localhost or [::1]; see conf.h. */
+int
+conf_mcp_url_check(const char *url, char *err, size_t errlen)
+{
+	static const char *const hosts[] = { "127.0.0.1:", "localhost:",
+	    "[::1]:" };
+	const char *p = NULL;
+	unsigned long port = 0;
+	size_t d;
+
+	if (strncmp(url, "http://", 7) != 0) {
+		snprintf(err, errlen, "an MCP server's url must be http:// on "
+		    "loopback (https and other schemes are not relayed)");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		if (strncmp(url + 7, hosts[i], strlen(hosts[i])) == 0)
+			p = url + 7 + strlen(hosts[i]);
+	if (p == NULL) {
+		snprintf(err, errlen, "an MCP server's url must name a "
+		    "loopback host with a port (127.0.0.1:PORT, "
+		    "localhost:PORT or [::1]:PORT)");
+		return -EINVAL;
+	}
+	d = strspn(p, "0123456789");
+	for (size_t i = 0; i < d && i < 6; i++)
+		port = port * 10 + (unsigned long)(p[i] - '0');
+	if (d == 0 || d > 5 || port == 0 || port > 65535 ||
+	    (p[d] != '\0' && p[d] != '/')) {
+		snprintf(err, errlen, "an MCP server's url needs a port from 1 "
+		    "to 65535, then a path or nothing");
+		return -EINVAL;
+	}
+	if (strpbrk(p + d, " \t\r\n#?") != NULL) {
+		snprintf(err, errlen, "an MCP server's url path may not hold "
+		    "spaces, a query or a fragment");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Read the file at path, at most CONF_FILE_MAX bytes; see conf.h. */

@@ -29,6 +29,8 @@
 #define CONF_LANG_LIMITS 16	/* languages with limits of their own */
 #define CONF_NGROUPS	64	/* supplementary groups of the user */
 #define CONF_FILE_MAX	(1 << 20)	/* largest policy file read, in bytes */
+#define CONF_MCP_SERVERS 16	/* mcp_servers of the policy file, at most */
+#define CONF_MCP_ARGS	256	/* words of one's command, env entries */
 
 /* Who children run as when a request names no uid. */
 struct conf_user {
@@ -39,6 +41,18 @@ struct conf_user {
 	gid_t		 groups[CONF_NGROUPS];	/* supplementary, with gid */
 	size_t		 ngroups;
 	char		 home[256];
+};
+
+/*
+ * One MCP server of the policy file's mcp_servers, which /mcp relays to
+ * (the gateway): a command run on stdio, or a loopback HTTP URL.
+ */
+struct conf_mcp_server {
+	char		 name[32];	/* [a-z0-9_-], no "__" */
+	char		**argv;		/* the command, NULL-ended; or NULL */
+	char		**env;		/* "NAME=VALUE", NULL-ended; or NULL */
+	char		*cwd;		/* or NULL */
+	char		*url;		/* or NULL (then argv is set) */
 };
 
 /* --line-endings: what foreground command output texts end with. */
@@ -96,6 +110,8 @@ struct conf {
 	struct limits_lang lang_limits[CONF_LANG_LIMITS];  /* contexts, over
 					   limits[LIMITS_CONTEXT] */
 	size_t		 nlang_limits;
+	struct conf_mcp_server mcp_servers[CONF_MCP_SERVERS];
+	size_t		 nmcp_servers;
 	struct conf_user user;		/* default identity of children */
 	bool		 cgroups_off;	/* limits by rlimits only */
 	bool		 runtime_init;	/* held until POST /internal/init */
@@ -186,7 +202,9 @@ const char *conf_key_value(const struct conf *, size_t i);
  * '_' for '-' (max_body_size, seccomp, no_new_privs, user ...), each with
  * one value, checked as the option's flag is; and "limits", a mapping of
  * the kinds of job (command, session, context, pty) and "languages" (a
- * mapping of language names) to mappings of limits.h's keys.  An unknown
+ * mapping of language names) to mappings of limits.h's keys; and
+ * "mcp_servers", a mapping of server names to mappings of command (a
+ * list), env (a mapping), cwd, or url (conf_mcp_url_check).  An unknown
  * key, a value of the wrong shape (a list or mapping where one value is
  * due, or the reverse) or a value the option refuses is an error that
  * names the file, line and column; the first one stops the reading.
@@ -200,6 +218,12 @@ int	conf_file_load(struct conf *c, const char *path, char *err,
 /* The same from len bytes at text, named name in messages. */
 int	conf_file_parse(struct conf *c, const char *name, const char *text,
 	    size_t len, char *err, size_t errlen);
+/*
+ * Whether url is one an MCP server of the file may have: http:// on a
+ * loopback host (127.0.0.1, localhost, [::1]) with a port.  0, or
+ * -EINVAL with why in err.
+ */
+int	conf_mcp_url_check(const char *url, char *err, size_t errlen);
 void	conf_forget_token(struct conf *);	/* wipe and free it */
 void	conf_reset(struct conf *);		/* free all, token wiped */
 

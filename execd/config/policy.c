@@ -23,6 +23,7 @@ static bool	null_text(const char *);
 static void	put_value(FILE *, const char *);
 static void	put_comment(FILE *, const char *);
 static void	put_limits(FILE *, const struct limits *);
+static void	put_mcp_servers(FILE *, const struct conf *);
 
 /* Read the file at path over c; see conf.h. */
 int
@@ -136,6 +137,61 @@ put_limits(FILE *f, const struct limits *l)
 	json_decref(o);
 }
 
+/* mcp_servers, in block style (a word may hold a comma). */
+static void
+put_mcp_servers(FILE *f, const struct conf *c)
+{
+	const struct conf_mcp_server *m;
+	const char *eq;
+	char name[256];
+
+	fputc('\n', f);
+	put_comment(f, "MCP servers /mcp offers the tools of, as "
+	    "NAME__tool: each a command (a list: the program, then its "
+	    "arguments) with env and cwd, run on stdio under the policy of "
+	    "commands when first needed, or the url of one listening on "
+	    "loopback.  See docs/mcp.md.");
+	if (c->nmcp_servers == 0) {
+		fputs("# mcp_servers:\n", f);
+		return;
+	}
+	fputs("mcp_servers:\n", f);
+	for (size_t i = 0; i < c->nmcp_servers; i++) {
+		m = &c->mcp_servers[i];
+		fprintf(f, "  %s:\n", m->name);
+		if (m->url != NULL) {
+			fputs("    url: ", f);
+			put_value(f, m->url);
+			fputc('\n', f);
+			continue;
+		}
+		fputs("    command:\n", f);
+		for (size_t k = 0; m->argv[k] != NULL; k++) {
+			fputs("      - ", f);
+			put_value(f, m->argv[k]);
+			fputc('\n', f);
+		}
+		if (m->env != NULL && m->env[0] != NULL) {
+			fputs("    env:\n", f);
+			for (size_t k = 0; m->env[k] != NULL; k++) {
+				eq = strchr(m->env[k], '=');
+				snprintf(name, sizeof(name), "%.*s",
+				    (int)(eq - m->env[k]), m->env[k]);
+				fputs("      ", f);
+				put_value(f, name);	/* "null" quoted */
+				fputs(": ", f);
+				put_value(f, eq + 1);
+				fputc('\n', f);
+			}
+		}
+		if (m->cwd != NULL) {
+			fputs("    cwd: ", f);
+			put_value(f, m->cwd);
+			fputc('\n', f);
+		}
+	}
+}
+
 /* The options in force as a policy file; see policy.h. */
 void
 policy_print(const struct conf *c, FILE *f)
@@ -182,4 +238,5 @@ policy_print(const struct conf *c, FILE *f)
 		fprintf(f, "    %s: ", c->lang_limits[i].lang);
 		put_limits(f, &c->lang_limits[i].l);
 	}
+	put_mcp_servers(f, c);
 }

@@ -12,7 +12,8 @@
  * precedence flag > environment > file > default through conf_parse,
  * the file named by --config or EXECD_CONFIG; conf_reload keeping the
  * token and reading the file again; and --print-config's output read
- * back and printed again to the same text, with no token in it.
+ * back and printed again to the same text, with no token in it;
+ * mcp_servers read (command, env, cwd, url) and each of its errors.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -407,6 +408,57 @@ test_print_round_trip(void)
 	free(two);
 }
 
+/* mcp_servers: read, checked, printed back. */
+static void
+test_mcp_servers(void)
+{
+	static const struct {
+		const char	*text, *want;
+	} bad[] = {
+		{ "mcp_servers: {a__b: {command: [x]}}\n", "f.yaml:1:15: an "
+		    "MCP server's name is 1 to 31 of a-z, 0-9, _ and - without "
+		    "\"__\", not 'a__b'" },
+		{ "mcp_servers: {a: {url: \"http://10.0.0.1:80/\"}}\n",
+		    "f.yaml:1:24: mcp_servers.a.url: an MCP server's url must "
+		    "name a loopback host with a port (127.0.0.1:PORT, "
+		    "localhost:PORT or [::1]:PORT)" },
+		{ "mcp_servers: {a: {url: \"http://127.0.0.1:0/\"}}\n",
+		    "f.yaml:1:24: mcp_servers.a.url: an MCP server's url needs "
+		    "a port from 1 to 65535, then a path or nothing" },
+		{ "mcp_servers: {a: {}}\n", "f.yaml:1:15: mcp_servers.a needs "
+		    "either a command or a url (not both)" },
+		{ "mcp_servers: {a: {command: []}}\n", "f.yaml:1:29: "
+		    "mcp_servers.a.command: an empty list (it needs the "
+		    "program at least)" },
+		{ "mcp_servers: {a: {command: [x], cwd: rel}}\n",
+		    "f.yaml:1:38: mcp_servers.a.cwd: an absolute path" },
+		{ "mcp_servers: {a: {command: [x]}, a: {command: [y]}}\n",
+		    "f.yaml:1:34: 'mcp_servers.a' given twice" },
+		{ "mcp_servers: {a: {url: \"http://[::1]:9\", env: {}}}\n",
+		    "f.yaml:1:15: mcp_servers.a: env and cwd are for a "
+		    "command, not a url" },
+	};
+	struct conf c;
+
+	T_EQ_INT(load(&c, "mcp_servers:\n  t-1:\n    command: [node, "
+	    "s.mjs]\n    env: {A: b, E: }\n    cwd: /tmp\n  w:\n    url: "
+	    "http://localhost:8080/mcp\n"), 0);
+	T_EQ_INT(c.nmcp_servers, 2);
+	T_EQ_STR(c.mcp_servers[0].name, "t-1");
+	T_EQ_STR(c.mcp_servers[0].argv[1], "s.mjs");
+	T_OK(c.mcp_servers[0].argv[2] == NULL);
+	T_EQ_STR(c.mcp_servers[0].env[0], "A=b");
+	T_EQ_STR(c.mcp_servers[0].env[1], "E=");
+	T_EQ_STR(c.mcp_servers[0].cwd, "/tmp");
+	T_EQ_STR(c.mcp_servers[1].url, "http://localhost:8080/mcp");
+	conf_reset(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_EQ_INT(load(&c, bad[i].text), -EINVAL);
+		T_EQ_STR(err, bad[i].want);
+		conf_reset(&c);
+	}
+}
+
 int
 main(void)
 {
@@ -419,6 +471,7 @@ main(void)
 		{ "precedence", test_precedence },
 		{ "reload", test_reload },
 		{ "print_round_trip", test_print_round_trip },
+		{ "mcp_servers", test_mcp_servers },
 	};
 	int rc;
 
