@@ -14,7 +14,11 @@
  * The same bytes, up to a NUL, are also a Last-Event-ID header and a log
  * level's name: an event id accepted is "S-N" in canonical decimal (it
  * prints back to the same bytes) with S not 0; a level accepted names
- * itself back.
+ * itself back.  And the bytes as a stdio stream (the gateway's framing,
+ * jsonrpc_line) under a small cap: each line taken ends at the first
+ * newline, holds none, is at most the cap, and the lines and what is
+ * left add up to the input; a refusal comes only with no newline within
+ * the cap.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -72,6 +76,33 @@ headers(const uint8_t *data, size_t n)
 	free(s);
 }
 
+/* The input as newline-delimited lines, under a cap of max bytes. */
+static void
+lines(const uint8_t *data, size_t n, size_t max)
+{
+	const char *p = (const char *)data;
+	size_t off = 0, len, used;
+	int rc;
+
+	while (off < n) {
+		rc = jsonrpc_line(p + off, n - off, max, &len, &used);
+		CHECK(rc >= -1 && rc <= 1);
+		if (rc <= 0) {
+			CHECK(used == 0 && len == 0);
+			CHECK(memchr(p + off, '\n', n - off > max ? max + 1 :
+			    n - off) == NULL);
+			CHECK(rc == 0 ? n - off <= max : n - off > max);
+			return;
+		}
+		CHECK(used >= 1 && used <= max + 1 && off + used <= n);
+		CHECK(p[off + used - 1] == '\n');
+		CHECK(memchr(p + off, '\n', used - 1) == NULL);
+		CHECK(len == used - 1 || (len == used - 2 &&
+		    p[off + len] == '\r'));
+		off += used;
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 {
@@ -80,6 +111,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	int rc;
 
 	headers(data, n);
+	lines(data, n, 16);
+	lines(data, n, n);
 	rc = jsonrpc_parse((const char *)data, n, &m, err, sizeof(err));
 	if (rc < 0) {
 		CHECK(rc == JSONRPC_PARSE_ERROR ||

@@ -3,16 +3,22 @@ gets the JSON-RPC error or the HTTP status the specification names, and a
 tool call inside a refused message never runs (the command it carries
 would make a file, and none appears).  Also the session's life
 (initialize, the header, DELETE), the versions agreed, the token forms,
-the Origin check and what is answered 202."""
+the Origin check and what is answered 202.  And the gateway: a stdio MCP
+server written with the official SDK (tests/sdk/lib/stdio-server.mjs),
+named in the policy file, whose tools /mcp offers as gw__tool, with
+progress, cancellation, a server that dies or floods, and bad
+mcp_servers entries refused at start."""
 import http.client
 import json
+import signal
 import socket
+import subprocess
 import os
 import tempfile
 import threading
 import time
 
-from lib import Execd
+from lib import EXECD, ROOT, Execd
 
 TOKEN = "mcp-int-token-77e1"
 BEARER = {"Authorization": "Bearer " + TOKEN}
@@ -694,3 +700,209 @@ def test_mcp_resource_subscription_on_the_server_stream():
         assert list(events) == []
         c.close()
         assert d.stop() == 0, d.read_log()[-3000:]
+
+
+# --- the gateway to the sandbox's own MCP servers -------------------------
+
+GW_SERVER = os.path.join(ROOT, "tests", "sdk", "lib", "stdio-server.mjs")
+
+
+def gw_policy(tmp, extra=""):
+    """A policy file naming the test server as "gw"."""
+    assert os.path.isdir(os.path.join(ROOT, "tests", "sdk", "node_modules",
+                                      "@modelcontextprotocol")), \
+        "run `npm ci` in tests/sdk (the gateway's server needs the SDK)"
+    path = os.path.join(tmp, "gw.yaml")
+    with open(path, "w") as f:
+        f.write("mcp_servers:\n  gw:\n    command: [node, %s]\n"
+                "    env: {GW_VAR: \"hello there\"}\n    cwd: %s\n%s"
+                % (json.dumps(GW_SERVER), json.dumps(tmp), extra))
+    return path
+
+
+def gw_call(d, sid, name, args, id_=1):
+    st, _, r = post(d, {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                        "params": {"name": name, "arguments": args}}, sid)
+    assert st == 200, r
+    return r
+
+
+def gw_text(r):
+    return "".join(c.get("text", "") for c in r["result"]["content"])
+
+
+def gw_servers(d, sid):
+    r = gw_call(d, sid, "list_mcp_servers", {}, id_="ls")
+    return {s["name"]: s for s in r["result"]["structuredContent"]["servers"]}
+
+
+def test_mcp_gateway_lists_and_relays_a_stdio_server():
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    with Execd("--access-token", TOKEN, "--config", gw_policy(tmp)) as d:
+        sid, _ = initialize(d)
+        # Nothing started before it is needed.
+        gw = gw_servers(d, sid)["gw"]
+        assert gw["state"] == "idle" and gw["tools"] is None, gw
+        assert gw["kind"] == "stdio" and gw["restarts"] == 0, gw
+        # tools/list starts it and merges its tools under the prefix,
+        # description and schema as the server gave them.
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 2,
+                            "method": "tools/list"}, sid)
+        assert st == 200, r
+        tools = {t["name"]: t for t in r["result"]["tools"]}
+        for n in ("run_command", "list_mcp_servers", "gw__echo", "gw__slow",
+                  "gw__die", "gw__flood", "gw__env"):
+            assert n in tools, sorted(tools)
+        assert tools["gw__echo"]["description"] == "Answer the text given."
+        assert tools["gw__echo"]["inputSchema"]["properties"]["text"] == \
+            {"type": "string"}, tools["gw__echo"]
+        gw = gw_servers(d, sid)["gw"]
+        assert gw["state"] == "running" and gw["tools"] == 5, gw
+        # A call answers through execd; env and cwd are the policy's.
+        r = gw_call(d, sid, "gw__echo", {"text": "hi"})
+        assert gw_text(r) == "echo: hi" and not r["result"].get("isError")
+        r = gw_call(d, sid, "gw__env", {"name": "GW_VAR"})
+        assert gw_text(r) == "hello there", r
+        r = gw_call(d, sid, "gw__env", {"name": "PWD"})
+        assert gw_text(r) == tmp, r
+        # The server's own argument check answers as it does.
+        r = gw_call(d, sid, "gw__echo", {"text": 5})
+        assert r["result"]["isError"] or "error" in r, r
+        # An unknown tool of it, or an unknown server: -32602.
+        for name in ("gw__nothing", "zz__echo", "gw_echo"):
+            r = gw_call(d, sid, name, {}, id_=9)
+            rpc_error(r, -32602, 9)
+
+
+def test_mcp_gateway_relays_progress_and_cancel():
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    marker = os.path.join(tmp, "cancelled")
+    with Execd("--access-token", TOKEN, "--config", gw_policy(tmp)) as d:
+        sid, _ = initialize(d)
+        # Progress the server sends goes out under the client's token.
+        conn, r = stream_call(d, sid, {"steps": 3, "ms": 50}, token="tok",
+                              name="gw__slow")
+        evs = [m for _, m in sse_events(r)]
+        conn.close()
+        prog = [m["params"] for m in evs
+                if m.get("method") == "notifications/progress"]
+        assert [(p["progressToken"], p["progress"], p["total"],
+                 p["message"]) for p in prog] == \
+            [("tok", i, 3, "step %d" % i) for i in (1, 2, 3)], evs
+        assert evs[-1]["id"] == 1, evs
+        assert gw_text(evs[-1]) == "done after 3 steps", evs[-1]
+        # notifications/cancelled reaches the server (its handler sees
+        # the abort and writes the marker); the call is answered at once.
+        conn, r = stream_call(d, sid, {"steps": 600, "ms": 100,
+                                       "marker": marker},
+                              token="c", id_=2, name="gw__slow")
+        it = sse_events(r)
+        _, first = next(it)
+        assert first["method"] == "notifications/progress", first
+        st, _, _ = post(d, {"jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": 2}}, sid)
+        assert st == 202
+        last = [m for _, m in it][-1]
+        conn.close()
+        assert last["id"] == 2 and last["result"]["isError"], last
+        assert "cancelled" in gw_text(last), last
+        deadline = time.time() + 20
+        while not os.path.exists(marker) and time.time() < deadline:
+            time.sleep(0.1)
+        assert os.path.exists(marker), "the server never saw the cancel"
+        # The server lives on.
+        assert gw_text(gw_call(d, sid, "gw__echo", {"text": "x"})) == \
+            "echo: x"
+
+
+def test_mcp_gateway_server_that_dies_or_floods():
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    with Execd("--access-token", TOKEN, "--config", gw_policy(tmp)) as d:
+        sid, _ = initialize(d)
+        # It exits mid-call: a tool error naming it, its status and its
+        # stderr, well before the HTTP client's 30 s.
+        t0 = time.time()
+        r = gw_call(d, sid, "gw__die", {"code": 3})
+        assert time.time() - t0 < 25
+        assert r["result"]["isError"], r
+        txt = gw_text(r)
+        assert "'gw'" in txt and "exit status 3" in txt, txt
+        assert "dying with 3" in txt, txt
+        gw = gw_servers(d, sid)["gw"]
+        assert gw["state"] == "dead" and "exit status 3" in \
+            gw["last_end"], gw
+        # The next call starts it again.
+        assert gw_text(gw_call(d, sid, "gw__echo", {"text": "back"})) == \
+            "echo: back"
+        gw = gw_servers(d, sid)["gw"]
+        assert gw["state"] == "running" and gw["restarts"] == 1, gw
+        # Killed from outside while a call runs: the call fails, no hang.
+        conn, resp = stream_call(d, sid, {"steps": 600, "ms": 100},
+                                 token="k", id_=3, name="gw__slow")
+        it = sse_events(resp)
+        next(it)
+        os.kill(gw["pid"], signal.SIGKILL)
+        last = [m for _, m in it][-1]
+        conn.close()
+        assert last["id"] == 3 and last["result"]["isError"], last
+        assert "killed by signal 9" in gw_text(last), last
+        # A line over 8 MiB is flooding: stopped, the call fails.
+        r = gw_call(d, sid, "gw__flood", {"mib": 9}, id_=4)
+        assert r["result"]["isError"], r
+        assert "flooded stdout: a line over 8 MiB" in gw_text(r), r
+        assert gw_text(gw_call(d, sid, "gw__echo", {"text": "again"},
+                               id_=5)) == "echo: again"
+        gw = gw_servers(d, sid)["gw"]
+        assert gw["restarts"] == 3, gw
+        assert "mcp: server gw" in d.read_log()
+
+
+def test_mcp_gateway_server_that_cannot_start():
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    path = os.path.join(tmp, "p.yaml")
+    with open(path, "w") as f:
+        f.write("mcp_servers:\n  nope:\n    command: [/nonexistent/mcp]\n"
+                "  web:\n    url: http://127.0.0.1:9/mcp\n")
+    with Execd("--access-token", TOKEN, "--config", path) as d:
+        sid, _ = initialize(d)
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 2,
+                            "method": "tools/list"}, sid)
+        assert st == 200 and any(t["name"] == "list_mcp_servers"
+                                 for t in r["result"]["tools"]), r
+        r = gw_call(d, sid, "nope__x", {})
+        assert r["result"]["isError"], r
+        assert "could not start" in gw_text(r), r
+        r = gw_call(d, sid, "web__x", {})
+        assert r["result"]["isError"] and "HTTP" in gw_text(r), r
+        servers = gw_servers(d, sid)
+        assert servers["nope"]["state"] == "dead", servers
+        assert servers["web"]["state"] == "unsupported", servers
+
+
+def test_mcp_gateway_bad_policy_entries_are_refused():
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    cases = [
+        ("mcp_servers: {a__b: {command: [x]}}", "without \"__\""),
+        ("mcp_servers: {Big: {command: [x]}}", "not 'Big'"),
+        ("mcp_servers: {a: {url: \"http://10.1.2.3:80/mcp\"}}",
+         "loopback host"),
+        ("mcp_servers: {a: {url: \"https://127.0.0.1:8443/\"}}",
+         "must be http://"),
+        ("mcp_servers: {a: {command: [x], url: \"http://[::1]:1/\"}}",
+         "not both"),
+        ("mcp_servers: {a: {command: \"x y\"}}", "a list of words"),
+        ("mcp_servers: {a: {command: [x], env: [A]}}", "a mapping"),
+        ("mcp_servers: {a: {command: [x], what: 1}}", "unknown key 'what'"),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXECD_")}
+    for text, want in cases:
+        path = os.path.join(tmp, "bad.yaml")
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        r = subprocess.run([EXECD, "--config", path, "--print-config"],
+                           capture_output=True, text=True, timeout=20,
+                           env=env)
+        assert r.returncode != 0, (text, r)
+        assert path + ":1:" in r.stderr and want in r.stderr, \
+            (text, r.stderr)

@@ -269,6 +269,19 @@ mcp_call_progress(struct mcp_call *c, const char *msg, size_t n)
 	    p), false);
 }
 
+/* A server's progress relayed with the call's own token; see mcp.h. */
+void
+mcp_call_progress_relay(struct mcp_call *c, json_t *params)
+{
+	if (c->st == NULL || c->token == NULL || c->answered) {
+		json_decref(params);
+		return;
+	}
+	json_object_set(params, "progressToken", c->token);
+	mcp_stream_emit(c->st, jsonrpc_notification("notifications/progress",
+	    params), false);
+}
+
 /* notifications/message at level, if the session asks for that level. */
 void
 mcp_call_log(struct mcp_call *c, int level, const char *fmt, ...)

@@ -189,3 +189,19 @@ mcp_event_id_parse(const char *s, unsigned *stream, uint64_t *n)
 	*n = b;
 	return 0;
 }
+
+/* One line of a newline-delimited stream; see mcp.h. */
+int
+jsonrpc_line(const char *p, size_t n, size_t max, size_t *len, size_t *used)
+{
+	const char *nl = memchr(p, '\n', n > max ? max + 1 : n);
+
+	*len = *used = 0;
+	if (nl == NULL)
+		return n > max ? -1 : 0;
+	*used = (size_t)(nl - p) + 1;
+	*len = (size_t)(nl - p);
+	if (*len > 0 && p[*len - 1] == '\r')
+		(*len)--;
+	return 1;
+}

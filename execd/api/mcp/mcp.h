@@ -14,7 +14,8 @@
  * (command_output, command_input, interrupt, the contexts), tool_file.c
  * and tool_fs.c (the file tools, fsjob.h) are the tools themselves;
  * resource.c serves files as resources, notify.c follows those
- * subscribed to and keeps the server stream.  Every route speaks
+ * subscribed to and keeps the server stream; gateway.c relays to the
+ * policy file's MCP servers (SERVER__tool).  Every route speaks
  * dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
@@ -82,6 +83,15 @@ struct jsonrpc_msg {
 int	 jsonrpc_parse(const char *p, size_t n, struct jsonrpc_msg *m,
 	    char *err, size_t errlen);
 void	 jsonrpc_msg_clear(struct jsonrpc_msg *);
+/*
+ * The next line of a newline-delimited stream of messages (the stdio
+ * transport) in the n bytes at p: 1 with its length, without the newline
+ * and a CR before it, in *len and the bytes it takes, newline included,
+ * in *used; 0 when no newline has come yet (n at most max); -1 when none
+ * is within max + 1 bytes (a line longer than max).
+ */
+int	 jsonrpc_line(const char *p, size_t n, size_t max, size_t *len,
+	    size_t *used);
 /* A response to id (NULL: null) with result (taken). */
 json_t	*jsonrpc_result(const json_t *id, json_t *result);
 /* An error response to id (NULL: null). */
@@ -189,6 +199,11 @@ void	 mcp_call_cancel(struct mcp_call *);
  * (its tool's gone function runs).
  */
 void	 mcp_call_orphan(struct mcp_call *);
+/*
+ * A notifications/progress relayed: params (taken) with its
+ * progressToken replaced by the call's, when the call streams with one.
+ */
+void	 mcp_call_progress_relay(struct mcp_call *, json_t *params);
 /* The response: result is a CallToolResult (taken). */
 void	 mcp_call_result(struct mcp_call *, json_t *result);
 /* A JSON-RPC error in place of a result (bad params, unknown tool). */
@@ -278,6 +293,19 @@ int	 mcp_arg_path(struct mcp_call *, const char *in, char *out,
 typedef void	mcp_cwd_cb(struct mcp_call *, const char *dir, void *arg);
 void	 mcp_with_cwd(struct mcp_call *, const char *cwd, mcp_cwd_cb *then,
 	    mcp_cancel_fn *drop, void *arg);
+
+/*
+ * gateway.c: the policy file's MCP servers (mcp_servers), whose tools
+ * /mcp offers as SERVER__tool.  tools/list: the tools of execd and of
+ * every server (those not started yet are, first); a tools/call of a
+ * name that is not execd's: true when it is the gateway's (then it is
+ * answered), false when unknown.
+ */
+void	 mcp_gateway_list(struct mcp_call *);
+bool	 mcp_gateway_call(struct mcp_call *, const char *name,
+	    const json_t *params);
+/* Stop every server (at exit). */
+void	 mcp_gateway_shutdown(void);
 
 /* resource.c: files as resources (file:///{path}). */
 json_t	*mcp_resource_templates(void);

@@ -36,6 +36,7 @@ mcp_shutdown(void)
 {
 	while (sessions != NULL)
 		mcp_session_end(sessions);
+	mcp_gateway_shutdown();
 }
 
 bool

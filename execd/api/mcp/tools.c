@@ -385,6 +385,8 @@ mcp_tools_call(struct mcp_call *c, const json_t *params)
 		json_decref(empty);
 		return;
 	}
+	if (mcp_gateway_call(c, name, params))
+		return;
 	snprintf(err, sizeof(err), "unknown tool: %.200s", name);
 	mcp_call_rpc_error(c, JSONRPC_INVALID_PARAMS, err);
 }

@@ -221,8 +221,7 @@ route_post(struct http_req *req)
 	} else if (strcmp(m.method, "logging/setLevel") == 0) {
 		set_level(req, s, &m);
 	} else if (strcmp(m.method, "tools/list") == 0) {
-		reply_msg(req, 200, jsonrpc_result(m.id, mcp_tools_list()),
-		    NULL);
+		mcp_gateway_list(mcp_call_new(req, s, m.id, NULL, false));
 	} else if ((strcmp(m.method, "tools/call") == 0 ||
 	    strcmp(m.method, "resources/read") == 0) &&
 	    mcp_session_call(s, m.id) != NULL) {
