@@ -858,6 +858,27 @@ def test_mcp_gateway_server_that_dies_or_floods():
         assert "mcp: server gw" in d.read_log()
 
 
+def test_mcp_gateway_follows_tools_list_pages():
+    """A server whose tools/list gives one tool a page: all are listed,
+    beside another server's, and each answers."""
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    extra = "  pg:\n    command: [node, %s, --pages, \"4\"]\n" % \
+        json.dumps(GW_SERVER)
+    with Execd("--access-token", TOKEN, "--config",
+               gw_policy(tmp, extra)) as d:
+        sid, _ = initialize(d)
+        st, _, r = post(d, {"jsonrpc": "2.0", "id": 2,
+                            "method": "tools/list"}, sid)
+        names = [t["name"] for t in r["result"]["tools"]]
+        assert [n for n in names if n.startswith("pg__")] == \
+            ["pg__p0", "pg__p1", "pg__p2", "pg__p3"], names
+        assert "gw__echo" in names, names
+        assert gw_text(gw_call(d, sid, "pg__p3", {})) == "called p3"
+        servers = gw_servers(d, sid)
+        assert servers["pg"]["tools"] == 4, servers
+        assert servers["gw"]["state"] == "running", servers
+
+
 def test_mcp_gateway_server_that_cannot_start():
     tmp = tempfile.mkdtemp(prefix="execd-gw-")
     path = os.path.join(tmp, "p.yaml")

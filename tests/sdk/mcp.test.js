@@ -7,8 +7,9 @@
 // cell displays coming back as image content, log messages at the level
 // set, a resource subscription heard on the server stream, and a long
 // run_command whose stream the client loses mid-way and resumes with
-// Last-Event-ID, missing nothing.  Every wait is bounded by
-// the test timeout.
+// Last-Event-ID, missing nothing.  And the gateway: a stdio server of
+// the policy file's reached as gw__tool, its progress heard.  Every wait
+// is bounded by the test timeout.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -413,5 +414,38 @@ describe("@modelcontextprotocol/sdk against execd", () => {
 
   it("refuses a client without the token", async () => {
     await assert.rejects(connect(execd.daemon, "wrong-token"));
+  });
+});
+
+// The gateway: a stdio MCP server written with the same SDK
+// (lib/stdio-server.mjs), named in a policy file, reached through execd
+// by the official Client as gw__tool, its progress heard.
+describe("@modelcontextprotocol/sdk through execd's gateway", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "execd-mcp-gw-"));
+  const policy = path.join(dir, "policy.yaml");
+  const server = path.join(path.dirname(new URL(import.meta.url).pathname),
+    "lib", "stdio-server.mjs");
+  fs.writeFileSync(policy, "mcp_servers:\n  gw:\n    command: [" +
+    JSON.stringify(process.execPath) + ", " + JSON.stringify(server) +
+    "]\n");
+  const execd = useExecd({ token: TOKEN, args: ["--config", policy] });
+
+  it("lists, calls and hears the progress of a relayed tool", async () => {
+    const client = await connect(execd.daemon);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const n of ["gw__echo", "gw__slow", "list_mcp_servers", "run_code"])
+      assert.ok(names.includes(n), names.join(" "));
+    const r = await call(client, "gw__echo", { text: "through execd" });
+    assert.equal(text(r), "echo: through execd");
+    const seen = [];
+    const slow = await call(client, "gw__slow", { steps: 3, ms: 20 }, {
+      onprogress: (p) => seen.push([p.progress, p.total, p.message]) });
+    assert.equal(text(slow), "done after 3 steps");
+    assert.deepEqual(seen, [[1, 3, "step 1"], [2, 3, "step 2"],
+      [3, 3, "step 3"]]);
+    const ls = await call(client, "list_mcp_servers", {});
+    assert.equal(ls.structuredContent.servers[0].state, "running");
+    await client.close();
   });
 });

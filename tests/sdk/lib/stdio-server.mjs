@@ -8,14 +8,45 @@
 //   die     {code}           exits the process with that status mid-call;
 //   flood   {mib}            writes one line of `mib` MiB to stdout;
 //   env     {name}           answers an environment variable's value.
-// With --many N it also has tools t0 .. tN-1, to make tools/list page.
+// With --pages N it is instead a bare JSON-RPC loop (no SDK) whose
+// tools/list gives one tool a page, p0 .. pN-1, each page but the last
+// with a nextCursor, and whose tools/call answers the tool's name.
 // Writes "started PID" to stderr at start, so a test sees restarts.
 import { writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from
   "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
 
+const pagesAt = process.argv.indexOf("--pages");
+if (pagesAt > 0) {
+  const pages = Number(process.argv[pagesAt + 1]);
+  const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    const m = JSON.parse(line);
+    if (m.id === undefined)
+      return;
+    if (m.method === "initialize")
+      send({ jsonrpc: "2.0", id: m.id, result: {
+        protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+        serverInfo: { name: "pages", version: "1" } } });
+    else if (m.method === "tools/list") {
+      const i = Number(m.params?.cursor ?? "0");
+      const result = { tools: [{ name: `p${i}`, description: `page ${i}`,
+        inputSchema: { type: "object" } }] };
+      if (i + 1 < pages)
+        result.nextCursor = String(i + 1);
+      send({ jsonrpc: "2.0", id: m.id, result });
+    } else if (m.method === "tools/call")
+      send({ jsonrpc: "2.0", id: m.id, result: {
+        content: [{ type: "text", text: `called ${m.params.name}` }] } });
+    else
+      send({ jsonrpc: "2.0", id: m.id, error: { code: -32601,
+        message: "no such method" } });
+  });
+  process.stderr.write(`started ${process.pid}\n`);
+} else {
 const server = new McpServer({ name: "gw-test", version: "1.0.0" });
 const text = (t) => ({ content: [{ type: "text", text: String(t) }] });
 
@@ -69,11 +100,6 @@ server.registerTool("env", {
   inputSchema: { name: z.string() },
 }, async ({ name }) => text(process.env[name] ?? "(unset)"));
 
-const many = process.argv.indexOf("--many");
-if (many > 0)
-  for (let i = 0; i < Number(process.argv[many + 1]); i++)
-    server.registerTool(`t${i}`, { description: `tool ${i}` },
-      async () => text(`t${i}`));
-
 process.stderr.write(`started ${process.pid}\n`);
 await server.connect(new StdioServerTransport());
+}
