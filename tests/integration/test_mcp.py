@@ -768,6 +768,12 @@ def test_mcp_gateway_lists_and_relays_a_stdio_server():
         # The server's own argument check answers as it does.
         r = gw_call(d, sid, "gw__echo", {"text": 5})
         assert r["result"]["isError"] or "error" in r, r
+        # A call too large to pass on fails alone; the server goes on.
+        r = gw_call(d, sid, "gw__echo", {"text": "y" * (1 << 21)})
+        assert r["result"]["isError"] and "over 1 MiB" in gw_text(r), r
+        assert gw_text(gw_call(d, sid, "gw__echo", {"text": "ok"})) == \
+            "echo: ok"
+        assert gw_servers(d, sid)["gw"]["restarts"] == 0
         # An unknown tool of it, or an unknown server: -32602.
         for name in ("gw__nothing", "zz__echo", "gw_echo"):
             r = gw_call(d, sid, name, {}, id_=9)

@@ -112,7 +112,7 @@ static struct gw_list	*lists;
 static void	 gw_init(struct mcp_call *);
 static struct gw_server *server_of(const char *name, const char **tool);
 static int	 srv_start(struct gw_server *, char *, size_t);
-static void	 srv_send(struct gw_server *, json_t *);
+static int	 srv_send(struct gw_server *, json_t *);
 static long long srv_request(struct gw_server *, enum gw_kind,
 		    struct mcp_call *, const char *, json_t *);
 static void	 srv_stop(struct gw_server *, const char *);
@@ -253,8 +253,12 @@ srv_wake(struct gw_server *s)
 	return true;
 }
 
-/* One message to the server's stdin, a line (msg taken). */
-static void
+/*
+ * One message to the server's stdin, a line (msg taken): 0, or -EFBIG
+ * for a message over JOB_STDIN_MAX alone (nothing sent).  A server that
+ * leaves more than that unread is stopped.
+ */
+static int
 srv_send(struct gw_server *s, json_t *msg)
 {
 	char *t = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -264,35 +268,44 @@ srv_send(struct gw_server *s, json_t *msg)
 	json_decref(msg);
 	if (t == NULL || s->job == NULL || s->flooded) {
 		free(t);
-		return;
+		return 0;
 	}
 	n = strlen(t);
 	t[n] = '\n';	/* the NUL's place: one write of the line */
-	if ((rc = job_stdin_write(s->job, t, n + 1)) < 0) {
+	rc = job_stdin_write(s->job, t, n + 1);
+	free(t);
+	if (rc == -EFBIG)
+		return rc;
+	if (rc < 0) {
 		snprintf(s->why, sizeof(s->why), "its stdin took no more "
-		    "(%s)", rc == -ENOBUFS || rc == -EFBIG ? "over 1 MiB "
-		    "not read" : strerror(-rc));
+		    "(%s)", rc == -ENOBUFS ? "over 1 MiB not read" :
+		    strerror(-rc));
 		srv_stop(s, s->why);
 	}
-	free(t);
+	return 0;
 }
 
-/* A request under a new id of execd's; the id. */
+/* A request under a new id of execd's: the id, or -1 when too large. */
 static long long
 srv_request(struct gw_server *s, enum gw_kind kind, struct mcp_call *call,
     const char *method, json_t *params)
 {
 	struct gw_pending *p = xcalloc(1, sizeof(*p));
+	long long id;
 
-	p->id = ++s->next_id;
+	p->id = id = ++s->next_id;
 	p->kind = kind;
 	p->call = call;
 	p->srv = s;
 	p->next = s->pending;
 	s->pending = p;
-	srv_send(s, json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id",
-	    (json_int_t)p->id, "method", method, "params", params));
-	return p->id;
+	if (srv_send(s, json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0",
+	    "id", (json_int_t)p->id, "method", method, "params", params)) < 0) {
+		s->pending = p->next;	/* nothing ran since: still first */
+		free(p);
+		return -1;
+	}
+	return id;
 }
 
 /* Stop it (flooding, a start too slow): its calls fail now. */
@@ -708,6 +721,11 @@ relay(struct gw_server *s, struct mcp_call *c, const char *tool,
 		json_object_set_new(up, "_meta", json_pack("{s:I}",
 		    "progressToken", (json_int_t)(s->next_id + 1)));
 	id = srv_request(s, P_CALL, c, "tools/call", up);
+	if (id < 0) {
+		mcp_call_fail(c, "the call is over 1 MiB as a message: more "
+		    "than execd passes to an MCP server at once");
+		return;
+	}
 	if (s->pending == NULL || s->pending->id != id)
 		return;		/* the server was stopped: c is answered */
 	p = s->pending;
