@@ -6,8 +6,9 @@ would make a file, and none appears).  Also the session's life
 the Origin check and what is answered 202.  And the gateway: a stdio MCP
 server written with the official SDK (tests/sdk/lib/stdio-server.mjs),
 named in the policy file, whose tools /mcp offers as gw__tool, with
-progress, cancellation, a server that dies or floods, and bad
-mcp_servers entries refused at start."""
+progress, cancellation, a server that dies or floods, the same server
+over loopback HTTP (a url entry), and bad mcp_servers entries refused at
+start."""
 import http.client
 import json
 import signal
@@ -885,6 +886,77 @@ def test_mcp_gateway_follows_tools_list_pages():
         assert servers["gw"]["state"] == "running", servers
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_server(port, log):
+    """The test server over Streamable HTTP on port, once it listens."""
+    p = subprocess.Popen(["node", GW_SERVER, "--http", str(port)],
+                         stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return p
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    raise AssertionError("the HTTP MCP server did not listen")
+
+
+def test_mcp_gateway_relays_an_http_server():
+    """A url entry: its tools listed and called over loopback HTTP, with
+    progress; the server gone is a tool error, and back it is reached
+    again (a new session)."""
+    tmp = tempfile.mkdtemp(prefix="execd-gw-")
+    port = free_port()
+    path = os.path.join(tmp, "p.yaml")
+    with open(path, "w") as f:
+        f.write("mcp_servers:\n  web:\n    url: http://127.0.0.1:%d/mcp\n"
+                % port)
+    log = open(os.path.join(tmp, "server.log"), "w")
+    srv = http_server(port, log)
+    try:
+        with Execd("--access-token", TOKEN, "--config", path) as d:
+            sid, _ = initialize(d)
+            st, _, r = post(d, {"jsonrpc": "2.0", "id": 2,
+                                "method": "tools/list"}, sid)
+            names = [t["name"] for t in r["result"]["tools"]]
+            assert "web__echo" in names and "web__slow" in names, names
+            r = gw_call(d, sid, "web__echo", {"text": "over http"})
+            assert gw_text(r) == "echo: over http", r
+            conn, resp = stream_call(d, sid, {"steps": 3, "ms": 30},
+                                     token="h", id_=3, name="web__slow")
+            evs = [m for _, m in sse_events(resp)]
+            conn.close()
+            prog = [m["params"]["progress"] for m in evs
+                    if m.get("method") == "notifications/progress"]
+            assert prog == [1, 2, 3], evs
+            assert gw_text(evs[-1]) == "done after 3 steps", evs
+            web = gw_servers(d, sid)["web"]
+            assert web["kind"] == "http" and web["state"] == "running", web
+            # Gone: a tool error, not a hang.
+            srv.kill()
+            srv.wait()
+            r = gw_call(d, sid, "web__echo", {"text": "x"}, id_=4)
+            assert r["result"]["isError"], r
+            assert "web" in gw_text(r), r
+            assert gw_servers(d, sid)["web"]["state"] == "dead"
+            # Back (a new process, sessions lost): reached again.
+            srv = http_server(port, log)
+            r = gw_call(d, sid, "web__echo", {"text": "again"}, id_=5)
+            assert gw_text(r) == "echo: again", r
+            web = gw_servers(d, sid)["web"]
+            assert web["state"] == "running" and web["restarts"] >= 1, web
+    finally:
+        srv.kill()
+        srv.wait()
+        log.close()
+
+
 def test_mcp_gateway_server_that_cannot_start():
     tmp = tempfile.mkdtemp(prefix="execd-gw-")
     path = os.path.join(tmp, "p.yaml")
@@ -901,10 +973,12 @@ def test_mcp_gateway_server_that_cannot_start():
         assert r["result"]["isError"], r
         assert "could not start" in gw_text(r), r
         r = gw_call(d, sid, "web__x", {})
-        assert r["result"]["isError"] and "HTTP" in gw_text(r), r
+        assert r["result"]["isError"], r
+        assert "connect: Connection refused" in gw_text(r), r
         servers = gw_servers(d, sid)
         assert servers["nope"]["state"] == "dead", servers
-        assert servers["web"]["state"] == "unsupported", servers
+        assert servers["web"]["state"] == "dead", servers
+        assert servers["web"]["kind"] == "http", servers
 
 
 def test_mcp_gateway_bad_policy_entries_are_refused():

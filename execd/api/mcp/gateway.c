@@ -21,8 +21,12 @@
  * it ended and its stderr's tail; the next call starts it again.  Its
  * tools stay listed meanwhile, so a client can still call them.
  *
- * A url server (HTTP) is not relayed yet: it is listed with state
- * "unsupported" and a call of it is a tool error saying so.  Loop thread.
+ * A url server is reached over loopback HTTP instead (gwhttp.c, one
+ * POST per message, answers as JSON or an event stream), with the
+ * session its initialize answer names; the same messages, the same
+ * handling.  One that cannot be reached, answers an error status, or
+ * ends the session (404) is dead: its calls fail, the next call connects
+ * and initializes again.  Loop thread.
  */
 #include <errno.h>
 #include <signal.h>
@@ -41,6 +45,7 @@
 #include "../../process/envfile.h"
 #include "../../process/job.h"
 #include "../execd.h"
+#include "gwhttp.h"
 #include "mcp.h"
 
 #define GW_LINE_MAX	(8 << 20)	/* one message from a server, at most */
@@ -49,10 +54,10 @@
 #define GW_PAGES	64		/* tools/list pages followed, at most */
 #define GW_SEP		"__"
 
-enum gw_state { GW_IDLE, GW_STARTING, GW_RUNNING, GW_DEAD, GW_UNSUPPORTED };
+enum gw_state { GW_IDLE, GW_STARTING, GW_RUNNING, GW_DEAD };
 
 static const char *const state_names[] = { "idle", "starting", "running",
-    "dead", "unsupported" };
+    "dead" };
 
 enum gw_kind { P_INIT, P_LIST, P_CALL };
 
@@ -65,6 +70,14 @@ struct gw_pending {
 	struct mcp_call		*call;		/* P_CALL; NULL: nobody waits */
 	struct gw_server	*srv;
 	struct gw_pending	*next;
+};
+
+/* A POST to a url server, in flight. */
+struct gw_xchg {
+	struct gw_server	*srv;
+	struct gwhttp		*h;
+	long long		 id;		/* a request's, or 0 */
+	struct gw_xchg		*next;
 };
 
 /* A call waiting for its server to finish starting. */
@@ -94,6 +107,8 @@ struct gw_server {
 	json_t			*listing;	/* pages being read */
 	struct gw_pending	*pending;
 	struct gw_wait		*waiting;
+	char			*session;	/* url: Mcp-Session-Id */
+	struct gw_xchg		*xchgs;		/* url: POSTs in flight */
 };
 
 /* A tools/list waiting for servers to finish starting. */
@@ -123,6 +138,9 @@ static void	 srv_response(struct gw_server *, const json_t *);
 static void	 on_output(struct job *, int, const char *, size_t, void *);
 static void	 on_done(struct job *, int, bool, void *);
 static void	 on_start_timeout(struct loop *, uint64_t, void *);
+static void	 on_hmsg(void *, const char *, const char *, size_t);
+static void	 on_hend(void *, int, const char *);
+static void	 xchgs_abort(struct gw_server *);
 static void	 lists_settle(void);
 static json_t	*merged_list(void);
 static void	 relay(struct gw_server *, struct mcp_call *, const char *,
@@ -150,8 +168,7 @@ gw_init(struct mcp_call *c)
 	servers = nservers > 0 ? xcalloc(nservers, sizeof(*servers)) : NULL;
 	for (size_t i = 0; i < nservers; i++) {
 		servers[i].cf = &C->mcp_servers[i];
-		servers[i].state = servers[i].cf->url != NULL ?
-		    GW_UNSUPPORTED : GW_IDLE;
+		servers[i].state = GW_IDLE;
 		buf_init(&servers[i].in);
 		buf_init(&servers[i].err);
 	}
@@ -201,6 +218,17 @@ srv_start(struct gw_server *s, char *err, size_t errlen)
 	char **envp;
 	int rc;
 
+	if (cf->url != NULL) {
+		json_decref(env);
+		free(s->session);
+		s->session = NULL;
+		s->flooded = false;
+		s->why[0] = '\0';
+		s->state = GW_STARTING;
+		s->t_start = loop_timer_add(L, GW_START_MS, on_start_timeout,
+		    s);
+		goto init;
+	}
 	for (size_t i = 0; cf->env != NULL && cf->env[i] != NULL; i++) {
 		const char *eq = strchr(cf->env[i], '=');
 		char *k = xstrndup(cf->env[i], (size_t)(eq - cf->env[i]));
@@ -225,6 +253,7 @@ srv_start(struct gw_server *s, char *err, size_t errlen)
 	s->state = GW_STARTING;
 	s->t_start = loop_timer_add(L, GW_START_MS, on_start_timeout, s);
 	log_info("mcp: server %s started (pid %d)", cf->name, (int)s->pid);
+init:
 	srv_request(s, P_INIT, NULL, "initialize", json_pack("{s:s, s:{}, "
 	    "s:{s:s, s:s}}", "protocolVersion", MCP_PROTO_LATEST,
 	    "capabilities", "clientInfo", "name", "execd", "version",
@@ -265,6 +294,19 @@ srv_send(struct gw_server *s, json_t *msg)
 	size_t n;
 	int rc;
 
+	json_t *id = json_object_get(msg, "id");
+	struct gw_xchg *x;
+
+	if (s->cf->url != NULL && t != NULL && !s->flooded) {
+		x = xcalloc(1, sizeof(*x));
+		x->srv = s;
+		x->id = json_object_get(msg, "method") != NULL &&
+		    json_is_integer(id) ? json_integer_value(id) : 0;
+		x->next = s->xchgs;
+		s->xchgs = x;
+		x->h = gwhttp_post(L, s->cf->url, s->session,
+		    MCP_PROTO_LATEST, t, strlen(t), on_hmsg, on_hend, x);
+	}
 	json_decref(msg);
 	if (t == NULL || s->job == NULL || s->flooded) {
 		free(t);
@@ -317,10 +359,88 @@ srv_stop(struct gw_server *s, const char *why)
 	log_warnx("mcp: server %s stopped: %s", s->cf->name, s->why);
 	s->flooded = true;	/* nothing more is read from it */
 	buf_reset(&s->in);
+	if (s->cf->url != NULL) {
+		/* Nothing to end but the exchanges: dead at once. */
+		snprintf(s->ended, sizeof(s->ended), "%s", s->why);
+		xchgs_abort(s);
+		srv_fail_all(s);
+		s->state = GW_DEAD;
+		lists_settle();
+		return;
+	}
 	snprintf(s->ended, sizeof(s->ended), "stopped by execd: %s", s->why);
 	srv_fail_all(s);
 	if (s->job != NULL)
 		(void)job_stop(s->job);
+}
+
+/* Every POST of a url server abandoned. */
+static void
+xchgs_abort(struct gw_server *s)
+{
+	struct gw_xchg *x;
+
+	while ((x = s->xchgs) != NULL) {
+		s->xchgs = x->next;
+		gwhttp_abort(x->h);
+		free(x);
+	}
+}
+
+/* A message of a url server's answer: as a line of a stdio one. */
+static void
+on_hmsg(void *arg, const char *session, const char *p, size_t n)
+{
+	struct gw_xchg *x = arg;
+	struct gw_server *s = x->srv;
+
+	if (session != NULL && (s->session == NULL ||
+	    strcmp(s->session, session) != 0)) {
+		free(s->session);
+		s->session = xstrdup(session);
+	}
+	srv_line(s, p, n);
+}
+
+/*
+ * A POST is over.  A request it carried that got no response, a session
+ * ended (404), or a server that could not be reached: the server is
+ * dead, its calls fail with why.
+ */
+static void
+on_hend(void *arg, int status, const char *why)
+{
+	struct gw_xchg *x = arg, **pp;
+	struct gw_server *s = x->srv;
+	struct gw_pending *p;
+	long long id = x->id;
+	char msg[160];
+
+	for (pp = &s->xchgs; *pp != NULL && *pp != x; pp = &(*pp)->next)
+		;
+	if (*pp != NULL)
+		*pp = x->next;
+	free(x);
+	for (p = s->pending; p != NULL && p->id != id; p = p->next)
+		;
+	if (status == 404 && s->session != NULL)
+		snprintf(msg, sizeof(msg), "its session ended (HTTP 404)");
+	else if (why != NULL)
+		snprintf(msg, sizeof(msg), "%.150s", why);
+	else if (id != 0 && p != NULL)
+		snprintf(msg, sizeof(msg), "HTTP %d without a response",
+		    status);
+	else if (status / 100 != 2)
+		snprintf(msg, sizeof(msg), "HTTP %d to a notification",
+		    status);
+	else
+		return;
+	if (status == 0 || status == 404 || (id != 0 && p != NULL) ||
+	    why != NULL) {
+		log_warnx("mcp: server %s (%s): %s", s->cf->name, s->cf->url,
+		    msg);
+		srv_stop(s, msg);
+	}
 }
 
 /* The stderr tail as text, its last line breaks dropped, into out. */
@@ -350,7 +470,12 @@ srv_fail_all(struct gw_server *s)
 	err_tail(s, tail, sizeof(tail));
 	while ((p = s->pending) != NULL) {
 		s->pending = p->next;
-		if (p->call != NULL) {
+		if (p->call != NULL && s->cf->url != NULL) {
+			mcp_call_on_cancel(p->call, NULL, NULL, NULL);
+			mcp_call_fail(p->call, "MCP server '%s' (%s) failed "
+			    "during the call: %s; the next call connects "
+			    "again", s->cf->name, s->cf->url, s->ended);
+		} else if (p->call != NULL) {
 			mcp_call_on_cancel(p->call, NULL, NULL, NULL);
 			mcp_call_fail(p->call, "MCP server '%s' ended during "
 			    "the call (%s); the next call starts it again. "
@@ -362,8 +487,13 @@ srv_fail_all(struct gw_server *s)
 	while ((w = s->waiting) != NULL) {
 		s->waiting = w->next;
 		mcp_call_on_cancel(w->call, NULL, NULL, NULL);
-		mcp_call_fail(w->call, "MCP server '%s' did not start (%s). "
-		    "Its stderr ended with:\n%s", s->cf->name, s->ended, tail);
+		if (s->cf->url != NULL)
+			mcp_call_fail(w->call, "MCP server '%s' (%s) did not "
+			    "start: %s", s->cf->name, s->cf->url, s->ended);
+		else
+			mcp_call_fail(w->call, "MCP server '%s' did not start "
+			    "(%s). Its stderr ended with:\n%s", s->cf->name,
+			    s->ended, tail);
 		free(w->tool);
 		json_decref(w->params);
 		free(w);
@@ -629,8 +759,8 @@ merged_list(void)
 	    "s:b}, s:{s:b}}", "name", "list_mcp_servers", "title",
 	    "List the sandbox's MCP servers", "description", "List the MCP "
 	    "servers execd relays to (their tools are offered as "
-	    "SERVER__tool): name, kind, state (idle, starting, running, dead, "
-	    "unsupported), how each last ended, tool count, restarts.",
+	    "SERVER__tool): name, kind, state (idle, starting, running, "
+	    "dead), how each last ended, tool count, restarts.",
 	    "inputSchema", "type", "object", "properties",
 	    "additionalProperties", 0, "annotations", "readOnlyHint", 1));
 	for (size_t s = 0; s < nservers; s++)
@@ -761,12 +891,6 @@ mcp_gateway_call(struct mcp_call *c, const char *name, const json_t *params)
 	}
 	if ((s = server_of(name, &tool)) == NULL)
 		return false;
-	if (s->state == GW_UNSUPPORTED) {
-		mcp_call_fail(c, "MCP server '%s' is an HTTP one (%s): execd "
-		    "relays only to servers it runs on stdio so far",
-		    s->cf->name, s->cf->url);
-		return true;
-	}
 	if (s->state == GW_RUNNING && !s->flooded) {
 		relay(s, c, tool, params, true);
 		return true;
@@ -874,7 +998,8 @@ list_servers(struct mcp_call *c)
 		if (s->ended[0] != '\0')
 			json_object_set_new(o, "last_end",
 			    json_string(s->ended));
-		if (s->state == GW_STARTING || s->state == GW_RUNNING)
+		if (s->cf->url == NULL && (s->state == GW_STARTING ||
+		    s->state == GW_RUNNING))
 			json_object_set_new(o, "pid", json_integer(s->pid));
 		if (s->cf->url != NULL)
 			json_object_set_new(o, "url", json_string(s->cf->url));
@@ -906,6 +1031,8 @@ mcp_gateway_shutdown(void)
 		if (s->t_start != 0)
 			loop_timer_cancel(L, s->t_start);
 		job_free(s->job);
+		xchgs_abort(s);
+		free(s->session);
 		while ((p = s->pending) != NULL) {
 			s->pending = p->next;
 			pending_free(p);

@@ -15,7 +15,8 @@
  * and tool_fs.c (the file tools, fsjob.h) are the tools themselves;
  * resource.c serves files as resources, notify.c follows those
  * subscribed to and keeps the server stream; gateway.c relays to the
- * policy file's MCP servers (SERVER__tool).  Every route speaks
+ * policy file's MCP servers (SERVER__tool), gwhttp.c (gwhttp.h) posting
+ * to those on loopback HTTP.  Every route speaks
  * dialect_mcp.
  * Loop thread only, except the worker halves of the file tools and of
  * the cwd check.
