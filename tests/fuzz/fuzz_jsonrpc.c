@@ -18,7 +18,9 @@
  * jsonrpc_line) under a small cap: each line taken ends at the first
  * newline, holds none, is at most the cap, and the lines and what is
  * left add up to the input; a refusal comes only with no newline within
- * the cap.
+ * the cap.  And the bytes as an event stream (gwhttp_sse_line, the
+ * gateway's HTTP client): every line is taken whole, an event's data is
+ * never longer than the input, and an event ends only with data.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,7 +29,9 @@
 
 #include <jansson.h>
 
+#include "../../execd/api/mcp/gwhttp.h"
 #include "../../execd/api/mcp/mcp.h"
+#include "../../util/buf.h"
 #include "fz.h"
 
 /* A response made for id parses back as one, to the same id. */
@@ -103,6 +107,30 @@ lines(const uint8_t *data, size_t n, size_t max)
 	}
 }
 
+/* The input as an event stream. */
+static void
+sse(const uint8_t *data, size_t n)
+{
+	const char *p = (const char *)data;
+	struct buf ev;
+	size_t off = 0, used;
+	int rc;
+
+	buf_init(&ev);
+	while ((rc = gwhttp_sse_line(p + off, n - off, &ev, &used)) >= 0) {
+		CHECK(used >= 1 && off + used <= n && p[off + used - 1] == '\n');
+		CHECK(memchr(p + off, '\n', used - 1) == NULL);
+		CHECK(ev.len <= n);
+		if (rc == 1) {
+			CHECK(ev.len > 0);
+			buf_truncate(&ev, 0);
+		}
+		off += used;
+	}
+	CHECK(used == 0 && memchr(p + off, '\n', n - off) == NULL);
+	buf_reset(&ev);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 {
@@ -113,6 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	headers(data, n);
 	lines(data, n, 16);
 	lines(data, n, n);
+	sse(data, n);
 	rc = jsonrpc_parse((const char *)data, n, &m, err, sizeof(err));
 	if (rc < 0) {
 		CHECK(rc == JSONRPC_PARSE_ERROR ||

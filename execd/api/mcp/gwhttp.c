@@ -287,8 +287,8 @@ decode(struct gwhttp *h, bool eof)
 static int
 messages(struct gwhttp *h, bool done)
 {
-	const char *nl;
-	size_t n;
+	size_t used;
+	int rc;
 
 	if (!h->sse) {
 		if (h->body.len > GWHTTP_MSG_MAX)
@@ -298,26 +298,43 @@ messages(struct gwhttp *h, bool done)
 			return -2;
 		return 0;
 	}
-	while ((nl = memchr(h->body.p, '\n', h->body.len)) != NULL) {
-		n = (size_t)(nl - h->body.p);
-		if (n > 0 && h->body.p[n - 1] == '\r')
-			n--;
-		if (n == 0 && h->data.len > 0) {
+	while ((rc = gwhttp_sse_line(h->body.p, h->body.len, &h->data,
+	    &used)) >= 0) {
+		buf_drain(&h->body, used);
+		if (rc == 1) {
 			if (!hand_on(h, h->data.p, h->data.len))
 				return -2;
 			buf_truncate(&h->data, 0);
-		} else if (n >= 5 && memcmp(h->body.p, "data:", 5) == 0) {
-			if (h->data.len > 0)
-				buf_add(&h->data, "\n", 1);
-			buf_add(&h->data, h->body.p + 5 + (n > 5 &&
-			    h->body.p[5] == ' '), n - 5 - (n > 5 &&
-			    h->body.p[5] == ' '));
 		}
-		buf_drain(&h->body, (size_t)(nl - h->body.p) + 1);
 		if (h->data.len > GWHTTP_MSG_MAX)
 			return -1;
 	}
 	return h->body.len > GWHTTP_MSG_MAX ? -1 : 0;
+}
+
+/* One line of an event stream; see gwhttp.h. */
+int
+gwhttp_sse_line(const char *p, size_t n, struct buf *data, size_t *used)
+{
+	const char *nl = memchr(p, '\n', n);
+	size_t len, skip;
+
+	*used = 0;
+	if (nl == NULL)
+		return -1;
+	*used = (size_t)(nl - p) + 1;
+	len = (size_t)(nl - p);
+	if (len > 0 && p[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return data->len > 0 ? 1 : 0;
+	if (len >= 5 && memcmp(p, "data:", 5) == 0) {
+		skip = len > 5 && p[5] == ' ' ? 6 : 5;
+		if (data->len > 0)
+			buf_add(data, "\n", 1);
+		buf_add(data, p + skip, len - skip);
+	}
+	return 0;
 }
 
 static void

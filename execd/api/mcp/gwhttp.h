@@ -34,6 +34,17 @@ struct gwhttp	*gwhttp_post(struct loop *, const char *url,
 		    const char *session, const char *proto, const char *body,
 		    size_t n, gwhttp_msg_fn *msg, gwhttp_end_fn *end,
 		    void *arg);
+/*
+ * One line of an event stream in the n bytes at p (pure, for the
+ * fuzzer too): its bytes, newline included, in *used; a data line's
+ * value appended to data (after a newline when data holds some).  1 at
+ * the blank line that ends an event with data (data holds it; the
+ * caller empties it), 0 for another line (comments, id, event, retry
+ * are skipped), -1 with *used 0 when no newline has come yet.
+ */
+struct buf;
+int		 gwhttp_sse_line(const char *p, size_t n, struct buf *data,
+		    size_t *used);
 /* Abandon an exchange: no callback of it runs again.  NULL ok. */
 void		 gwhttp_abort(struct gwhttp *);
 
