@@ -821,6 +821,16 @@ def test_mcp_gateway_relays_progress_and_cancel():
         # The server lives on.
         assert gw_text(gw_call(d, sid, "gw__echo", {"text": "x"})) == \
             "echo: x"
+        # Relayed calls still running when execd stops, one streamed and
+        # one answered as JSON: execd lets go of both and exits 0 (under
+        # AddressSanitizer, with nothing leaked).
+        held = open_call(d, sid, {"steps": 600, "ms": 100}, id_=8,
+                         name="gw__slow")
+        conn, r = stream_call(d, sid, {"steps": 600, "ms": 100},
+                              token="z", id_=9, name="gw__slow")
+        next(sse_events(r))
+    held.close()
+    conn.close()
 
 
 def test_mcp_gateway_server_that_dies_or_floods():
