@@ -22,12 +22,11 @@ static int	 str_list(const json_t *, const char *, const char *, bool,
 		    char ***, char *, size_t);
 static void	 free_list(char **);
 
-/* s with every "{marker}" replaced by marker. */
+/* s with every key ("{marker}", say) replaced by val. */
 static char *
-subst(const char *s, const char *marker)
+subst_key(const char *s, const char *key, const char *val)
 {
-	static const char key[] = "{marker}";
-	size_t n = 0, ml = strlen(marker), kl = sizeof(key) - 1;
+	size_t n = 0, ml = strlen(val), kl = strlen(key);
 	const char *p;
 	char *out, *o;
 
@@ -37,12 +36,19 @@ subst(const char *s, const char *marker)
 	while ((p = strstr(s, key)) != NULL) {
 		memcpy(o, s, (size_t)(p - s));
 		o += p - s;
-		memcpy(o, marker, ml);
+		memcpy(o, val, ml);
 		o += ml;
 		s = p + kl;
 	}
 	strcpy(o, s);
 	return out;
+}
+
+/* s with every "{marker}" replaced by marker. */
+static char *
+subst(const char *s, const char *marker)
+{
+	return subst_key(s, "{marker}", marker);
 }
 
 /* The string member k of o (substituted), or dflt (NULL: required). */
@@ -140,8 +146,10 @@ rk_desc_parse(const json_t *o, const char *marker, struct rk_desc **out,
 	d = must(calloc(1, sizeof(*d)));
 	if ((rc = str_list(o, "argv", marker, true, &d->argv, err,
 	    errlen)) < 0 || (rc = str_list(o, "init", marker, false,
-	    &d->init, err, errlen)) < 0 || (rc = str_member(o, "end", NULL,
-	    marker, &d->end, err, errlen)) < 0 || (rc = str_member(o,
+	    &d->init, err, errlen)) < 0 || (rc = str_member(o, "program", "",
+	    marker, &d->program, err, errlen)) < 0 || (rc = str_member(o,
+	    "end", d->program[0] != '\0' ? "" : NULL, marker, &d->end, err,
+	    errlen)) < 0 || (rc = str_member(o,
 	    "marker", "{marker}", marker, &d->marker, err, errlen)) < 0 ||
 	    (rc = str_member(o, "result_open", "", marker, &d->result_open,
 	    err, errlen)) < 0 || (rc = str_member(o, "result_close", "",
@@ -153,6 +161,11 @@ rk_desc_parse(const json_t *o, const char *marker, struct rk_desc **out,
 	    ".txt", marker, &d->extension, err, errlen)) < 0)
 		goto out;
 	rc = -EINVAL;
+	if (d->program[0] != '\0' && strcmp(d->program, "go") != 0 &&
+	    strcmp(d->program, "whole") != 0) {
+		snprintf(err, errlen, "repl.program: not \"go\" or \"whole\"");
+		goto out;
+	}
 	if (d->marker[0] == '\0' || (d->result_open[0] == '\0') !=
 	    (d->result_close[0] == '\0')) {
 		snprintf(err, errlen, "repl: an empty marker, or only one of "
@@ -189,6 +202,7 @@ rk_desc_parse(const json_t *o, const char *marker, struct rk_desc **out,
 		    (rc = str_member(e, "continue", "", marker, &x->cont,
 		    err, errlen)) < 0)
 			goto out;
+		x->discard = json_is_true(json_object_get(e, "discard"));
 		rc = -EINVAL;
 		if (x->prefix[0] == '\0') {
 			snprintf(err, errlen, "repl.errors[%zu]: empty prefix",
@@ -231,6 +245,7 @@ rk_desc_free(struct rk_desc *d)
 		return;
 	free_list(d->argv);
 	free_list(d->init);
+	free(d->program);
 	free(d->end);
 	free(d->marker);
 	free(d->result_open);
@@ -246,6 +261,24 @@ rk_desc_free(struct rk_desc *d)
 	free(d->language);
 	free(d->extension);
 	free(d);
+}
+
+/* "{file}" replaced by path in argv and in the errors' prefixes. */
+void
+rk_desc_set_file(struct rk_desc *d, const char *path)
+{
+	char *t;
+
+	for (size_t i = 0; d->argv[i] != NULL; i++) {
+		t = subst_key(d->argv[i], "{file}", path);
+		free(d->argv[i]);
+		d->argv[i] = t;
+	}
+	for (size_t i = 0; i < d->nerrors; i++) {
+		t = subst_key(d->errors[i].prefix, "{file}", path);
+		free(d->errors[i].prefix);
+		d->errors[i].prefix = t;
+	}
 }
 
 /* Bracket and quote balance, as rk_desc.h says. */

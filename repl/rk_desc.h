@@ -23,11 +23,15 @@ struct rk_error {
 	char	*prefix;	/* "|  Exception " */
 	char	*ename;		/* the error's name for Jupyter */
 	char	*cont;		/* lines starting so continue it ("": none) */
+	bool	 discard;	/* program: the cell's declarations are not
+				 * kept after it (a compile error) */
 };
 
 struct rk_desc {
 	char		**argv;		/* NULL-terminated, non-empty */
 	char		**init;		/* lines sent once at start */
+	char		 *program;	/* "": a REPL; "go", "whole": each run
+					 * runs argv on a file it writes */
 	char		 *end;		/* line sent after each run's code;
 					 * "{seq}" in it: the run's number */
 	char		 *marker;	/* the line end prints */
@@ -53,6 +57,12 @@ struct rk_desc {
 int	rk_desc_parse(const json_t *o, const char *marker,
 	    struct rk_desc **out, char *err, size_t errlen);
 void	rk_desc_free(struct rk_desc *);	/* NULL ok */
+
+/*
+ * Replace "{file}" by path in argv and in the errors' prefixes (the
+ * program file of a "program" description).
+ */
+void	rk_desc_set_file(struct rk_desc *, const char *path);
 
 struct kp_kernelspec;
 /*

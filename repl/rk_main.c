@@ -12,10 +12,17 @@
  * kernelproto's kernel side (kp_kernel, kp_serve) meanwhile, so heartbeats,
  * kernel_info and interrupts are served while code runs.  If the REPL
  * dies, the kernel publishes an error that says how, writes it to stderr
- * and exits 1, so that its manager ends the run and starts a new one.  One thread; no dependency beyond
+ * and exits 1, so that its manager ends the run and starts a new one.
+ *
+ * A "program" description (Go on yaegi) has no REPL: each run writes a
+ * file (for Go, the cell after the declarations kept, rk_go.h) and runs
+ * argv on it, in a process group of its own; the run ends when that
+ * process has ended and its output is read, and an interrupt is SIGINT
+ * to its group, then SIGKILL a second later.  One thread; no dependency beyond
  * kernelproto's own (libzmq, jansson, OpenSSL).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +42,7 @@
 #include "../util/must.h"
 #include "../util/utf8.h"
 #include "rk_desc.h"
+#include "rk_go.h"
 #include "rk_proc.h"
 #include "rk_scan.h"
 
@@ -56,6 +66,16 @@ struct rk {
 	int		 quit;		/* 1: shutdown asked */
 	char		*text[2];	/* stdout, stderr gathered */
 	size_t		 tlen[2];
+	/* A "program" description: each run is a process of its own. */
+	char		*dir, *file;	/* where its program is written */
+	struct rk_go	 kept, cell;	/* Go: declarations kept, the run's */
+	bool		 running;	/* a program runs (r.p) */
+	bool		 exited;	/* and has been reaped */
+	int		 status;	/* how it ended (waitpid) */
+	struct timespec	 exit_at;	/* when it was reaped */
+	int		 pidfd;		/* readable when it ends, or -1 */
+	bool		 run_error;	/* it printed an error */
+	bool		 discard;	/* one that keeps no declarations */
 };
 
 static void	die(const char *, ...) __attribute__((format(printf, 1, 2),
@@ -161,6 +181,11 @@ on_event(struct rk *r, int stream, const struct rk_ev *ev)
 		break;
 	case RK_EV_ERROR:
 		flush_text(r);
+		r->run_error = true;
+		for (size_t i = 0; i < r->d->nerrors; i++)
+			if (ev->ename == r->d->errors[i].ename &&
+			    r->d->errors[i].discard)
+				r->discard = true;
 		if (r->ready)
 			kp_serve_error(r->s, ev->ename, ev->evalue,
 			    json_deep_copy(ev->traceback));
@@ -210,12 +235,146 @@ check_done(struct rk *r)
 	kp_serve_done(r->s);
 }
 
+/* Write the whole of p[0..n) to path: 0, or -errno. */
+static int
+write_file(const char *path, const char *p, size_t n)
+{
+	ssize_t w;
+	int fd, e;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) < 0)
+		return -errno;
+	for (; n > 0; p += w, n -= (size_t)w)
+		if ((w = write(fd, p, n)) < 0 && errno != EINTR) {
+			e = errno;
+			close(fd);
+			return -e;
+		} else if (w < 0) {
+			w = 0;
+		}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+/*
+ * A run of a "program" description: the program for code written to the
+ * file (for Go, the cell after the declarations kept), and argv started
+ * on it in a process group of its own, with no stdin.
+ */
+static int
+prog_start(struct rk *r, const char *code)
+{
+	char err[256], *text;
+	size_t len;
+	int rc;
+
+	rk_go_clear(&r->cell);
+	if (strcmp(r->d->program, "go") == 0) {
+		if (rk_go_parse(code, strlen(code), &r->cell) < 0) {
+			rk_go_clear(&r->cell);
+			kp_serve_error(r->s, r->d->incomplete_ename, "the code "
+			    "is incomplete (an unclosed bracket, string or "
+			    "comment)", NULL);
+			return -EINVAL;
+		}
+		text = rk_go_program(&r->kept, &r->cell, &len);
+	} else {
+		len = strlen(code);
+		text = must(strdup(code));
+	}
+	rc = write_file(r->file, text, len);
+	free(text);
+	if (rc < 0) {
+		snprintf(err, sizeof(err), "%s: %s", r->file, strerror(-rc));
+		kp_serve_error(r->s, "KernelError", err, NULL);
+		return rc;
+	}
+	r->p = (struct rk_proc){ .group = true, .in = -1, .out = -1,
+	    .err = -1 };
+	if ((rc = rk_proc_start(&r->p, r->d->argv, err, sizeof(err))) < 0) {
+		kp_serve_error(r->s, "KernelError", err, NULL);
+		return rc;
+	}
+	close(r->p.in);			/* it reads an empty stdin */
+	r->p.in = -1;
+	r->pidfd = (int)syscall(SYS_pidfd_open, r->p.pid, 0);
+	r->runs++;
+	r->interrupted = 0;
+	r->running = true;
+	r->exited = false;
+	r->run_error = r->discard = false;
+	return 0;
+}
+
+/*
+ * Reap the program once it has ended, and end its group with it (what
+ * it left running would hold its pipes).  The run ends when its output
+ * is read, or 200 ms after, whatever else holds its pipes.
+ */
+static void
+prog_check(struct rk *r)
+{
+	char msg[128];
+	int st;
+
+	if (!r->running)
+		return;
+	if (!r->exited && waitpid(r->p.pid, &st, WNOHANG) == r->p.pid) {
+		r->exited = true;
+		r->status = st;
+		kill(-r->p.pid, SIGKILL);
+		clock_gettime(CLOCK_MONOTONIC, &r->exit_at);
+	}
+	if (r->interrupted && !r->exited && since_ms(&r->intr_at) > 1000)
+		kill(-r->p.pid, SIGKILL);	/* SIGINT was not enough */
+	if (!r->exited || ((r->p.out >= 0 || r->p.err >= 0) &&
+	    since_ms(&r->exit_at) < 200))
+		return;
+	for (int i = 0; i < 2; i++) {
+		int *fd = i == 0 ? &r->p.out : &r->p.err;
+
+		if (*fd >= 0) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	rk_scan_flush(r->so);
+	rk_scan_flush(r->se);
+	flush_text(r);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	r->pidfd = -1;
+	r->running = false;
+	r->p.pid = -1;
+	if (r->interrupted) {
+		kp_serve_error(r->s, r->d->intr_ename, "the run was "
+		    "interrupted", NULL);
+	} else if (!r->run_error && (!WIFEXITED(r->status) ||
+	    WEXITSTATUS(r->status) != 0)) {
+		if (WIFSIGNALED(r->status))
+			snprintf(msg, sizeof(msg), "the program was killed by "
+			    "signal %d", WTERMSIG(r->status));
+		else
+			snprintf(msg, sizeof(msg), "the program exited with "
+			    "status %d", WEXITSTATUS(r->status));
+		kp_serve_error(r->s, "ExitError", msg, NULL);
+	}
+	/* A cell that compiled keeps its declarations, even if it failed. */
+	if (!r->discard)
+		rk_go_keep(&r->kept, &r->cell);
+	rk_go_clear(&r->cell);
+	r->interrupted = 0;
+	kp_serve_done(r->s);
+}
+
 /* ops->execute: code, then the end line, to the REPL. */
 static int
 op_execute(void *arg, const char *code, bool silent)
 {
 	struct rk *r = arg;
 
+	if (r->d->program[0] != '\0')
+		return prog_start(r, code);
 	if (r->p.in < 0)
 		return -EPIPE;
 	if (strcmp(rk_desc_is_complete(r->d, code), "incomplete") == 0) {
@@ -237,7 +396,16 @@ op_execute(void *arg, const char *code, bool silent)
 static const char *
 op_is_complete(void *arg, const char *code)
 {
-	return rk_desc_is_complete(((struct rk *)arg)->d, code);
+	const struct rk_desc *d = ((struct rk *)arg)->d;
+	struct rk_go g = { 0 };
+	int rc;
+
+	if (strcmp(d->program, "go") != 0)
+		return rk_desc_is_complete(d, code);
+	/* Go: what its own scanner leaves open. */
+	rc = rk_go_parse(code, strlen(code), &g);
+	rk_go_clear(&g);
+	return rc < 0 ? "incomplete" : "complete";
 }
 
 /* Interrupt the current run, once per run (repeats would reach the REPL
@@ -252,7 +420,10 @@ op_interrupt(void *arg)
 	r->interrupted = 1;
 	r->intr_step = 0;
 	clock_gettime(CLOCK_MONOTONIC, &r->intr_at);
-	if (r->d->intr_write[0] != '\0')
+	if (r->running)
+		kill(-r->p.pid, r->d->intr_signal != 0 ? r->d->intr_signal :
+		    SIGINT);
+	else if (r->d->intr_write[0] != '\0')
 		queue(r, r->d->intr_write, strlen(r->d->intr_write));
 	else if (r->d->intr_signal != 0)
 		rk_proc_kill(&r->p, r->d->intr_signal);
@@ -295,18 +466,62 @@ repl_gone(struct rk *r, void *zctx)
 	exit(1);
 }
 
+/* Is argv0 a program on PATH (or a path to one)? */
+static bool
+on_path(const char *argv0)
+{
+	char buf[4096];
+	const char *path = getenv("PATH"), *e;
+
+	if (strchr(argv0, '/') != NULL)
+		return access(argv0, X_OK) == 0;
+	for (; path != NULL; path = *e != '\0' ? e + 1 : NULL) {
+		e = strchrnul(path, ':');
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - path),
+		    e == path ? "." : path, argv0);
+		if (access(buf, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A "program" description: a private directory for the program file
+ * ({file}), and the interpreter checked now, so that a missing one is
+ * said at the start.  Ready at once: nothing runs between runs.
+ */
+static void
+prog_setup(struct rk *r)
+{
+	const char *tmp = getenv("TMPDIR");
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/execd-repl-XXXXXX",
+	    tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	if (mkdtemp(path) == NULL)
+		die("mkdtemp %s: %s", path, strerror(errno));
+	r->dir = must(strdup(path));
+	snprintf(path, sizeof(path), "%s/main%s", r->dir, r->d->extension);
+	r->file = must(strdup(path));
+	rk_desc_set_file(r->d, r->file);
+	if (!on_path(r->d->argv[0]))
+		die("%s: not found on PATH", r->d->argv[0]);
+	r->ready = true;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct kp_kernelspec *spec;
 	struct kp_conn conn;
-	struct rk r = { .p = { .in = -1, .out = -1, .err = -1 } };
+	struct rk r = { .p = { .in = -1, .out = -1, .err = -1 }, .pidfd = -1 };
 	char marker[40], id[33], err[256], *text;
 	struct signalfd_siginfo si;
 	struct timespec t0;
 	sigset_t sigs;
 	void *zctx;
 	int sfd;
+	bool prog;
 	long ms;
 	FILE *f;
 	size_t n;
@@ -338,16 +553,22 @@ main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		die("signalfd: %s", strerror(errno));
-	if (rk_proc_start(&r.p, r.d->argv, err, sizeof(err)) < 0)
-		die("%s", err);
-	for (size_t i = 0; r.d->init[i] != NULL; i++) {
-		queue(&r, r.d->init[i], strlen(r.d->init[i]));
-		queue(&r, "\n", 1);
+	if (r.d->program[0] != '\0') {
+		prog_setup(&r);
+	} else {
+		if (rk_proc_start(&r.p, r.d->argv, err, sizeof(err)) < 0)
+			die("%s", err);
+		for (size_t i = 0; r.d->init[i] != NULL; i++) {
+			queue(&r, r.d->init[i], strlen(r.d->init[i]));
+			queue(&r, "\n", 1);
+		}
+		r.seq = strstr(r.d->end, "{seq}") != NULL;
+		queue_end(&r);
 	}
-	r.seq = strstr(r.d->end, "{seq}") != NULL;
-	queue_end(&r);
-	r.so = rk_scan_new(r.d, false, LINE_CAP, on_out, &r);
-	r.se = rk_scan_new(r.d, true, LINE_CAP, on_err, &r);
+	/* A program's errors are on its stderr, a REPL's on its stdout. */
+	prog = r.d->program[0] != '\0';
+	r.so = rk_scan_new(r.d, prog, LINE_CAP, on_out, &r);
+	r.se = rk_scan_new(r.d, !prog, LINE_CAP, on_err, &r);
 
 	zctx = zmq_ctx_new();
 	if (kp_kernel_open(zctx, &conn, 64 << 20, &r.k, err, sizeof(err)) < 0)
@@ -375,9 +596,16 @@ main(int argc, char **argv)
 
 		if (r.p.wlen == 0 || r.p.in < 0)
 			it[5].fd = -1, it[5].events = 0;
+		/* A running program's end: its pidfd (stdin's place). */
+		if (r.running && !r.exited && r.pidfd >= 0)
+			it[5].fd = r.pidfd, it[5].events = ZMQ_POLLIN;
 		if (r.p.err < 0)
 			it[4].events = 0;
+		if (r.p.out < 0)
+			it[3].events = 0;
 		ms = r.interrupted ? 100 : 1000;
+		if (r.running && (r.exited || r.pidfd < 0))
+			ms = 20;
 		if (zmq_poll(it, nit, ms) < 0 && errno != EINTR)
 			die("zmq_poll: %s", zmq_strerror(errno));
 		if (r.interrupted && kp_serve_busy(r.s))
@@ -394,22 +622,37 @@ main(int argc, char **argv)
 			else if (si.ssi_signo == SIGTERM)
 				r.quit = 1;
 		}
-		if (it[5].revents & (ZMQ_POLLOUT | ZMQ_POLLERR))
+		if (!r.running && it[5].revents & (ZMQ_POLLOUT | ZMQ_POLLERR))
 			rk_proc_write(&r.p);
 		if (r.p.err >= 0 && (it[4].revents & (ZMQ_POLLIN |
 		    ZMQ_POLLERR)))
 			if (rk_proc_read(&r.p.err, r.se) < 0)
 				check_done(&r);
-		if (it[3].revents & (ZMQ_POLLIN | ZMQ_POLLERR) &&
-		    rk_proc_read(&r.p.out, r.so) < 0)
+		if (r.p.out >= 0 && it[3].revents & (ZMQ_POLLIN |
+		    ZMQ_POLLERR) && rk_proc_read(&r.p.out, r.so) < 0 &&
+		    r.d->program[0] == '\0')
 			repl_gone(&r, zctx);
+		prog_check(&r);
 		flush_text(&r);
 		kp_kernel_hb(r.k);
 		kp_serve_handle(r.s, KP_CONTROL);
 		if (!kp_serve_busy(r.s))
 			kp_serve_handle(r.s, KP_SHELL);
 	}
-	rk_proc_stop(&r.p);
+	if (r.running)
+		kill(-r.p.pid, SIGKILL);
+	if (r.d->program[0] == '\0' || r.running)
+		rk_proc_stop(&r.p);
+	if (r.file != NULL) {
+		unlink(r.file);
+		rmdir(r.dir);
+	}
+	free(r.file);
+	free(r.dir);
+	rk_go_clear(&r.kept);
+	rk_go_clear(&r.cell);
+	if (r.pidfd >= 0)
+		close(r.pidfd);
 	rk_scan_free(r.so);
 	rk_scan_free(r.se);
 	kp_serve_free(r.s);

@@ -6,7 +6,9 @@
  * the sandbox execd put the kernel in).  The REPL stays in the kernel's
  * process group, so that a manager that kills the kernel's group kills
  * what the REPL started too (jshell's second JVM outlives a jshell that
- * is killed alone).  Its stdin is non-blocking, so a
+ * is killed alone); a "program" run (rk_proc.group) leads a group of
+ * its own instead, which an interrupt or its end signals whole.  Its
+ * stdin is non-blocking, so a
  * REPL that stops reading cannot stall the kernel's answers.
  */
 #include <errno.h>
@@ -47,6 +49,8 @@ rk_proc_start(struct rk_proc *p, char *const *argv, char *err,
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (p->group)
+			setpgid(0, 0);
 		if (getppid() == 1)
 			_exit(127);
 		if (dup2(pi[0], 0) < 0 || dup2(po[1], 1) < 0 ||
@@ -64,6 +68,11 @@ rk_proc_start(struct rk_proc *p, char *const *argv, char *err,
 	p->out = po[0];
 	p->err = pe[0];
 	fcntl(p->in, F_SETFL, O_NONBLOCK);
+	if (p->group) {
+		setpgid(p->pid, p->pid);	/* before anyone signals it */
+		fcntl(p->out, F_SETFL, O_NONBLOCK);
+		fcntl(p->err, F_SETFL, O_NONBLOCK);
+	}
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #ifndef RK_PROC_H
 #define RK_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -14,6 +15,8 @@
 
 struct rk_proc {
 	pid_t	 pid;		/* leader of its group */
+	bool	 group;		/* start it in a process group of its own,
+				 * its output pipes non-blocking */
 	int	 in, out, err;	/* its pipes; -1 once closed */
 	char	*wbuf;		/* bytes waiting for its stdin */
 	size_t	 wlen;

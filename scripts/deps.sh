@@ -19,12 +19,13 @@ run="python3 python3-ipykernel"
 # with cairo, a dependency of r-base-core), octave_kernel (plots through
 # gnuplot, with the font octave asks for).  jshell (the JDK) and sqlite3:
 # REPLs behind execd-repl-kernel, test_java.py and test_repl_kernel.py;
-# python3-jupyter-kernel-test checks that kernel, test_java_conformance.py.
+# yaegi: the Go interpreter behind its "program" mode, test_go.py;
+# python3-jupyter-kernel-test checks that kernel, test_*_conformance.py.
 tests="clang cppcheck valgrind curl python3-yaml python3-pyflakes util-linux
 python3-zmq python3-jupyter-client python3-websocket busybox-static fuse3
 python3-fusepy python3-jupyter-server python3-notebook chromium
 r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf
-openjdk-17-jdk-headless sqlite3 python3-jupyter-kernel-test"
+openjdk-17-jdk-headless sqlite3 python3-jupyter-kernel-test yaegi"
 case "${1:-}" in
 build) pkgs="$build" ;;
 run) pkgs="$build $run" ;;
