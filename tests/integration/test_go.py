@@ -15,6 +15,7 @@ from scripts/deps.sh.
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 
 import lib
@@ -320,3 +321,16 @@ def _cmdline(pid):
             return f.read()
     except OSError:
         return b""
+
+
+def test_execd_kernels_lists_go():
+    top = tempfile.mkdtemp(prefix="execd-go-")
+    try:
+        install(top)
+        out = subprocess.run([lib.EXECD, "--kernels"], capture_output=True,
+                             env=dict(os.environ, JUPYTER_PATH=top),
+                             timeout=30, check=True).stdout.decode()
+        rows = [line.split() for line in out.splitlines()]
+        assert ["go", "go", os.path.join(top, "kernels", "go")] in rows, out
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
