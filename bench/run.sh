@@ -26,7 +26,8 @@
 # BENCH_FANOUT_LINES (lines the fan-out cell prints, default 1000),
 # BENCH_MCP_N (MCP tool calls and plain API requests per side, default
 # BENCH_EXECS), BENCH_CKPT_FILES (files of the checkpoint row's tree,
-# default 10000),
+# default 10000), BENCH_REPL_EXECS (Java and Go evaluations per side,
+# default 50), BENCH_REPL_STARTS (Java and Go contexts started, default 3),
 # KERNEL_PYTHON (the Python with jupyter_client,
 # ipykernel, pyzmq and jupyter_server, default /usr/bin/python3).
 #
@@ -39,7 +40,11 @@
 # the same two, BENCH_FANOUT_CLIENTS channels clients on one kernel, and
 # POST /code/context with and without --pool.  The MCP rows run
 # bench/mcp_bench.py (/usr/bin/python3, standard library only): a
-# tools/call against the plain API route doing the same work.  The
+# tools/call against the plain API route doing the same work.  The Java
+# and Go rows run bench/repl_bench.py (/usr/bin/python3, standard library
+# only) on execd-repl-kernel: an evaluation through POST /code against
+# the bare interpreter (a pipe to jshell; `yaegi run` of the same
+# program), and a context's start to its first result.  The
 # rows of many commands and much output run bench/command_bench.py
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
@@ -103,6 +108,9 @@ CODE_MAX_RATIO=1.05  # PRODUCT.md: POST /code within 1.05x of bare ZeroMQ
 CHAN_MAX_RATIO=1.2   # PRODUCT.md: Jupyter channels within 1.2x of bare ZeroMQ
 CHAN_JS_MAX_RATIO=0.8 # issue 25: channels <= 0.8x of Jupyter Server's own
 MCP_MAX_RATIO=1.2    # PRODUCT.md: MCP tool calls within 1.2x of the plain API
+REPL_MAX_RATIO=1.2   # issue 28: Java and Go via /code within 1.2x of the bare REPL
+REPL_EXECS=${BENCH_REPL_EXECS:-50}
+REPL_STARTS=${BENCH_REPL_STARTS:-3}
 FANOUT_CLIENTS=${BENCH_FANOUT_CLIENTS:-20}
 FANOUT_LINES=${BENCH_FANOUT_LINES:-1000}
 MCP_N=${BENCH_MCP_N:-$EXECS}
@@ -318,6 +326,11 @@ command -v "${CC:-cc}" >/dev/null 2>&1 || fail "no C compiler"
 NGINX_V=$("$NGINX" -V 2>&1) || fail "$NGINX -V failed"
 NGINX_VERSION=$(echo "$NGINX_V" | sed -n 's/^nginx version: nginx\///p')
 [ -x "$KBENCH" ] || fail "no executable $KBENCH (make $KBENCH)"
+[ -x "$B/execd-repl-kernel" ] ||
+	fail "no executable $B/execd-repl-kernel (make $B/execd-repl-kernel)"
+command -v jshell >/dev/null 2>&1 ||
+	fail "jshell not found (apt-get install openjdk-17-jdk-headless)"
+command -v yaegi >/dev/null 2>&1 || fail "yaegi not found (apt-get install yaegi)"
 JC_VERSION=$("$KPY" -c 'import ipykernel, jupyter_client
 print(jupyter_client.__version__)' 2>/dev/null) ||
 	fail "$KPY cannot import jupyter_client and ipykernel" \
@@ -665,6 +678,33 @@ RATIO=$(calc "sprintf(\"%.2f\", $5 / $7)")
 row "MCP run_code 1+1 (median)" "$(us_ms "$5" 2) ms" \
 	"$(us_ms "$7" 2) ms POST /code" "$RATIO" \
 	"ratio <= $MCP_MAX_RATIO" "$(verdict_le "$RATIO" "$MCP_MAX_RATIO")"
+
+# --- 10b: Java and Go through execd-repl-kernel vs the bare interpreter ----
+
+# "code_med code_min bare_med bare_min create_med ready_med same_med"
+for _l in java go; do
+	run_bg 900 "$T/repl-$_l.out" "$T/repl-$_l.log" \
+		/usr/bin/python3 "$HERE/repl_bench.py" "$_l" "$EXECD" \
+		"$B/execd-repl-kernel" "$REPL_EXECS" "$REPL_STARTS" ||
+		fail "$_l evaluations: $(tail -c 600 "$T/repl-$_l.log")"
+	# shellcheck disable=SC2046 # split the numbers into words
+	set -- $(cat "$T/repl-$_l.out")
+	[ $# -eq 7 ] ||
+		fail "repl_bench.py $_l printed '$(cat "$T/repl-$_l.out")'"
+	if [ "$_l" = java ]; then
+		_what="java println" _bare="bare jshell pipe"
+	else
+		_what="go main" _bare="bare yaegi run"
+	fi
+	RATIO=$(calc "sprintf(\"%.2f\", $1 / $3)")
+	row "$_what via /code (median)" "$(us_ms "$1" 1) ms" \
+		"$(us_ms "$3" 1) ms $_bare" "$RATIO" \
+		"ratio <= $REPL_MAX_RATIO" "$(verdict_le "$RATIO" "$REPL_MAX_RATIO")"
+	[ "$_l" = go ] && note "bare yaegi run in the bench's own session" \
+		"(the kernel runs yaegi in a session of its own): $(us_ms "$7" 1) ms"
+	row "$_l context start to ready" "$(us_ms "$6" 0) ms" \
+		"POST /code/context $(us_ms "$5" 0) ms" "-" "(information)" "-"
+done
 
 # --- 11: many background commands held at once ---------------------------
 
