@@ -629,9 +629,20 @@ main(int argc, char **argv)
 			if (rk_proc_read(&r.p.err, r.se) < 0)
 				check_done(&r);
 		if (r.p.out >= 0 && it[3].revents & (ZMQ_POLLIN |
-		    ZMQ_POLLERR) && rk_proc_read(&r.p.out, r.so) < 0 &&
-		    r.d->program[0] == '\0')
-			repl_gone(&r, zctx);
+		    ZMQ_POLLERR)) {
+			/*
+			 * A program's pipe does not block: take up to 256 KiB
+			 * at once, so that a fast printer's output leaves in
+			 * messages of up to TEXT_FLUSH, not one per read.
+			 */
+			int rc, k = prog ? 16 : 1;
+
+			while ((rc = rk_proc_read(&r.p.out, r.so)) > 0 &&
+			    --k > 0)
+				;
+			if (rc < 0 && !prog)
+				repl_gone(&r, zctx);
+		}
 		prog_check(&r);
 		flush_text(&r);
 		kp_kernel_hb(r.k);

@@ -130,7 +130,7 @@ rk_proc_read(int *fd, struct rk_scan *sc)
 
 	if ((n = read(*fd, buf, sizeof(buf))) > 0) {
 		rk_scan_feed(sc, buf, (size_t)n);
-		return 0;
+		return 1;
 	}
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;

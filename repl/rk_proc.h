@@ -31,7 +31,8 @@ void	rk_proc_write(struct rk_proc *);
 /* Queue line (with "{seq}" replaced by seq) and a newline. */
 void	rk_proc_queue_line(struct rk_proc *, const char *line,
 	    unsigned long seq);
-/* Read what waits on *fd into sc: 0, or -1 at EOF (*fd closed, -1). */
+/* Read what waits on *fd into sc: 1 when bytes came, 0 when none did
+ * (EAGAIN), or -1 at EOF (*fd closed, -1). */
 int	rk_proc_read(int *fd, struct rk_scan *sc);
 /* Send sig to the REPL's process (not its children). */
 void	rk_proc_kill(struct rk_proc *, int sig);

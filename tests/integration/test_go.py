@@ -253,7 +253,7 @@ def test_go_code_not_utf8_and_huge_output():
                     '\tfmt.Printf("%%09d%%s\\n", i, fill)\n}'
                     % (size - 10, lines))
         marks = [i for i, e in enumerate(evs) if e["type"] == "stderr"]
-        assert len(marks) == 1, len(marks)
+        assert len(marks) == 1, [evs[i]["text"][:300] for i in marks]
         assert "bytes dropped" in evs[marks[0]]["text"], evs[marks[0]]
         head = texts(evs[:marks[0]], "stdout")
         tail = texts(evs[marks[0]:], "stdout")
