@@ -203,6 +203,7 @@ rk_desc_parse(const json_t *o, const char *marker, struct rk_desc **out,
 		    err, errlen)) < 0)
 			goto out;
 		x->discard = json_is_true(json_object_get(e, "discard"));
+		x->rest = json_is_true(json_object_get(e, "rest"));
 		rc = -EINVAL;
 		if (x->prefix[0] == '\0') {
 			snprintf(err, errlen, "repl.errors[%zu]: empty prefix",

@@ -25,6 +25,8 @@ struct rk_error {
 	char	*cont;		/* lines starting so continue it ("": none) */
 	bool	 discard;	/* program: the cell's declarations are not
 				 * kept after it (a compile error) */
+	bool	 rest;		/* every later line of its stream (up to
+				 * the marker) continues it */
 };
 
 struct rk_desc {

@@ -209,6 +209,11 @@ line_in(struct rk_scan *s, const char *p, size_t n)
 			}
 		}
 		if (s->st == S_ERROR) {
+			/* An error that takes the rest of its stream. */
+			if (end == NULL && s->err->rest) {
+				err_add(s, p, n);
+				return;
+			}
 			k = strlen(s->err->cont);
 			if (end == NULL && k > 0 && n >= k &&
 			    memcmp(p, s->err->cont, k) == 0 &&

@@ -10,7 +10,9 @@
  * partial line waits for its newline, the end marker, or rk_scan_flush;
  * a line longer than the cap comes out as text in pieces.  A value that
  * ends its line takes the newline with it; an error's traceback starts
- * at its first non-empty line, which is also its message.  A "plain"
+ * at its first non-empty line, which is also its message; an error
+ * whose description says "rest" takes every later line of its stream,
+ * up to the end marker or the flush, into its traceback.  A "plain"
  * scanner (stderr) knows only text and the end marker.  Pure; one thread.
  */
 #ifndef RK_SCAN_H

@@ -148,6 +148,10 @@ def test_go_compile_errors_and_panics_are_errors():
         err = error_of(evs)
         assert err["ename"] == "Panic", err
         assert "something broke" in err["evalue"], err
+        # yaegi's stack dump is the traceback; stderr has the positions.
+        assert any("goroutine" in t for t in err["traceback"]), err
+        assert "goroutine" not in texts(evs, "stderr"), evs
+        assert "main.go:" in texts(evs, "stderr"), evs
         evs = g.run("var s []int\nfmt.Println(s[3])")
         err = error_of(evs)
         assert err["ename"] == "Panic", err

@@ -1,7 +1,8 @@
 /*
  * t_rk_go.c -- Go cells for execd-repl-kernel's "program" mode: what
  * rk_go_parse keeps by which name, what rk_go_program assembles, and the
- * go kernelspec of the tree as a description.  The program's .c files
+ * go kernelspec of the tree as a description, with what its errors make
+ * of yaegi's stderr.  The program's .c files
  * are included: they are not part of execd's objects.
  */
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "../../repl/rk_desc.c"
 #include "../../repl/rk_go.c"
+#include "../../repl/rk_scan.c"
 #include "../t.h"
 
 /* The keys of g's declarations, one after another. */
@@ -143,6 +145,54 @@ test_desc_go(void)
 	json_decref(o);
 }
 
+static void
+record(void *arg, const struct rk_ev *ev)
+{
+	char *b = arg;
+	size_t o = strlen(b);
+
+	if (ev->type == RK_EV_TEXT)
+		snprintf(b + o, 1024 - o, "T[%.*s]", (int)ev->n, ev->p);
+	else if (ev->type == RK_EV_ERROR)
+		snprintf(b + o, 1024 - o, "E[%s|%s|%zu]", ev->ename,
+		    ev->evalue, json_array_size(ev->traceback));
+}
+
+/* yaegi's stderr through the go spec's errors. */
+static void
+test_scan_yaegi(void)
+{
+	json_t *spec = json_load_file("repl/kernels/go/kernel.json", 0,
+	    NULL);
+	struct rk_desc *d = NULL;
+	struct rk_scan *sc;
+	char err[256], seen[1024] = "";
+	static const char panic[] = "x\n/t/main.go:3:15: panic\n"
+	    "run: boom\ngoroutine 1 [running]:\nruntime/debug.Stack()\n"
+	    "\truntime/debug/stack.go:24 +0x65\n";
+	static const char compile[] = "run: /t/main.go:5:14: undefined: "
+	    "v\n";
+
+	T_OK(spec != NULL);
+	T_EQ_INT(rk_desc_parse(json_object_get(json_object_get(spec,
+	    "metadata"), "repl"), "@M@", &d, err, sizeof(err)), 0);
+	json_decref(spec);
+	if (d == NULL)
+		return;
+	rk_desc_set_file(d, "/t/main.go");
+	sc = rk_scan_new(d, false, 4096, record, seen);
+	rk_scan_feed(sc, panic, sizeof(panic) - 1);
+	rk_scan_flush(sc);
+	/* The panic's message, and yaegi's own stack as its traceback. */
+	T_EQ_STR(seen, "T[x\n]T[/t/main.go:3:15: panic\n]E[Panic|boom|4]");
+	seen[0] = '\0';
+	rk_scan_feed(sc, compile, sizeof(compile) - 1);
+	rk_scan_flush(sc);
+	T_EQ_STR(seen, "E[CompilationError|5:14: undefined: v|1]");
+	rk_scan_free(sc);
+	rk_desc_free(d);
+}
+
 int
 main(void)
 {
@@ -151,6 +201,7 @@ main(void)
 		{ "main_and_statements", test_main_and_statements },
 		{ "program_and_keep", test_program_and_keep },
 		{ "desc_go", test_desc_go },
+		{ "scan_yaegi", test_scan_yaegi },
 	};
 
 	return T_RUN(cases);
