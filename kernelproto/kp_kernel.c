@@ -51,6 +51,16 @@ bind_one(struct kp_kernel *k, void *zctx, enum kp_chan_id c, char *err,
 	if ((s = zmq_socket(zctx, types[c])) == NULL)
 		goto fail;
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	/*
+	 * A PUB socket drops what passes its high-water mark (1000
+	 * messages by default) while a subscriber lags: the end of a large
+	 * output would be lost when execd falls behind.  No mark: what a
+	 * subscriber has not read yet waits here, bounded by the run's
+	 * output and the kernel's memory limit.
+	 */
+	if (c == KP_IOPUB && zmq_setsockopt(s, ZMQ_SNDHWM, &zero,
+	    sizeof(zero)) < 0)
+		goto fail;
 	if (zmq_bind(s, ep) < 0)
 		goto fail;
 	k->sock[c] = s;

@@ -319,6 +319,50 @@ test_heartbeat_and_bad_signature(void)
 	fix_close(&f);
 }
 
+/*
+ * A client that reads iopub late still gets every message: the kernel
+ * queues them, as many as there are, rather than dropping what passes
+ * ZeroMQ's default high-water mark (1000 messages on each side), which
+ * lost the end of large outputs when execd fell behind.
+ */
+static void
+test_iopub_keeps_what_a_late_reader_has_not_read(void)
+{
+	enum { N = 20000 };
+	struct fix f;
+	struct kp_msg *m;
+	char pad[1024];
+	int got = 0, expect = 0, idle = 0;
+
+	fix_open(&f, "k");
+	settle(&f);
+	memset(pad, 'y', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	for (int i = 0; i < N; i++)
+		T_EQ_INT(kp_kernel_publish(f.k, NULL, "stream",
+		    json_pack("{s:s, s:s, s:i}", "name", "stdout", "text",
+		    pad, "seq", i)), 0);
+	while (got < N && idle < 200) {
+		if (kp_chan_recv(f.c, KP_IOPUB, &m) < 0) {
+			struct timespec ts = { 0, 10 * 1000000 };
+
+			nanosleep(&ts, NULL);
+			idle++;
+			continue;
+		}
+		idle = 0;
+		if (strcmp(kp_msg_type(m), "stream") == 0) {
+			T_EQ_INT(json_integer_value(json_object_get(
+			    m->content, "seq")), expect);
+			expect++;
+			got++;
+		}
+		kp_msg_free(m);
+	}
+	T_EQ_INT(got, N);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -328,6 +372,8 @@ main(void)
 		{ "control_and_is_complete", test_control_and_is_complete },
 		{ "heartbeat_and_bad_signature",
 		    test_heartbeat_and_bad_signature },
+		{ "iopub_keeps_what_a_late_reader_has_not_read",
+		    test_iopub_keeps_what_a_late_reader_has_not_read },
 	};
 
 	return T_RUN(cases);
