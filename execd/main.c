@@ -49,6 +49,7 @@
 #include "core/work.h"
 #include "core/xmalloc.h"
 #include "domain/ckpt.h"
+#include "domain/computer.h"
 #include "domain/command.h"
 #include "domain/context.h"
 #include "domain/lifecycle.h"
@@ -242,6 +243,7 @@ main(int argc, char **argv)
 	idem_shutdown();
 	ckpt_shutdown();
 	lifecycle_shutdown();
+	computer_close();
 	run_init(NULL);
 	pty_shutdown();
 	session_shutdown();

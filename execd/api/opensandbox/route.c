@@ -85,6 +85,24 @@ static const struct body_field restore_fields[] = {
 	BODY_END
 };
 
+static const struct body_field mouse_fields[] = {
+	{ "action", BODY_STRING, BODY_REQUIRED },
+	{ "x", BODY_INT, 0 },
+	{ "y", BODY_INT, 0 },
+	{ "count", BODY_INT, 0 },	/* button: a name or a number */
+	{ "to_x", BODY_INT, 0 },
+	{ "to_y", BODY_INT, 0 },
+	{ "dx", BODY_INT, 0 },
+	{ "dy", BODY_INT, 0 },
+	BODY_END
+};
+
+static const struct body_field keyboard_fields[] = {
+	{ "text", BODY_STRING, 0 },	/* one of the two: route_computer.c */
+	{ "keys", BODY_STRING, 0 },
+	BODY_END
+};
+
 const struct http_route route_table[] = {
 	{ "GET", "/ping", HTTP_R_OPEN, route_ping,
 	    "health check (no token needed)", NULL, NULL },
@@ -223,6 +241,19 @@ const struct http_route route_table[] = {
 	{ "DELETE", AS "/directories", 0, route_dirs_delete_as,
 	    "remove directories recursively, as user uid", NULL, NULL },
 #undef AS
+	{ "GET", "/computer/screen", 0, route_computer_screen,
+	    "the X display's size and the pointer's position", NULL, NULL },
+	{ "GET", "/computer/screenshot", 0, route_computer_screenshot,
+	    "a PNG of the screen or a region, optionally scaled down",
+	    NULL, NULL },
+	{ "POST", "/computer/mouse", HTTP_R_BODY, route_computer_mouse,
+	    "move, click, drag or scroll the pointer", mouse_fields, NULL },
+	{ "POST", "/computer/keyboard", HTTP_R_BODY, route_computer_keyboard,
+	    "type text or press key combinations", keyboard_fields, NULL },
+	{ "GET", "/computer/windows", 0, route_computer_windows,
+	    "the top-level windows: id, title, class, geometry", NULL, NULL },
+	{ "POST", "/computer/windows/{id}/focus", 0, route_computer_focus,
+	    "raise and focus a window", NULL, NULL },
 	{ "*", "/proxy/{port}/{path}", HTTP_R_STREAM | HTTP_R_PREFIX,
 	    route_proxy, "any method: forward to 127.0.0.1:{port}/{path}, "
 	    "streamed, WebSockets tunnelled", NULL, NULL },

@@ -57,6 +57,14 @@ void	route_pty_get(struct http_req *);
 void	route_pty_delete(struct http_req *);
 void	route_pty_ws(struct http_req *);
 
+/* route_computer.c: the X display's screen, mouse, keyboard, windows. */
+void	route_computer_screen(struct http_req *);
+void	route_computer_screenshot(struct http_req *);
+void	route_computer_mouse(struct http_req *);
+void	route_computer_keyboard(struct http_req *);
+void	route_computer_windows(struct http_req *);
+void	route_computer_focus(struct http_req *);
+
 /* route_proxy.c: the reverse proxy to servers on 127.0.0.1. */
 void	route_proxy(struct http_req *);
 
