@@ -27,9 +27,10 @@ import { useExecd } from "./lib/execd.js";
 const TOKEN = "mcp-test-token-3c9a";
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q" +
   "DwADhgGAWjR9awAAAABJRU5ErkJggg==";
-const TOOLS = ["command_input", "command_output", "create_context", "delete",
-  "delete_context", "edit_file", "grep", "interrupt", "list_contexts", "list_directory",
-  "move", "read_file", "run_code", "run_command", "search_files",
+const TOOLS = ["click", "command_input", "command_output", "create_context",
+  "delete", "delete_context", "edit_file", "grep", "interrupt", "key",
+  "list_contexts", "list_directory", "move", "read_file", "run_code",
+  "run_command", "screenshot", "scroll", "search_files", "type",
   "write_file"];
 
 async function connect(d, token = TOKEN) {

@@ -12,7 +12,8 @@
  * dispatches; args.c is what the tools share; tool_run.c (run_code, and
  * exec.h, a run being read), tool_cmd.c (run_command), tool_ctx.c
  * (command_output, command_input, interrupt, the contexts), tool_file.c
- * and tool_fs.c (the file tools, fsjob.h) are the tools themselves;
+ * and tool_fs.c (the file tools, fsjob.h) and tool_computer.c (the
+ * screen, mouse and keyboard) are the tools themselves;
  * resource.c serves files as resources, notify.c follows those
  * subscribed to and keeps the server stream; gateway.c relays to the
  * policy file's MCP servers (SERVER__tool), gwhttp.c (gwhttp.h) posting
@@ -335,5 +336,7 @@ mcp_tool_fn	mcp_run_code, mcp_run_command, mcp_command_output,
 mcp_tool_fn	mcp_read_file, mcp_write_file, mcp_edit_file,
 		mcp_list_directory, mcp_search_files, mcp_grep, mcp_move,
 		mcp_delete;
+/* tool_computer.c: the X display (computer.h). */
+mcp_tool_fn	mcp_screenshot, mcp_click, mcp_type, mcp_key, mcp_scroll;
 
 #endif

@@ -157,6 +157,46 @@ static const struct arg a_delete_context[] = {
 	END
 };
 
+static const struct arg a_screenshot[] = {
+	{ "x", A_INT, false, "Left edge of a region (default 0)." },
+	{ "y", A_INT, false, "Top edge of a region (default 0)." },
+	{ "width", A_INT, false, "Region width (default: to the right "
+	    "edge)." },
+	{ "height", A_INT, false, "Region height (default: to the bottom "
+	    "edge)." },
+	{ "scale_width", A_INT, false, "Scale the image down to this width, "
+	    "keeping the aspect (never up)." },
+	END
+};
+static const struct arg a_click[] = {
+	{ "x", A_INT, false, "Screen x in pixels (with y; default: where the "
+	    "pointer is)." },
+	{ "y", A_INT, false, "Screen y in pixels." },
+	{ "button", A_STR, false, "left (default), middle or right." },
+	{ "count", A_INT, false, "Clicks, 2 for a double click (default "
+	    "1)." },
+	END
+};
+static const struct arg a_type[] = {
+	{ "text", A_STR, true, "Text to type into the focused window (any "
+	    "Unicode; a newline presses Return)." },
+	END
+};
+static const struct arg a_key[] = {
+	{ "keys", A_STR, true, "xdotool-style key combinations: names joined "
+	    "by '+', several separated by spaces, e.g. \"ctrl+shift+t\", "
+	    "\"Return\", \"ctrl+a BackSpace\"." },
+	END
+};
+static const struct arg a_scroll[] = {
+	{ "direction", A_STR, true, "up, down, left or right." },
+	{ "amount", A_INT, false, "Wheel notches (default 3)." },
+	{ "x", A_INT, false, "Scroll at this screen x (with y; default: "
+	    "where the pointer is)." },
+	{ "y", A_INT, false, "Screen y in pixels." },
+	END
+};
+
 #define O_COMMAND "{\"type\":\"object\",\"properties\":{" \
 	"\"id\":{\"type\":\"string\"},\"background\":{\"type\":\"boolean\"}," \
 	"\"exit_code\":{\"type\":[\"integer\",\"null\"]}," \
@@ -232,6 +272,17 @@ static const struct tool tools[] = {
 	{ "delete_context", "Delete a code context", "Shut a code context's "
 	    "kernel down; its state is lost.", a_delete_context,
 	    mcp_delete_context, NULL, false },
+	{ "screenshot", "Take a screenshot", "A PNG of the X display (or a "
+	    "region of it), as image content; scale_width shrinks it for a "
+	    "model.", a_screenshot, mcp_screenshot, NULL, true },
+	{ "click", "Click", "Click a mouse button at a point of the screen.",
+	    a_click, mcp_click, NULL, false },
+	{ "type", "Type text", "Type text into the focused window, as if on "
+	    "a keyboard.", a_type, mcp_type, NULL, false },
+	{ "key", "Press keys", "Press key combinations (shortcuts, Return, "
+	    "arrows).", a_key, mcp_key, NULL, false },
+	{ "scroll", "Scroll", "Turn the mouse wheel, at a point or where the "
+	    "pointer is.", a_scroll, mcp_scroll, NULL, false },
 };
 
 #define NTOOLS	(sizeof(tools) / sizeof(tools[0]))
