@@ -7,8 +7,11 @@
 # As root it runs apt-get itself; otherwise it prints the exact command.
 set -eu
 
+# libx11-dev, libxtst-dev, libpng-dev: the computer-use API (Xlib, XTEST,
+# the PNG encoder of screenshots; execd/domain/computer.c).
 build="build-essential pkg-config libmicrohttpd-dev libzmq3-dev
-libjansson-dev libssl-dev libseccomp-dev libyaml-dev"
+libjansson-dev libssl-dev libseccomp-dev libyaml-dev libx11-dev libxtst-dev
+libpng-dev"
 run="python3 python3-ipykernel"
 # fuse3 and python3-fusepy: the mount that never answers of
 # tests/integration/test_fs_hang.py.
@@ -21,11 +24,15 @@ run="python3 python3-ipykernel"
 # REPLs behind execd-repl-kernel, test_java.py and test_repl_kernel.py;
 # yaegi: the Go interpreter behind its "program" mode, test_go.py;
 # python3-jupyter-kernel-test checks that kernel, test_*_conformance.py.
+# xvfb, xterm and x11-xserver-utils (xsetroot): the X server, the client
+# typed into and the drawn background of tests/integration/test_computer.py
+# and tests/sdk/computer.test.js.
 tests="clang cppcheck valgrind curl python3-yaml python3-pyflakes util-linux
 python3-zmq python3-jupyter-client python3-websocket busybox-static fuse3
 python3-fusepy python3-jupyter-server python3-notebook chromium
 r-cran-irkernel octave python3-octave-kernel gnuplot-nox fonts-freefont-otf
-openjdk-17-jdk-headless sqlite3 python3-jupyter-kernel-test yaegi"
+openjdk-17-jdk-headless sqlite3 python3-jupyter-kernel-test yaegi xvfb
+xterm x11-xserver-utils"
 case "${1:-}" in
 build) pkgs="$build" ;;
 run) pkgs="$build $run" ;;

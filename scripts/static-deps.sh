@@ -40,10 +40,15 @@ sum=$(cksum <"$0")
 #   xz-utils        the source tarballs are .tar.xz
 #   libjansson-dev libssl-dev libseccomp-dev libyaml-dev
 #                   the static archives of the other four libraries
+#   libx11-dev libxtst-dev libpng-dev
+#                   the computer-use API's X client, XTEST and PNG
+#                   encoder, with the archives they pull in (libxcb,
+#                   libXau, libXdmcp, libXext, libXi, libXfixes, zlib)
 #   file            the static build's test checks "static-pie linked"
 #   busybox-static  /bin/sh in the empty root the static binary is tested in
 pkgs="dpkg-dev build-essential g++ cmake pkg-config xz-utils libjansson-dev
-libssl-dev libseccomp-dev libyaml-dev file busybox-static"
+libssl-dev libseccomp-dev libyaml-dev libx11-dev libxtst-dev libpng-dev
+file busybox-static"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
