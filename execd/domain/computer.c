@@ -773,26 +773,34 @@ int
 computer_keys(const struct computer_combo *c, int n, char *err,
     size_t errlen)
 {
-	KeyCode kc[COMPUTER_COMBO_MAX];
+	KeyCode kc[COMPUTER_COMBO_MAX], shift_kc;
+	bool shift[COMPUTER_COMBO_MAX];
 	int rc;
-	bool shift;
 
 	pthread_mutex_lock(&mu);
 	if ((rc = open_locked(err, errlen)) < 0)
 		goto out;
+	shift_kc = XKeysymToKeycode(dpy, XK_Shift_L);
 	for (int i = 0; i < n && !dead; i++) {
 		for (int j = 0; j < c[i].n; j++)
-			if ((kc[j] = keycode_locked(c[i].sym[j], &shift)) ==
+			if ((kc[j] = keycode_locked(c[i].sym[j], &shift[j])) ==
 			    0) {
 				snprintf(err, errlen, "no keycode for keysym "
 				    "0x%lx", c[i].sym[j]);
 				rc = -EIO;
 				goto out;
 			}
-		for (int j = 0; j < c[i].n; j++)
+		/* A key on the shifted level ("ctrl+T", "ctrl+?") gets Shift. */
+		for (int j = 0; j < c[i].n; j++) {
+			if (shift[j] && shift_kc != 0)
+				key_locked(shift_kc, true);
 			key_locked(kc[j], true);
-		for (int j = c[i].n - 1; j >= 0; j--)
+		}
+		for (int j = c[i].n - 1; j >= 0; j--) {
 			key_locked(kc[j], false);
+			if (shift[j] && shift_kc != 0)
+				key_locked(shift_kc, false);
+		}
 		XFlush(dpy);
 	}
 	rc = sync_locked(err, errlen);

@@ -241,6 +241,10 @@ def test_computer_types_unicode_into_an_xterm():
             st, _, body = d.request("POST", "/computer/keyboard",
                                     body={"text": text})
             assert st == 200, body
+            # Keys on the shifted level get Shift: "H", "exclam".
+            st, _, body = d.request("POST", "/computer/keyboard",
+                                    body={"keys": "H i exclam Return"})
+            assert st == 200, body
             st, _, body = d.request("POST", "/computer/keyboard",
                                     body={"keys": "ctrl+d"})
             assert st == 200, body
@@ -250,7 +254,7 @@ def test_computer_types_unicode_into_an_xterm():
                     got = f.read()
                 return got if term.poll() is not None else None
             got = wait_for(done, "cat to end with the text")
-            assert got == text, (got, text)
+            assert got == text + "Hi!\n", (got, text)
         finally:
             stop_proc(term)
 
