@@ -2384,6 +2384,7 @@ struct http_work {
 	struct work_job		*job;
 	uint64_t		 timer;		/* the deadline, or 0 */
 	unsigned		 timeout;	/* its seconds */
+	unsigned		 flags;		/* HTTP_WORK_* */
 	atomic_int		*cancel;
 	http_work_fn		*fn;
 	http_work_reply_cb	*reply;
@@ -2424,7 +2425,14 @@ hw_timeout(struct loop *l, uint64_t id, void *arg)
 	if (w->cancel != NULL)
 		atomic_store(w->cancel, 1);
 	work_abandon(w->job);
-	reply_timeout(req, w->timeout);
+	if (w->flags & HTTP_WORK_DISPLAY) {
+		log_warnx("%s %s: no answer from the X display within %u s",
+		    req->method, req->uri, w->timeout);
+		http_reply_error(req, 504, HTTP_E_TIMEOUT, "the X display did "
+		    "not answer within %u s (a stuck X server?)", w->timeout);
+	} else {
+		reply_timeout(req, w->timeout);
+	}
 }
 
 /* Answer req 504: its work on a worker did not end within secs. */
@@ -2473,6 +2481,7 @@ http_req_work(struct http_req *req, unsigned flags, atomic_int *cancel,
 
 	w->req = req;
 	w->loop = req->srv->loop;
+	w->flags = flags;
 	w->cancel = cancel;
 	w->fn = fn;
 	w->reply = reply;

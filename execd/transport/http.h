@@ -258,6 +258,7 @@ void	http_req_defer(struct http_req *req, http_defer_cancel_cb *cancel,
  * are parsed there); work.h knows no requests.
  */
 #define HTTP_WORK_HEAVY	0x01	/* the client chooses the cost (a grep) */
+#define HTTP_WORK_DISPLAY 0x02	/* an X call: the 504 names the display */
 typedef void http_work_fn(void *arg);
 typedef void http_work_reply_cb(struct http_req *, void *arg);
 void	http_req_work(struct http_req *, unsigned flags, atomic_int *cancel,

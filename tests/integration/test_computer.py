@@ -401,3 +401,22 @@ def test_computer_mcp_tools():
             r = tool(name, args)
             assert r.get("isError") is True, (name, r)
             assert why in r["content"][0]["text"], (name, r)
+
+
+def test_computer_stuck_x_server_is_504_and_recovers():
+    # A stopped Xvfb never answers: the request gets 504 after
+    # --fs-timeout while execd serves the rest; once the server runs
+    # again, the connection serves again.
+    with Xvfb("640x480") as x, Execd("--fs-timeout", "2",
+                                     env={"DISPLAY": x.display}) as d:
+        st, v = d.get_json("/computer/screen")
+        assert st == 200, v
+        os.kill(x.proc.pid, signal.SIGSTOP)
+        try:
+            v = error(d, "GET", "/computer/screenshot", status=504)
+            assert v["code"] == "TIMEOUT" and "X display" in v["message"], v
+            assert d.request("GET", "/ping")[0] == 200
+        finally:
+            os.kill(x.proc.pid, signal.SIGCONT)
+        wait_for(lambda: d.get_json("/computer/screen")[0] == 200,
+                 "the display to answer again")

@@ -5,7 +5,8 @@
  * A handler checks its input on the loop thread (400 before anything
  * runs), then the call runs on a worker, since X calls may block, and
  * its result is answered from the loop.  No display is 503 UNAVAILABLE
- * naming what is missing; a window that does not exist is 404.
+ * naming what is missing; a window that does not exist is 404; an X
+ * server that does not answer within --fs-timeout is 504.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -32,7 +33,7 @@ static void	op_done(struct http_req *, void *);
 static void
 op_start(struct http_req *req, struct computer_op *op)
 {
-	http_req_work(req, 0, NULL, op_run, op_done, op);
+	http_req_work(req, HTTP_WORK_DISPLAY, NULL, op_run, op_done, op);
 }
 
 static void
