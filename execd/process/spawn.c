@@ -42,6 +42,7 @@
 
 #include "../core/xmalloc.h"
 #include "cgroup.h"
+#include "isoplan.h"
 #include "limits.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -70,7 +71,7 @@ static int oom_lowered;		/* execd's is below the default */
 
 enum step {
 	S_DEVNULL, S_DUP, S_CLOSE, S_SETSID, S_CTTY, S_SANDBOX, S_IDS, S_CHDIR,
-	S_EXEC, S_CGROUP, S_RLIMIT, S_OOM
+	S_EXEC, S_CGROUP, S_RLIMIT, S_OOM, S_ISOLATE
 };
 
 static const char *const step_names[] = {
@@ -81,6 +82,7 @@ static const char *const step_names[] = {
 	[S_CHDIR] = "chdir", [S_EXEC] = "exec",
 	[S_CGROUP] = "join the job's cgroup", [S_RLIMIT] = "set the limits",
 	[S_OOM] = "set oom_score_adj",
+	[S_ISOLATE] = "enter the isolated session's namespaces",
 };
 
 struct report {
@@ -246,7 +248,7 @@ child(const struct start *st)
 	const struct spawn_opts *o = st->o;
 	int errfd = st->errfd;
 	int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd }, null;
-	int fd3 = -1;
+	int fd3 = -1, step;
 	sigset_t none;
 
 	/* 0. Keep the error pipe clear of the fds about to be set up. */
@@ -297,6 +299,9 @@ child(const struct start *st)
 	/* A new session leader takes a terminal as its own (forkpty). */
 	if (o->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		fail(errfd, S_CTTY);
+	/* 2b. Namespaces and mounts, while the child may still mount. */
+	if (o->plan != NULL && isoplan_apply(o->plan, &step) < 0)
+		fail(errfd, S_ISOLATE);
 	/* 3. The sandbox, while the child may still drop capabilities. */
 	if (sandbox != NULL &&
 	    (errno = -sandbox_enter(sandbox, st->filtered)) != 0)
@@ -595,6 +600,13 @@ start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 	if (cgroup_wanted(o->limits) &&
 	    (e = cgroup_new(o->limits, &cg, err, errlen)) < 0)
 		return e;
+	/* A child born under the filter could not mount: no plan there. */
+	if (o->plan != NULL && cgroup_born_in(cg)) {
+		snprintf(err, errlen, "an isolated shell cannot start in a "
+		    "cgroup's resident");
+		cgroup_free(cg);
+		return -ENOTSUP;
+	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		e = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(e));

@@ -33,6 +33,8 @@ struct spawn_opts {
 					   the controlling terminal */
 	const struct limits *limits;	/* NULL: none; see cgroup.h */
 	int		 keep_ids;	/* not the default user: execd's */
+	const struct isoplan *plan;	/* NULL: execd's namespaces; else
+					   applied before the sandbox */
 };
 
 /* Who children run as when not set_ids (spawn_default_user). */
@@ -47,6 +49,7 @@ struct spawn_user {
 
 struct sandbox;
 struct limits;
+struct isoplan;
 /*
  * Every child started after this enters sb (see sandbox.h) before it
  * changes identity; NULL, the default, for none.  sb must outlive them.
