@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ struct session {
 	uint64_t	 t_timeout, t_kill;
 	bool		 envfile;	/* gets EXECD_ENVS (registered) */
 	json_t		*applied;	/* its variables the shell has */
+	const struct session_how *how;	/* NULL: as every session */
 	struct session	*next;		/* in the registry */
 };
 
@@ -65,7 +67,8 @@ static unsigned		 reg_grace_ms;
 static struct session	*registry;
 
 static struct session *make(struct loop *, const char *, const char *,
-		    unsigned, const struct limits *, bool, char *, size_t);
+		    unsigned, const struct limits *, bool, char *, size_t,
+		    const struct session_how *);
 static int	start_shell(struct session *, char *, size_t);
 static void	strip_reserved(char **);
 static void	stop_shell(struct session *);
@@ -112,7 +115,7 @@ session_open(const char *cwd, const struct limits *l, char *err,
 		return NULL;
 	}
 	if ((s = make(reg_loop, reg_dir, cwd, reg_grace_ms, l, true, err,
-	    errlen)) == NULL)
+	    errlen, NULL)) == NULL)
 		return NULL;
 	s->next = registry;
 	registry = s;
@@ -162,16 +165,36 @@ struct session *
 session_new(struct loop *loop, const char *dir, const char *cwd,
     unsigned grace_ms, const struct limits *l, char *err, size_t errlen)
 {
-	return make(loop, dir, cwd, grace_ms, l, false, err, errlen);
+	return make(loop, dir, cwd, grace_ms, l, false, err, errlen, NULL);
+}
+
+/* An isolated session's; see session.h. */
+struct session *
+session_new_how(struct loop *loop, const char *dir, const char *cwd,
+    unsigned grace_ms, const struct session_how *how, char *err,
+    size_t errlen)
+{
+	struct session *s = make(loop, dir, cwd, grace_ms, NULL, false, err,
+	    errlen, how);
+
+	return s;
+}
+
+pid_t
+session_pid(const struct session *s)
+{
+	return s->pid;
 }
 
 /* A session, with EXECD_ENVS's variables when envfile. */
 static struct session *
 make(struct loop *loop, const char *dir, const char *cwd, unsigned grace_ms,
-    const struct limits *l, bool envfile, char *err, size_t errlen)
+    const struct limits *l, bool envfile, char *err, size_t errlen,
+    const struct session_how *how)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 
+	s->how = how;
 	s->loop = loop;
 	s->envfile = envfile;
 	id_uuid(s->id);
@@ -247,6 +270,13 @@ start_shell(struct session *s, char *err, size_t errlen)
 	int st[2] = { -1, -1 }, rc;
 	char **env = NULL;
 
+	if (s->how != NULL) {
+		so.plan = s->how->plan;
+		so.set_ids = s->how->set_ids;
+		so.uid = s->how->uid;
+		so.gid = s->how->gid;
+		so.envp = s->how->envp;
+	}
 	if (s->envfile) {
 		/* The file as it is now; later changes come with runs. */
 		json_decref(s->applied);
@@ -426,6 +456,8 @@ next_run(struct session *s)
 		finish_run(s, 1, "cannot write the run's code");
 		return;
 	}
+	if (s->how != NULL)	/* a shell of another uid reads it */
+		(void)fchmod(fileno(f), 0644);
 	if (s->envfile)
 		export_changes(s, f);
 	if (r->cwd != NULL) {

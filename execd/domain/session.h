@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct limits;
 struct loop;
@@ -69,6 +70,25 @@ void		 session_close_all(void);
 struct session	*session_new(struct loop *, const char *dir, const char *cwd,
 		    unsigned grace_ms, const struct limits *l, char *err,
 		    size_t errlen);
+/*
+ * How an isolated session's shell starts (isolated.c): in plan's
+ * namespaces, as uid and gid when set_ids, with envp (NULL: execd's).
+ * Everything here must outlive the session.
+ */
+struct isoplan;
+struct session_how {
+	const struct isoplan	*plan;
+	bool			 set_ids;
+	uid_t			 uid;
+	gid_t			 gid;
+	char *const		*envp;
+};
+/* session_new(), every shell it starts made as how says. */
+struct session	*session_new_how(struct loop *, const char *dir,
+		    const char *cwd, unsigned grace_ms,
+		    const struct session_how *how, char *err, size_t errlen);
+/* The pid of the shell now (0: none). */
+pid_t		 session_pid(const struct session *);
 /* Kill the shell's whole process group and free (runs end, reset). */
 void		 session_free(struct session *);
 const char	*session_id(const struct session *);
