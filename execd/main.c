@@ -56,6 +56,7 @@
 #include "domain/pty.h"
 #include "domain/run.h"
 #include "domain/runtime.h"
+#include "domain/isolated.h"
 #include "domain/session.h"
 #include "process/cgroup.h"
 #include "process/child.h"
@@ -209,6 +210,7 @@ main(int argc, char **argv)
 	command_init(app.loop, cmd_dir, conf.grace_ms);
 	command_retain(conf.keep_commands, conf.keep_commands_size);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
+	isolated_init(app.loop, conf.iso_upper_root, cmd_dir, conf.grace_ms);
 	run_init(cmd_dir);
 	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
 	setup_checkpoints(&conf);
@@ -246,6 +248,7 @@ main(int argc, char **argv)
 	computer_close();
 	run_init(NULL);
 	pty_shutdown();
+	isolated_shutdown();
 	session_shutdown();
 	command_shutdown();
 	runtime_shutdown();
@@ -736,6 +739,7 @@ begin_shutdown(void)
 		http_shutdown(app.jupyter_http);
 	/* Kernels get shutdown_request first, then signals with the rest. */
 	context_delete_all();
+	isolated_shutdown();
 	session_shutdown();
 	pty_shutdown();
 	n = child_signal_all(SIGTERM);

@@ -43,7 +43,7 @@ enum opt_id {
 	O_PROXY_TIMEOUT, O_BUSY_POLL, O_RUNTIME_INIT, O_FS_TIMEOUT,
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
-	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR,
+	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR, O_ISO_UPPER,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -154,6 +154,12 @@ static const struct opt opts[] = {
 	    "start); default: execd-checkpoints in the runtime directory. "
 	    "On the workspace's filesystem, copies are reflinks where it "
 	    "makes them" },
+	{ "isolation-upper-root", O_ISO_UPPER, "EXECD_ISOLATION_UPPER_ROOT",
+	    "DIR", "/var/lib/execd/isolation",
+	    "where isolated sessions (/v1/isolated) keep their overlays' "
+	    "upper directories, one directory per session, removed with it; "
+	    "what a killed execd left there is removed at start (one execd "
+	    "per directory)" },
 	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
 	    "auto|ipc|tcp", "auto",
 	    "how kernels listen: Unix sockets beside the connection file, or "
@@ -560,6 +566,12 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		free(c->checkpoint_dir);
 		c->checkpoint_dir = xstrdup(v);
+		return 0;
+	case O_ISO_UPPER:
+		if (v[0] != '/')
+			goto bad;
+		free(c->iso_upper_root);
+		c->iso_upper_root = xstrdup(v);
 		return 0;
 	case O_KERNEL_TRANSPORT:
 		if (strcmp(v, "auto") == 0)
@@ -1026,6 +1038,8 @@ conf_reset(struct conf *c)
 	c->runtime_dir = NULL;
 	free(c->checkpoint_dir);
 	c->checkpoint_dir = NULL;
+	free(c->iso_upper_root);
+	c->iso_upper_root = NULL;
 	free(c->lifecycle_status);
 	c->lifecycle_status = NULL;
 	free(c->pool);

@@ -90,6 +90,7 @@ struct conf {
 	unsigned	 grace_ms;
 	char		*runtime_dir;	/* kernel connection files */
 	char		*checkpoint_dir;	/* --checkpoint-dir, or NULL */
+	char		*iso_upper_root; /* isolated sessions' uppers */
 	enum kernel_transport kernel_transport;
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;

@@ -1,0 +1,101 @@
+/*
+ * isolated.h -- isolated sessions (/v1/isolated, docs/isolation.md): the
+ * registry, each session's shell (a session.c session started in the
+ * namespaces of an isoplan), its upper directories, background runs and
+ * their logs, idle expiry and teardown.  What this host allows is probed
+ * once, at isolated_init, in a throwaway child.  Loop thread only, but
+ * isolated_check, which looks at the client's paths, runs on a worker.
+ */
+#ifndef EXECD_ISOLATED_H
+#define EXECD_ISOLATED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "isoreq.h"
+#include "session.h"
+
+struct loop;
+struct isosess;
+
+/* Per logs read, as upstream's maxBackgroundLogReadBytes. */
+#define ISOLATED_LOG_READ_MAX	(16ULL << 20)
+
+/*
+ * Start: upper directories go under upper_root (created 0711), run logs
+ * and code under state_dir; grace_ms as session.h's.  Reclaims what a
+ * killed execd left under upper_root and probes the host.
+ */
+void	isolated_init(struct loop *, const char *upper_root,
+	    const char *state_dir, unsigned grace_ms);
+/* Tear every session down (shutdown). */
+void	isolated_shutdown(void);
+/* Sessions can be made here. */
+bool	isolated_available(void);
+/* GET /v1/isolated/capabilities's document (new reference). */
+json_t	*isolated_capabilities(void);
+/* How many sessions are open now. */
+size_t	isolated_count(void);
+
+/* What isolated_check learns of the paths of a request. */
+struct isolated_paths {
+	struct stat	 lower[ISOREQ_MAX];	/* each overlay path's */
+	char		 source[ISOREQ_MAX][4096];	/* binds', resolved */
+};
+
+/*
+ * On a worker: the request's paths as upstream wants them (existing,
+ * binds from inside the allowed roots, their destinations existing).
+ * 0, or -1 with the message in err (400 RUNTIME_ERROR).
+ */
+int	isolated_check(const struct isoreq *, struct isolated_paths *,
+	    char *err, size_t errlen);
+/*
+ * Make a session of r (taken over: r is zeroed) whose paths were
+ * checked into p; the session, or NULL with *status (400, 500, 503),
+ * *code and a message in err.
+ */
+struct isosess	*isolated_create(struct isoreq *r,
+		    const struct isolated_paths *p, int *status,
+		    const char **code, char *err, size_t errlen);
+struct isosess	*isolated_find(const char *id);
+const char	*isolated_id(const struct isosess *);
+/* Tear the session down.  0, or -ENOENT. */
+int		 isolated_delete(const char *id);
+/* SessionState; and the short form GET /sessions lists (new refs). */
+json_t		*isolated_state(const struct isosess *);
+json_t		*isolated_list(void);
+/* The shell is gone and could not be started again. */
+bool		 isolated_dead(const struct isosess *);
+
+/*
+ * A foreground run of code, with envs (an object of strings, or NULL)
+ * exported first; timeout_ms 0 for none.  done's reset is not "" when
+ * the shell ended.  0 or -errno.
+ */
+int	isolated_run(struct isosess *, const char *code, const json_t *envs,
+	    unsigned timeout_ms, session_output_cb *output,
+	    session_done_cb *done, void *arg);
+/* The caller of a run with this arg went away: interrupt, forget it. */
+void	isolated_run_forget(struct isosess *, void *arg);
+/*
+ * A background run: its id into run_id.  0, or -1 with a message in
+ * err (400).
+ */
+int	isolated_background(struct isosess *, const char *code,
+	    const json_t *envs, char run_id[37], char *err, size_t errlen);
+/* A run's status document (new reference), or NULL: no such run. */
+json_t	*isolated_run_state(struct isosess *, const char *run_id);
+/*
+ * A run's log from cursor (clamped to its size): an fd to read from
+ * (the caller closes it; -1 when there is no log yet), the bytes to send
+ * (at most ISOLATED_LOG_READ_MAX) and the next cursor.  0 or -ENOENT.
+ */
+int	isolated_logs(struct isosess *, const char *run_id, uint64_t cursor,
+	    int *fd, uint64_t *off, uint64_t *len, uint64_t *next);
+
+#endif
