@@ -46,6 +46,17 @@ void	route_command_stream(struct http_req *);
 void	route_command_stdin(struct http_req *);
 void	route_interrupt(struct http_req *);
 
+/* route_isolated.c: isolated sessions, /v1/isolated. */
+void	route_iso_capabilities(struct http_req *);
+void	route_iso_create(struct http_req *);
+void	route_iso_list(struct http_req *);
+void	route_iso_get(struct http_req *);
+void	route_iso_delete(struct http_req *);
+void	route_iso_run(struct http_req *);
+void	route_iso_run_get(struct http_req *);
+void	route_iso_logs(struct http_req *);
+void	route_iso_diff(struct http_req *);
+void	route_iso_commit(struct http_req *);
 /* route_session.c: bash sessions. */
 void	route_session_create(struct http_req *);
 void	route_session_run(struct http_req *);

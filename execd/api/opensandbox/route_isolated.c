@@ -1,0 +1,395 @@
+/*
+ * route_isolated.c -- /v1/isolated (upstream's OSEP-0013 routes): create,
+ * list, get and delete isolated sessions, run code in them in the
+ * foreground (a stream) or the background (a run id, its status and its
+ * log by cursor), and the host's capabilities.  The sessions are
+ * isolated.c's; this file is HTTP only.
+ *
+ * A foreground run's stream is upstream's, not a bash session's: no init
+ * event and no pings, one "stdout" event per non-empty line (stderr's
+ * lines too), then execution_complete, or an error event whose ename is
+ * ExitError (evalue: the exit code) or RuntimeError (a timeout, a shell
+ * that ended).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../util/buf.h"
+#include "../../core/loop.h"
+#include "../../core/xmalloc.h"
+#include "../../domain/isolated.h"
+#include "../../transport/evstream.h"
+#include "../../transport/http.h"
+#include "route.h"
+
+#define LINE_MAX_BYTES	(1 << 20)	/* a longer line goes out in parts */
+
+/* Every route but capabilities: 503 when sessions cannot be made. */
+static bool
+unavailable(struct http_req *req)
+{
+	if (isolated_available())
+		return false;
+	http_reply_error(req, 503, "SERVICE_UNAVAILABLE",
+	    "isolation unavailable");
+	return true;
+}
+
+/* The session of the path, or NULL after a 404. */
+static struct isosess *
+session_of(struct http_req *req)
+{
+	struct isosess *s = isolated_find(http_req_param(req, "sessionId"));
+
+	if (s == NULL)
+		http_reply_error(req, 404, "SESSION_NOT_FOUND",
+		    "session not found");
+	return s;
+}
+
+/* GET /v1/isolated/capabilities */
+void
+route_iso_capabilities(struct http_req *req)
+{
+	http_reply_json(req, 200, isolated_capabilities());
+}
+
+/* A create request while its paths are looked at on a worker. */
+struct icreate {
+	struct isoreq		 r;
+	struct isolated_paths	 p;
+	int			 rc;
+	char			 err[1024];
+};
+
+static void
+create_check(void *arg)
+{
+	struct icreate *c = arg;
+
+	c->rc = isolated_check(&c->r, &c->p, c->err, sizeof(c->err));
+}
+
+static void
+create_reply(struct http_req *req, void *arg)
+{
+	struct icreate *c = arg;
+	struct isosess *s;
+	const char *code;
+	json_t *st;
+	int status;
+
+	if (req == NULL)
+		;
+	else if (c->rc < 0)
+		http_reply_error(req, 400, "RUNTIME_ERROR", "%s", c->err);
+	else if ((s = isolated_create(&c->r, &c->p, &status, &code, c->err,
+	    sizeof(c->err))) == NULL)
+		http_reply_error(req, (unsigned)status, code, "%s", c->err);
+	else {
+		st = isolated_state(s);
+		http_reply_json(req, 201, json_pack("{s:s,s:O}", "session_id",
+		    isolated_id(s), "created_at", json_object_get(st,
+		    "created_at")));
+		json_decref(st);
+	}
+	isoreq_free(&c->r);
+	free(c);
+}
+
+/* POST /v1/isolated/session */
+void
+route_iso_create(struct http_req *req)
+{
+	struct icreate *c;
+
+	if (unavailable(req))
+		return;
+	c = xcalloc(1, sizeof(*c));
+	if (isoreq_parse(http_req_json(req), &c->r, c->err,
+	    sizeof(c->err)) < 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "%s", c->err);
+		isoreq_free(&c->r);
+		free(c);
+		return;
+	}
+	/* The paths are the client's: a hung mount must not stop execd. */
+	http_req_work(req, 0, NULL, create_check, create_reply, c);
+}
+
+/* GET /v1/isolated/sessions */
+void
+route_iso_list(struct http_req *req)
+{
+	if (!unavailable(req))
+		http_reply_json(req, 200, isolated_list());
+}
+
+/* GET /v1/isolated/session/{sessionId} */
+void
+route_iso_get(struct http_req *req)
+{
+	struct isosess *s;
+
+	if (!unavailable(req) && (s = session_of(req)) != NULL)
+		http_reply_json(req, 200, isolated_state(s));
+}
+
+/* DELETE /v1/isolated/session/{sessionId} */
+void
+route_iso_delete(struct http_req *req)
+{
+	if (unavailable(req))
+		return;
+	if (isolated_delete(http_req_param(req, "sessionId")) < 0)
+		http_reply_error(req, 404, "SESSION_NOT_FOUND",
+		    "session not found");
+	else
+		http_reply_empty(req);
+}
+
+/* A foreground run's stream. */
+struct irun {
+	struct isosess	*s;
+	struct evstream	*stream;
+	struct buf	 line;		/* the part of a line not yet sent */
+	bool		 running;
+};
+
+static void
+send_event(struct irun *w, json_t *ev)
+{
+	json_object_set_new(ev, "timestamp", json_integer(loop_wall_ms()));
+	(void)evstream_json(w->stream, ev);
+}
+
+/* Each non-empty line of line's bytes as a stdout event (all: the end). */
+static void
+send_lines(struct irun *w, bool all)
+{
+	char *nl;
+	size_t n;
+
+	while (w->line.len > 0) {
+		nl = memchr(w->line.p, '\n', w->line.len);
+		if (nl == NULL && !all && w->line.len < LINE_MAX_BYTES)
+			break;
+		n = nl != NULL ? (size_t)(nl - w->line.p) : w->line.len;
+		if (n > 0 && !(n == 1 && w->line.p[0] == '\r'))
+			send_event(w, json_pack("{s:s,s:s%}", "type", "stdout",
+			    "text", w->line.p, n - (w->line.p[n - 1] == '\r')));
+		buf_drain(&w->line, nl != NULL ? n + 1 : n);
+	}
+}
+
+static void
+irun_output(int which, const char *p, size_t n, void *arg)
+{
+	struct irun *w = arg;
+
+	buf_add(&w->line, p, n);
+	send_lines(w, false);
+}
+
+static void
+irun_done(int status, bool timed_out, const char *reset, void *arg)
+{
+	struct irun *w = arg;
+	char text[128], val[32];
+
+	w->running = false;
+	send_lines(w, true);
+	if (status == 0 && !timed_out && reset[0] == '\0')
+		send_event(w, json_pack("{s:s}", "type", "execution_complete"));
+	else if (timed_out || reset[0] != '\0') {
+		snprintf(text, sizeof(text), "%s", timed_out ?
+		    "command timed out" : "session process has exited");
+		send_event(w, json_pack("{s:s,s:s,s:{s:s,s:s,s:n}}", "type",
+		    "error", "text", text, "error", "ename", "RuntimeError",
+		    "evalue", text, "traceback"));
+	} else {
+		snprintf(text, sizeof(text), "command exited with code %d",
+		    status);
+		snprintf(val, sizeof(val), "%d", status);
+		send_event(w, json_pack("{s:s,s:s,s:{s:s,s:s,s:n}}", "type",
+		    "error", "text", text, "error", "ename", "ExitError",
+		    "evalue", val, "traceback"));
+	}
+	evstream_end(w->stream, NULL, 0);
+}
+
+static void
+irun_gone(void *arg)
+{
+	struct irun *w = arg;
+
+	/* A deleted session has ended its runs already (running false). */
+	if (w->running)
+		isolated_run_forget(w->s, w);
+	buf_reset(&w->line);
+	free(w);
+}
+
+/* POST /v1/isolated/session/{sessionId}/run */
+void
+route_iso_run(struct http_req *req)
+{
+	json_t *body = http_req_json(req), *code, *envs, *to, *bg, *st;
+	struct evstream_opts o = { .shape = EVSTREAM_TYPED,
+	    .flags = EVSTREAM_F_NO_PING, .gone = irun_gone };
+	struct isosess *s;
+	struct irun *w;
+	char run_id[37], err[256];
+	long long timeout = 0;
+
+	if (unavailable(req))
+		return;
+	code = json_object_get(body, "code");
+	envs = json_object_get(body, "envs");
+	to = json_object_get(body, "timeout_seconds");
+	bg = json_object_get(body, "background");
+	if (!json_is_string(code) || json_string_length(code) == 0) {
+		http_reply_error(req, 400, HTTP_E_BODY, "code is required");
+		return;
+	}
+	if (envs != NULL && !json_is_null(envs) && !json_is_object(envs)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "envs must be an "
+		    "object of strings");
+		return;
+	}
+	if (to != NULL && !json_is_null(to)) {
+		if (!json_is_integer(to) || json_integer_value(to) < 0 ||
+		    json_integer_value(to) > 86400 * 365) {
+			http_reply_error(req, 400, HTTP_E_BODY,
+			    "timeout_seconds must be an integer >= 0");
+			return;
+		}
+		timeout = json_integer_value(to);
+	}
+	if (bg != NULL && !json_is_null(bg) && !json_is_boolean(bg)) {
+		http_reply_error(req, 400, HTTP_E_BODY, "background must be a "
+		    "boolean");
+		return;
+	}
+	if ((s = session_of(req)) == NULL)
+		return;
+	if (json_is_true(bg)) {
+		if (isolated_background(s, json_string_value(code), envs,
+		    run_id, err, sizeof(err)) < 0) {
+			http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
+			return;
+		}
+		st = isolated_run_state(s, run_id);
+		http_reply_json(req, 202, json_pack("{s:s,s:s,s:O}",
+		    "session_id", isolated_id(s), "run_id", run_id,
+		    "started_at", json_object_get(st, "started_at")));
+		json_decref(st);
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	buf_init(&w->line);
+	o.arg = w;
+	if ((w->stream = evstream_open(req, &o)) == NULL) {
+		free(w);
+		return;
+	}
+	w->running = true;
+	if (isolated_run(s, json_string_value(code), envs,
+	    (unsigned)(timeout * 1000), irun_output, irun_done, w) < 0) {
+		w->running = false;
+		send_event(w, json_pack("{s:s,s:s,s:{s:s,s:s,s:n}}", "type",
+		    "error", "text", "envs: names must be shell names and "
+		    "values strings", "error", "ename", "RuntimeError",
+		    "evalue", "invalid envs", "traceback"));
+		evstream_end(w->stream, NULL, 0);
+	}
+}
+
+/* GET /v1/isolated/session/{sessionId}/runs/{runId} */
+void
+route_iso_run_get(struct http_req *req)
+{
+	struct isosess *s;
+	json_t *st;
+
+	if (unavailable(req) || (s = session_of(req)) == NULL)
+		return;
+	if ((st = isolated_run_state(s, http_req_param(req, "runId"))) ==
+	    NULL)
+		http_reply_error(req, 404, "SESSION_NOT_FOUND",
+		    "run not found");
+	else
+		http_reply_json(req, 200, st);
+}
+
+/* GET /v1/isolated/session/{sessionId}/runs/{runId}/logs[?cursor=N] */
+void
+route_iso_logs(struct http_req *req)
+{
+	const char *q = http_req_query(req, "cursor");
+	uint64_t cursor = 0, off, len, next;
+	struct isosess *s;
+	struct http_resp *resp;
+	char *end, hv[32];
+	long long v;
+	int fd;
+
+	if (unavailable(req) || (s = session_of(req)) == NULL)
+		return;
+	if (q != NULL && q[0] != '\0') {
+		errno = 0;
+		v = strtoll(q, &end, 10);
+		if (*end != '\0' || errno != 0) {
+			http_reply_error(req, 400, HTTP_E_BODY,
+			    "cursor must be an integer");
+			return;
+		}
+		if (v < 0) {
+			http_reply_error(req, 400, HTTP_E_BODY,
+			    "cursor cannot be negative");
+			return;
+		}
+		cursor = (uint64_t)v;
+	}
+	if (isolated_logs(s, http_req_param(req, "runId"), cursor, &fd, &off,
+	    &len, &next) < 0) {
+		http_reply_error(req, 404, "SESSION_NOT_FOUND",
+		    "run not found");
+		return;
+	}
+	snprintf(hv, sizeof(hv), "%" PRIu64, next);
+	if (fd < 0) {
+		http_reply_text(req, 200, "text/plain; charset=utf-8", "", 0,
+		    "EXECD-ISOLATED-TAIL-CURSOR", hv);
+		return;
+	}
+	resp = http_resp_fd(fd, off, len);
+	http_resp_header(resp, "Content-Type", "text/plain; charset=utf-8");
+	http_resp_header(resp, "EXECD-ISOLATED-TAIL-CURSOR", hv);
+	http_reply_resp(req, 200, resp);
+}
+
+/*
+ * GET .../diff and POST .../commit: not in this version, answered as
+ * upstream answers them (whatever the session).
+ */
+void
+route_iso_diff(struct http_req *req)
+{
+	if (!unavailable(req))
+		http_reply_error(req, 503, "NOT_SUPPORTED",
+		    "diff not implemented yet (phase 2)");
+}
+
+void
+route_iso_commit(struct http_req *req)
+{
+	if (!unavailable(req))
+		http_reply_error(req, 503, "NOT_SUPPORTED",
+		    "commit not implemented yet (phase 2)");
+}
