@@ -85,6 +85,7 @@ static struct isosess	*registry;
 static uint64_t		 t_sweep;
 
 /* What the probe found. */
+static bool		 probed;
 static bool		 can_mountns, can_overlay, can_netns, can_setuid;
 static char		 why_not[512];
 
@@ -94,6 +95,7 @@ static const char *const allowed_roots[] = {
 
 static void	 sweep(struct loop *, uint64_t, void *);
 static void	 teardown(struct isosess *);
+static void	 ensure_probed(void);
 
 static json_t *
 rfc3339(const struct timespec *ts)
@@ -141,7 +143,35 @@ is_uuid(const char *s)
 	return true;
 }
 
-/* What a killed execd left: every session directory, every probe's. */
+/* Whether pid is a live process other than this one. */
+static bool
+other_alive(long pid)
+{
+	return pid > 0 && pid != (long)getpid() &&
+	    (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* The pid in a session directory's execd.pid, 0 if none. */
+static long
+owner_of(const char *dir)
+{
+	char p[PATH_MAX + 16], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/execd.pid", dir);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * What a killed execd left: the session directories and probes of an
+ * execd that is no longer running (their execd.pid, their name).
+ */
 static void
 reclaim(void)
 {
@@ -149,6 +179,7 @@ reclaim(void)
 	struct dirent *e;
 	char *p;
 	unsigned n = 0;
+	long pid;
 
 	if (d == NULL)
 		return;
@@ -157,9 +188,13 @@ reclaim(void)
 		    strncmp(e->d_name, ".probe-", 7) != 0)
 			continue;
 		p = xasprintf("%s/%s", upper_root, e->d_name);
-		rm_tree(p);
+		pid = e->d_name[0] == '.' ? strtol(e->d_name + 7, NULL, 10) :
+		    owner_of(p);
+		if (!other_alive(pid)) {
+			rm_tree(p);
+			n++;
+		}
 		free(p);
-		n++;
 	}
 	closedir(d);
 	if (n > 0)
@@ -273,12 +308,26 @@ void
 isolated_init(struct loop *l, const char *root, const char *sdir,
     unsigned grace_ms)
 {
-	char *p, *q;
-
 	iso_loop = l;
 	upper_root = xstrdup(root);
 	state_dir = xstrdup(sdir);
 	grace = grace_ms;
+	probed = false;
+	reclaim();
+}
+
+/*
+ * The probe, once, on the first use of /v1/isolated: most execds never
+ * get one, and a fork and two namespaces cost a start ~0.1 s.
+ */
+static void
+ensure_probed(void)
+{
+	char *p, *q;
+
+	if (probed || upper_root == NULL)
+		return;
+	probed = true;
 	/* mkdir -p, 0711 for the last (the shells pass through). */
 	p = xstrdup(upper_root);
 	for (q = p + 1; *q != '\0'; q++) {
@@ -298,7 +347,6 @@ isolated_init(struct loop *l, const char *root, const char *sdir,
 		    "',', ':' or '\\' overlayfs cannot take", upper_root);
 		return;
 	}
-	reclaim();
 	probe();
 	log_info("isolated: %s%s", isolated_available() ? "available" :
 	    "unavailable: ", isolated_available() ? "" : why_not);
@@ -323,6 +371,7 @@ isolated_shutdown(void)
 bool
 isolated_available(void)
 {
+	ensure_probed();
 	return can_mountns && can_overlay;
 }
 
@@ -339,7 +388,10 @@ isolated_count(void)
 json_t *
 isolated_capabilities(void)
 {
-	json_t *o = json_pack("{s:b,s:s,s:b,s:b,s:b,s:b}",
+	json_t *o;
+
+	ensure_probed();
+	o = json_pack("{s:b,s:s,s:b,s:b,s:b,s:b}",
 	    "available", isolated_available(), "isolator", "execd",
 	    "setpriv_available", can_setuid, "userns_available", 0,
 	    "commit_supported", 0, "diff_supported", 0);
@@ -488,6 +540,22 @@ sess_free(struct isosess *s)
 	free(s);
 }
 
+/* Mark dir as this execd's (reclaim). */
+static int
+write_owner(const char *dir)
+{
+	char p[PATH_MAX + 16], buf[32];
+	int fd, n, rc;
+
+	snprintf(p, sizeof(p), "%s/execd.pid", dir);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		return -1;
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	rc = write(fd, buf, (size_t)n) == n ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
 /* Add s's overlay i to its plan, its directory made; see isoplan.h. */
 static int
 plan_overlay(struct isosess *s, size_t i, const struct stat *lower,
@@ -582,6 +650,11 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 		snprintf(err, errlen, "%s: %s", s->dir, strerror(errno));
 		sess_free(s);
 		return NULL;
+	}
+	if (write_owner(s->dir) < 0) {
+		snprintf(err, errlen, "%s/execd.pid: %s", s->dir,
+		    strerror(errno));
+		goto fail;
 	}
 	/* Insertion sort by depth: few entries. */
 	for (size_t i = 0; i < r->noverlay; i++) {

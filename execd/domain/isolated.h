@@ -3,7 +3,8 @@
  * registry, each session's shell (a session.c session started in the
  * namespaces of an isoplan), its upper directories, background runs and
  * their logs, idle expiry and teardown.  What this host allows is probed
- * once, at isolated_init, in a throwaway child.  Loop thread only, but
+ * once, on the first use of isolated_available() or the capabilities, in
+ * a throwaway child.  Loop thread only, but
  * isolated_check, which looks at the client's paths, runs on a worker.
  */
 #ifndef EXECD_ISOLATED_H
@@ -28,7 +29,7 @@ struct isosess;
 /*
  * Start: upper directories go under upper_root (created 0711), run logs
  * and code under state_dir; grace_ms as session.h's.  Reclaims what a
- * killed execd left under upper_root and probes the host.
+ * killed execd left under upper_root (see reclaim in isolated.c).
  */
 void	isolated_init(struct loop *, const char *upper_root,
 	    const char *state_dir, unsigned grace_ms);

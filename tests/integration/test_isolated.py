@@ -395,3 +395,21 @@ def test_capabilities_honest_and_503_when_unavailable():
                 "path": "/"}} if m == "POST" else None)
             obj = expect_error(st, data, 503, "SERVICE_UNAVAILABLE")
             assert obj["message"] == "isolation unavailable", obj
+
+
+def test_stale_uppers_of_a_killed_execd_reclaimed():
+    with Iso() as t:
+        sid = t.create()
+        t.run(sid, "echo x > y")
+        assert os.path.isdir(os.path.join(t.upper, sid))
+        # Another execd on the same root leaves a live one's alone.
+        with Execd("--isolation-upper-root", t.upper) as d2:
+            st, caps = d2.get_json(ISO + "/capabilities")
+            assert caps["available"] is True, caps
+            assert os.path.isdir(os.path.join(t.upper, sid))
+        t.d.proc.kill()
+        t.d.proc.wait()
+        with Execd("--isolation-upper-root", t.upper) as d3:
+            assert wait_for(lambda: not os.path.exists(
+                os.path.join(t.upper, sid)), timeout=10)
+            assert "removed 1 directories" in d3.read_log()
