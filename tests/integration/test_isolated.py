@@ -295,6 +295,8 @@ def test_delete_leaves_no_mount_process_or_upper():
         sid = t.create()
         st, obj = t.d.get_json(ISO + "/sessions")
         assert [s["session_id"] for s in obj["sessions"]] == [sid], obj
+        assert t.d.get_json("/metrics")[1]["isolation"][
+            "isolated_sessions"] == 1
         # A process that leaves the shell's group and session.
         t.run(sid, "setsid sleep 1000 > /dev/null 2>&1 < /dev/null & "
               "echo hi > x")
@@ -312,6 +314,8 @@ def test_delete_leaves_no_mount_process_or_upper():
             assert t.upper not in f.read()
         assert not os.path.exists(os.path.join(t.upper, sid))
         assert t.d.get_json(ISO + "/sessions")[1] == {"sessions": []}
+        assert t.d.get_json("/metrics")[1]["isolation"][
+            "isolated_sessions"] == 0
         st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
         expect_error(st, data, 404, "SESSION_NOT_FOUND")
 

@@ -18,6 +18,7 @@
 #include "../../core/log.h"
 #include "../../core/loop.h"
 #include "../../core/xmalloc.h"
+#include "../../domain/isolated.h"
 #include "../../domain/metrics.h"
 #include "../../process/cgroup.h"
 #include "../../transport/evstream.h"
@@ -68,7 +69,8 @@ sample_json(const struct metrics_sample *s, double pct)
 /*
  * How children are isolated (an addition to upstream's object): the
  * seccomp profile, no_new_privs, what enforces limits, the default limits
- * per kind of job, execd's OOM score and the default user.
+ * per kind of job, execd's OOM score, the default user and how many
+ * isolated sessions are open.
  */
 static json_t *
 isolation_json(const struct conf *c)
@@ -95,9 +97,12 @@ isolation_json(const struct conf *c)
 	    "limits", cgroup_mode_name(cgroup_mode()),
 	    "default_limits", d,
 	    "oom_score_adj", atoi(buf));
-	if (o != NULL)
+	if (o != NULL) {
 		json_object_set_new(o, "user", c->user.set ?
 		    json_string(c->user.name) : json_null());
+		json_object_set_new(o, "isolated_sessions",
+		    json_integer((json_int_t)isolated_count()));
+	}
 	return o;
 }
 
