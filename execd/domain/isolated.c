@@ -48,6 +48,7 @@ struct isorun {
 	struct isosess	*s;
 	bool		 background;
 	int		 fd;		/* the log, while it runs */
+	uint64_t	 written;	/* to it, at most ISOLATED_LOG_READ_MAX */
 	char		*log;
 	bool		 running;
 	bool		 has_code;
@@ -73,6 +74,8 @@ struct isosess {
 	struct timespec	 created, last_run;
 	uint64_t	 idle_since;	/* loop_now_ms of the last activity */
 	unsigned	 running;	/* runs queued or running */
+	ino_t		 ns[8];		/* mount namespaces its shells had */
+	size_t		 nns;
 	struct isorun	*runs;
 	struct isosess	*next;
 };
@@ -96,6 +99,7 @@ static const char *const allowed_roots[] = {
 static void	 sweep(struct loop *, uint64_t, void *);
 static void	 teardown(struct isosess *);
 static void	 ensure_probed(void);
+static void	 note_ns(struct isosess *);
 
 static json_t *
 rfc3339(const struct timespec *ts)
@@ -689,6 +693,7 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 	if ((s->sh = session_new_how(iso_loop, s->dir, cwd, grace, &s->how,
 	    err, errlen)) == NULL)
 		goto fail;
+	note_ns(s);
 	clock_gettime(CLOCK_REALTIME, &s->created);
 	s->last_run = s->created;
 	s->idle_since = loop_now_ms();
@@ -759,14 +764,36 @@ kill_ns(ino_t ns)
 	closedir(d);
 }
 
+/*
+ * Remember the mount namespace of s's shell now: a shell that ended (an
+ * exit) and was started again leaves its namespace to what it started
+ * there, which teardown must find too.
+ */
+static void
+note_ns(struct isosess *s)
+{
+	ino_t ns = session_pid(s->sh) > 0 ? mnt_ns(session_pid(s->sh)) : 0;
+
+	if (ns == 0)
+		return;
+	for (size_t i = 0; i < s->nns; i++)
+		if (s->ns[i] == ns)
+			return;
+	if (s->nns == sizeof(s->ns) / sizeof(s->ns[0]))
+		memmove(s->ns, s->ns + 1, sizeof(s->ns) - sizeof(s->ns[0]));
+	else
+		s->nns++;
+	s->ns[s->nns - 1] = ns;
+}
+
 /* Kill everything of s, remove its files, free it (unregistered). */
 static void
 teardown(struct isosess *s)
 {
-	ino_t ns = session_pid(s->sh) > 0 ? mnt_ns(session_pid(s->sh)) : 0;
-
+	note_ns(s);
 	session_free(s->sh);	/* its runs end, each reported */
-	kill_ns(ns);
+	for (size_t i = 0; i < s->nns; i++)
+		kill_ns(s->ns[i]);
 	rm_tree(s->dir);
 	log_info("isolated=%s removed", s->id);
 	sess_free(s);
@@ -894,8 +921,12 @@ run_output(int stream, const char *p, size_t n, void *arg)
 	struct isorun *r = arg;
 
 	if (r->background) {
-		if (r->fd >= 0 && write(r->fd, p, n) < 0)
+		/* As upstream keeps it: the first 16 MiB. */
+		if (r->written + n > ISOLATED_LOG_READ_MAX)
+			n = (size_t)(ISOLATED_LOG_READ_MAX - r->written);
+		if (r->fd >= 0 && n > 0 && write(r->fd, p, n) < 0)
 			log_warn("isolated run=%s log", r->id);
+		r->written += n;
 	} else if (!r->forgotten)
 		r->output(stream, p, n, r->arg);
 }
@@ -910,6 +941,7 @@ run_done(int status, bool timed_out, const char *reset, void *arg)
 	clock_gettime(CLOCK_REALTIME, &r->finished);
 	if (s->running > 0)
 		s->running--;
+	note_ns(s);
 	s->last_run = r->finished;
 	s->idle_since = loop_now_ms();
 	if (!r->background) {
@@ -960,6 +992,11 @@ isolated_run(struct isosess *s, const char *code, const json_t *envs,
 
 	if (full == NULL)
 		return -EINVAL;
+	if (isolated_dead(s)) {
+		free(full);
+		return -ESRCH;
+	}
+	note_ns(s);
 	r = new_run(s, false);
 	r->output = output;
 	r->done = done;
@@ -1003,6 +1040,7 @@ isolated_background(struct isosess *s, const char *code, const json_t *envs,
 		snprintf(err, errlen, "session is not active");
 		return -1;
 	}
+	note_ns(s);
 	r = new_run(s, true);
 	r->log = xasprintf("%s/isolated-%s-%s.log", state_dir, s->id, r->id);
 	if ((r->fd = open(r->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |

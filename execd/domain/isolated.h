@@ -76,7 +76,8 @@ bool		 isolated_dead(const struct isosess *);
 /*
  * A foreground run of code, with envs (an object of strings, or NULL)
  * exported first; timeout_ms 0 for none.  done's reset is not "" when
- * the shell ended.  0 or -errno.
+ * the shell ended.  0, -EINVAL (envs), -ESRCH (the shell is gone for
+ * good).
  */
 int	isolated_run(struct isosess *, const char *code, const json_t *envs,
 	    unsigned timeout_ms, session_output_cb *output,
@@ -84,8 +85,9 @@ int	isolated_run(struct isosess *, const char *code, const json_t *envs,
 /* The caller of a run with this arg went away: interrupt, forget it. */
 void	isolated_run_forget(struct isosess *, void *arg);
 /*
- * A background run: its id into run_id.  0, or -1 with a message in
- * err (400).
+ * A background run: its id into run_id; its output, up to the first
+ * ISOLATED_LOG_READ_MAX bytes, is kept in a log.  0, or -1 with a
+ * message in err (400).
  */
 int	isolated_background(struct isosess *, const char *code,
 	    const json_t *envs, char run_id[37], char *err, size_t errlen);

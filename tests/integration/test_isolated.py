@@ -297,14 +297,17 @@ def test_delete_leaves_no_mount_process_or_upper():
         assert [s["session_id"] for s in obj["sessions"]] == [sid], obj
         assert t.d.get_json("/metrics")[1]["isolation"][
             "isolated_sessions"] == 1
-        # A process that leaves the shell's group and session.
+        # A process that leaves the shell's group and session, in a shell
+        # that then ends (a fresh one, in fresh namespaces, follows it),
+        # and another in the shell now.
         t.run(sid, "setsid sleep 1000 > /dev/null 2>&1 < /dev/null & "
-              "echo hi > x")
+              "echo hi > x; exit 1")
+        t.run(sid, "setsid sleep 1001 > /dev/null 2>&1 < /dev/null &")
         mine = ns_of(t.d.proc.pid)
         inside = [int(p) for p in os.listdir("/proc") if p.isdigit()
                   and ns_of(int(p)) not in (None, mine)
                   and t.upper in open("/proc/%s/mountinfo" % p).read()]
-        assert len(inside) >= 2, inside
+        assert len(inside) >= 3, inside
         st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
         assert st == 200 and data == b"", data
         assert wait_for(lambda: not any(os.path.exists("/proc/%d" % p)
@@ -417,3 +420,23 @@ def test_stale_uppers_of_a_killed_execd_reclaimed():
             assert wait_for(lambda: not os.path.exists(
                 os.path.join(t.upper, sid)), timeout=10)
             assert "removed 1 directories" in d3.read_log()
+
+
+def test_background_log_keeps_the_first_16_mib():
+    with Iso() as t:
+        sid = t.create()
+        st, h, data = t.d.request("POST", ISO + "/session/%s/run" % sid,
+                                  body={"code": "head -c 17M /dev/zero | "
+                                        "tr '\\0' a; echo; echo tail",
+                                        "background": True})
+        assert st == 202, data
+        path = ISO + "/session/%s/runs/%s" % (sid, json.loads(data)["run_id"])
+        assert wait_for(lambda: t.d.get_json(path)[1]["running"] is False,
+                        timeout=60)
+        st, h, data = t.d.request("GET", path + "/logs", timeout=60)
+        assert st == 200 and len(data) == 16 << 20, len(data)
+        assert int(h["execd-isolated-tail-cursor"]) == 16 << 20, h
+        assert set(data) == {ord("a")}
+        st, h, data = t.d.request("GET", path + "/logs?cursor=%d"
+                                  % (16 << 20))
+        assert st == 200 and data == b"", data

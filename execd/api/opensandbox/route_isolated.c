@@ -245,6 +245,8 @@ route_iso_run(struct http_req *req)
 	struct irun *w;
 	char run_id[37], err[256];
 	long long timeout = 0;
+	const char *why;
+	int rc;
 
 	if (unavailable(req))
 		return;
@@ -299,13 +301,14 @@ route_iso_run(struct http_req *req)
 		return;
 	}
 	w->running = true;
-	if (isolated_run(s, json_string_value(code), envs,
-	    (unsigned)(timeout * 1000), irun_output, irun_done, w) < 0) {
+	if ((rc = isolated_run(s, json_string_value(code), envs,
+	    (unsigned)(timeout * 1000), irun_output, irun_done, w)) < 0) {
 		w->running = false;
+		why = rc == -ESRCH ? "session process has exited" :
+		    "envs: names must be shell names and values strings";
 		send_event(w, json_pack("{s:s,s:s,s:{s:s,s:s,s:n}}", "type",
-		    "error", "text", "envs: names must be shell names and "
-		    "values strings", "error", "ename", "RuntimeError",
-		    "evalue", "invalid envs", "traceback"));
+		    "error", "text", why, "error", "ename", "RuntimeError",
+		    "evalue", why, "traceback"));
 		evstream_end(w->stream, NULL, 0);
 	}
 }
