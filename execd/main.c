@@ -210,7 +210,8 @@ main(int argc, char **argv)
 	command_init(app.loop, cmd_dir, conf.grace_ms);
 	command_retain(conf.keep_commands, conf.keep_commands_size);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
-	isolated_init(app.loop, conf.iso_upper_root, cmd_dir, conf.grace_ms);
+	isolated_init(app.loop, conf.iso_upper_root != NULL ?
+	    conf.iso_upper_root : ISOLATED_UPPER_ROOT, cmd_dir, conf.grace_ms);
 	run_init(cmd_dir);
 	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
 	setup_checkpoints(&conf);

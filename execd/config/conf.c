@@ -155,11 +155,11 @@ static const struct opt opts[] = {
 	    "On the workspace's filesystem, copies are reflinks where it "
 	    "makes them" },
 	{ "isolation-upper-root", O_ISO_UPPER, "EXECD_ISOLATION_UPPER_ROOT",
-	    "DIR", "/var/lib/execd/isolation",
+	    "DIR", NULL,
 	    "where isolated sessions (/v1/isolated) keep their overlays' "
 	    "upper directories, one directory per session, removed with it; "
-	    "what a killed execd left there is removed at start (one execd "
-	    "per directory)" },
+	    "what an execd no longer running left there is removed at start; "
+	    "default: /var/lib/execd/isolation" },
 	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
 	    "auto|ipc|tcp", "auto",
 	    "how kernels listen: Unix sockets beside the connection file, or "

@@ -90,7 +90,8 @@ struct conf {
 	unsigned	 grace_ms;
 	char		*runtime_dir;	/* kernel connection files */
 	char		*checkpoint_dir;	/* --checkpoint-dir, or NULL */
-	char		*iso_upper_root; /* isolated sessions' uppers */
+	char		*iso_upper_root; /* isolated sessions' uppers;
+					    NULL: ISOLATED_UPPER_ROOT */
 	enum kernel_transport kernel_transport;
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;

@@ -23,6 +23,9 @@
 struct loop;
 struct isosess;
 
+/* The upper root when none is configured, as upstream's. */
+#define ISOLATED_UPPER_ROOT	"/var/lib/execd/isolation"
+
 /* Per logs read, as upstream's maxBackgroundLogReadBytes. */
 #define ISOLATED_LOG_READ_MAX	(16ULL << 20)
 
