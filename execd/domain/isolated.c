@@ -538,6 +538,8 @@ sess_free(struct isosess *s)
 		free(r);
 	}
 	isoreq_free(&s->req);
+	if (s->plan != NULL)
+		isoplan_free(s->plan);
 	free(s->plan);
 	free_env(s->env);
 	free(s->dir);

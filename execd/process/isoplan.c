@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -15,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../core/xmalloc.h"
 #include "isoplan.h"
 
 /* Absolute, and nothing overlayfs's option string would misread. */
@@ -32,11 +34,20 @@ add(struct isoplan *p, enum isoplan_kind kind, const char *target)
 
 	if (p->n >= ISOPLAN_STEPS)
 		return NULL;
+	p->step = xreallocarray(p->step, p->n + 1, sizeof(*p->step));
 	s = &p->step[p->n];
 	memset(s, 0, sizeof(*s));
 	s->kind = kind;
 	snprintf(s->target, sizeof(s->target), "%s", target);
 	return s;
+}
+
+void
+isoplan_free(struct isoplan *p)
+{
+	free(p->step);
+	p->step = NULL;
+	p->n = 0;
 }
 
 int

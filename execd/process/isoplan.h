@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define ISOPLAN_STEPS	32
+#define ISOPLAN_STEPS	64	/* at most, in one plan */
 
 enum isoplan_kind {
 	ISOPLAN_OVERLAY,	/* overlay of target on itself, upper on disk */
@@ -48,11 +48,12 @@ struct isoplan_step {
 	gid_t		 gid;
 };
 
+/* Zeroed to start with; isoplan_free() it. */
 struct isoplan {
 	bool			 private_tmp;
 	bool			 private_net;
 	size_t			 n;
-	struct isoplan_step	 step[ISOPLAN_STEPS];
+	struct isoplan_step	*step;		/* n of them (~32 KiB each) */
 };
 
 /*
@@ -70,6 +71,8 @@ int	isoplan_readonly(struct isoplan *, const char *target);
 /* Add a bind of source on target, read-only if ro. */
 int	isoplan_bind(struct isoplan *, const char *source, const char *target,
 	    bool ro);
+/* Free p's steps (p itself is the caller's). */
+void	isoplan_free(struct isoplan *p);
 /* True when p can be an overlay's path (see isoplan_overlay). */
 bool	isoplan_path_ok(const char *p);
 
