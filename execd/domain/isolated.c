@@ -81,8 +81,11 @@ struct isosess {
 };
 
 static struct loop	*iso_loop;
-static char		*upper_root;
-static char		*state_dir;
+/* Arrays, not allocations: a worker's isolated_check may read upper_root
+ * while the loop shuts the module down. */
+static char		 upper_root[PATH_MAX];
+static char		 state_dir[PATH_MAX];
+static bool		 closing;	/* isolated_shutdown has run */
 static unsigned		 grace;
 static struct isosess	*registry;
 static uint64_t		 t_sweep;
@@ -90,7 +93,7 @@ static uint64_t		 t_sweep;
 /* What the probe found. */
 static bool		 probed;
 static bool		 can_mountns, can_overlay, can_netns, can_setuid;
-static char		 why_not[512];
+static char		 why_not[PATH_MAX + 512];
 
 static const char *const allowed_roots[] = {
 	"/workspace", "/mnt", "/media", "/data", NULL
@@ -246,8 +249,8 @@ has_cap(int cap)
 static void
 probe(void)
 {
-	char dir[PATH_MAX], l[PATH_MAX + 4], u[PATH_MAX + 4],
-	    w[PATH_MAX + 4], m[PATH_MAX + 4], opts[4 * PATH_MAX];
+	char dir[PATH_MAX + 32], l[PATH_MAX + 40], u[PATH_MAX + 40],
+	    w[PATH_MAX + 40], m[PATH_MAX + 40], opts[4 * PATH_MAX + 200];
 	pid_t pid;
 	int st, rc;
 
@@ -313,8 +316,9 @@ isolated_init(struct loop *l, const char *root, const char *sdir,
     unsigned grace_ms)
 {
 	iso_loop = l;
-	upper_root = xstrdup(root);
-	state_dir = xstrdup(sdir);
+	snprintf(upper_root, sizeof(upper_root), "%s", root);
+	snprintf(state_dir, sizeof(state_dir), "%s", sdir);
+	closing = false;
 	grace = grace_ms;
 	probed = false;
 	reclaim();
@@ -329,7 +333,7 @@ ensure_probed(void)
 {
 	char *p, *q;
 
-	if (probed || upper_root == NULL)
+	if (probed || upper_root[0] == '\0')
 		return;
 	probed = true;
 	/* mkdir -p, 0711 for the last (the shells pass through). */
@@ -367,9 +371,7 @@ isolated_shutdown(void)
 	}
 	loop_timer_cancel(iso_loop, t_sweep);
 	t_sweep = 0;
-	free(upper_root);
-	free(state_dir);
-	upper_root = state_dir = NULL;
+	closing = true;
 }
 
 bool
@@ -445,7 +447,7 @@ isolated_check(const struct isoreq *r, struct isolated_paths *p, char *err,
 			    "private tmpfs (use balanced)", path);
 			return -1;
 		}
-		if (upper_root != NULL && r->overlay[i].mode !=
+		if (r->overlay[i].mode !=
 		    ISOREQ_RW && under(upper_root, path)) {
 			snprintf(err, errlen, "overlay path \"%s\" is not "
 			    "allowed: it holds execd's upper root", path);
@@ -615,7 +617,7 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 
 	*status = 400;
 	*code = "RUNTIME_ERROR";
-	if (!isolated_available() || upper_root == NULL) {
+	if (!isolated_available() || closing) {
 		*status = 503;
 		*code = "SERVICE_UNAVAILABLE";
 		snprintf(err, errlen, "isolation unavailable");
