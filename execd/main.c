@@ -79,6 +79,7 @@ static struct spawn_user defuser;	/* --user, for spawn.c */
 static void		*zctx;
 static struct kernel_conf kconf;
 static char		*cmd_dir;	/* output files, session code */
+static char		*ckpt_dir;	/* the default checkpoint store */
 static char		*kernel_dir;	/* the default user's kernels' files */
 static struct conf	*live;		/* app.conf, which SIGHUP changes */
 static struct limits	 hook_limits;	/* lifecycle hooks': commands' */
@@ -256,6 +257,9 @@ main(int argc, char **argv)
 	if (kernel_dir != NULL)
 		rmdir(kernel_dir);
 	free(kernel_dir);
+	if (ckpt_dir != NULL)
+		rmdir(ckpt_dir);
+	free(ckpt_dir);
 	rmdir(cmd_dir);
 	free(cmd_dir);
 	zmq_ctx_term(zctx);
@@ -403,17 +407,20 @@ announce(const struct conf *c, unsigned port)
 }
 
 /*
- * The checkpoint store: --checkpoint-dir, or execd-checkpoints in the
- * runtime directory.  Without one, checkpoint requests fail (500).
+ * The checkpoint store: --checkpoint-dir, or checkpoints/ in this
+ * daemon's private directory, never a directory another execd on the
+ * machine may use (ckpt_init empties it).  Without one, checkpoint
+ * requests fail (500).
  */
 static void
 setup_checkpoints(struct conf *c)
 {
 	char err[PATH_MAX + 256];
 
-	if (c->checkpoint_dir == NULL)
-		c->checkpoint_dir = xasprintf("%s/execd-checkpoints",
-		    c->runtime_dir);
+	if (c->checkpoint_dir == NULL) {
+		ckpt_dir = xasprintf("%s/checkpoints", cmd_dir);
+		c->checkpoint_dir = xstrdup(ckpt_dir);
+	}
 	if (ckpt_init(c->checkpoint_dir, err, sizeof(err)) < 0)
 		log_warnx("checkpoints: %s", err);
 }

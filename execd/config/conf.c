@@ -150,10 +150,11 @@ static const struct opt opts[] = {
 	    "~/.local/share/jupyter/runtime), so that `jupyter console "
 	    "--existing` finds them" },
 	{ "checkpoint-dir", O_CKPT_DIR, "EXECD_CHECKPOINT_DIR", "DIR", NULL,
-	    "where workspace checkpoints keep their copies (emptied at "
-	    "start); default: execd-checkpoints in the runtime directory. "
-	    "On the workspace's filesystem, copies are reflinks where it "
-	    "makes them" },
+	    "where workspace checkpoints keep their copies (the packs of "
+	    "an earlier run are removed at start); default: checkpoints in "
+	    "execd's private directory ($TMPDIR/execd-PID). On the "
+	    "workspace's filesystem, copies are reflinks where it makes "
+	    "them" },
 	{ "isolation-upper-root", O_ISO_UPPER, "EXECD_ISOLATION_UPPER_ROOT",
 	    "DIR", NULL,
 	    "where isolated sessions (/v1/isolated) keep their overlays' "

@@ -146,10 +146,13 @@ ckpt_init(const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	/* Checkpoints live in memory: what a past run left is garbage. */
+	/*
+	 * Checkpoints live in memory: the packs a past run left are garbage.
+	 * Only packs (named by an id): the directory is the operator's.
+	 */
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
+		if (strlen(de->d_name) != CKPT_ID_LEN ||
+		    strspn(de->d_name, "0123456789abcdef") != CKPT_ID_LEN)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		(void)fs_tree_remove(p, msg, sizeof(msg));

@@ -53,8 +53,8 @@ struct ckpt_counts {
 };
 
 /*
- * Use dir (made if missing, emptied of what an earlier run left) as the
- * store.  Loop thread, before any other call.  0 or -errno with why.
+ * Use dir (made 0700 if missing; the packs an earlier run left in it,
+ * files named by an id, are removed, nothing else) as the store.  Loop thread, before any other call.  0 or -errno with why.
  */
 int	ckpt_init(const char *dir, char *err, size_t errlen);
 /* Drop every checkpoint and empty the store. */

@@ -303,9 +303,14 @@ def test_store_dir_option_and_idempotency_key():
     root, store = tmpdir(), tmpdir()
     try:
         build(root)
-        write(store + "/leftover", b"from an earlier run")
+        # A pack an earlier run left goes; anything else is the
+        # operator's and stays.
+        write(store + "/0123456789abcdef", b"from an earlier run")
+        write(store + "/notes.txt", b"the operator's")
         with Execd("--checkpoint-dir", store) as d:
-            assert not os.path.exists(store + "/leftover")
+            assert not os.path.exists(store + "/0123456789abcdef")
+            assert os.path.exists(store + "/notes.txt")
+            os.unlink(store + "/notes.txt")
             hdr = {"Idempotency-Key": "ck-1"}
             a = take(d, root, headers=hdr)
             b = take(d, root, headers=hdr)
@@ -322,3 +327,22 @@ def test_store_dir_option_and_idempotency_key():
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_two_daemons_on_one_machine_keep_their_own_stores():
+    # The default store is the daemon's own: a second execd starting
+    # (which empties its store) leaves the first one's checkpoints alone.
+    root = tmpdir()
+    try:
+        build(root)
+        want = walk(root)
+        with Execd() as a:
+            ck = take(a, root)
+            mutate(root)
+            with Execd() as b:
+                st, _, body = b.request("GET", "/files/checkpoint")
+                assert st == 200 and ck["id"] not in body.decode(), body
+                restore(a, ck["id"])
+                assert walk(root) == want
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
