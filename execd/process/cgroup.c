@@ -875,10 +875,29 @@ prewrite(void)
 	pthread_mutex_unlock(&res_mu);
 }
 
+static int	new_cg(const struct limits *, bool, struct cgroup **, char *,
+		    size_t);
+
 /* A job's cgroup; see cgroup.h. */
 int
 cgroup_new(const struct limits *l, struct cgroup **out, char *err,
     size_t errlen)
+{
+	return new_cg(l, true, out, err, errlen);
+}
+
+/* A cgroup for a process moved in by pid; see cgroup.h. */
+int
+cgroup_new_empty(const struct limits *l, struct cgroup **out, char *err,
+    size_t errlen)
+{
+	return new_cg(l, false, out, err, errlen);
+}
+
+/* A job's cgroup: a resident's when resident and there is one. */
+static int
+new_cg(const struct limits *l, bool resident, struct cgroup **out,
+    char *err, size_t errlen)
 {
 	struct cgroup *cg = NULL;
 	char mem[32] = "max", pids[32] = "max";
@@ -886,7 +905,7 @@ cgroup_new(const struct limits *l, struct cgroup **out, char *err,
 
 	/* Best the one the resident is in, then one made ahead. */
 	pthread_mutex_lock(&res_mu);
-	for (int i = 0; i < NSLOTS && cg == NULL; i++)
+	for (int i = 0; i < NSLOTS && cg == NULL && resident; i++)
 		if (res[i].state == R_IN && !res[i].retired) {
 			cg = res[i].cg;
 			cg->held = &res[i];
@@ -925,6 +944,19 @@ cgroup_join(const struct cgroup *cg)
 	for (int i = 0; i < cg->ndirs; i++)
 		if (write(cg->procs[i], "0", 1) != 1)
 			return -1;
+	return 0;
+}
+
+/* Move process pid into cg, from execd; see cgroup.h. */
+int
+cgroup_move(const struct cgroup *cg, pid_t pid)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%ld", (long)pid);
+
+	for (int i = 0; i < cg->ndirs; i++)
+		if (write(cg->procs[i], buf, (size_t)n) != n)
+			return -errno;
 	return 0;
 }
 

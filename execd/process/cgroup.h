@@ -83,6 +83,17 @@ void	cgroup_renew(void);
  */
 int	cgroup_join(const struct cgroup *cg);
 /*
+ * The same, with no thread of execd in it (none is born there): for a
+ * process that is moved in by cgroup_move.
+ */
+int	cgroup_new_empty(const struct limits *l, struct cgroup **out,
+	    char *err, size_t errlen);
+/*
+ * From execd: move process pid (a child that did not start through
+ * spawn.c, forked by a fork server, say) into cg.  0 or -errno.
+ */
+int	cgroup_move(const struct cgroup *cg, pid_t pid);
+/*
  * The job led by pid runs under l (copied) and in cg (NULL: none), which
  * it now owns; cgroup_release ends both.
  */

@@ -173,6 +173,47 @@ close_from(int first, int keep)
 	return 0;
 }
 
+/* Which rlimit holds each limit, and where the limit is kept. */
+static const struct {
+	unsigned	flag;
+	int		res;
+	size_t		off;
+} rlmap[] = {
+	{ LIMITS_F_MEMORY, RLIMIT_DATA, offsetof(struct limits, memory) },
+	{ LIMITS_F_PROCESSES, RLIMIT_NPROC, offsetof(struct limits,
+	    processes) },
+	{ LIMITS_F_CPU, RLIMIT_CPU, offsetof(struct limits, cpu_seconds) },
+	{ LIMITS_F_FILE_SIZE, RLIMIT_FSIZE, offsetof(struct limits,
+	    file_size) },
+	{ LIMITS_F_OPEN_FILES, RLIMIT_NOFILE, offsetof(struct limits,
+	    open_files) },
+	{ LIMITS_F_CORE, RLIMIT_CORE, offsetof(struct limits, core) },
+};
+
+/*
+ * The i-th rlimit a child under l takes (in_cgroup: memory and processes
+ * are the cgroup's): 1 with res, cur and max set, 0 for none at i, -1
+ * past the last.  The values are UINT64_MAX for no limit.
+ */
+int
+spawn_rlimit(const struct limits *l, int in_cgroup, size_t i, int *res,
+    uint64_t *cur, uint64_t *max)
+{
+	uint64_t v;
+
+	if (i >= sizeof(rlmap) / sizeof(rlmap[0]))
+		return -1;
+	if (!(l->set & rlmap[i].flag) || (in_cgroup &&
+	    (rlmap[i].flag & (LIMITS_F_MEMORY | LIMITS_F_PROCESSES))))
+		return 0;
+	memcpy(&v, (const char *)l + rlmap[i].off, sizeof(v));
+	*res = rlmap[i].res;
+	*cur = *max = v;
+	if (rlmap[i].res == RLIMIT_CPU && v != UINT64_MAX)
+		*max = v + 1;
+	return 1;
+}
+
 /*
  * In the child: rlimits for the limits no cgroup holds (all of them
  * without a cgroup).  Memory is RLIMIT_DATA, not RLIMIT_AS: runtimes that
@@ -182,40 +223,23 @@ close_from(int first, int keep)
 static int
 set_limits(const struct limits *l, const struct cgroup *cg)
 {
-	static const struct {
-		unsigned	flag;
-		int		res;
-		size_t		off;
-	} map[] = {
-		{ LIMITS_F_MEMORY, RLIMIT_DATA, offsetof(struct limits,
-		    memory) },
-		{ LIMITS_F_PROCESSES, RLIMIT_NPROC,
-		    offsetof(struct limits, processes) },
-		{ LIMITS_F_CPU, RLIMIT_CPU, offsetof(struct limits,
-		    cpu_seconds) },
-		{ LIMITS_F_FILE_SIZE, RLIMIT_FSIZE, offsetof(struct limits,
-		    file_size) },
-		{ LIMITS_F_OPEN_FILES, RLIMIT_NOFILE, offsetof(struct limits,
-		    open_files) },
-		{ LIMITS_F_CORE, RLIMIT_CORE, offsetof(struct limits, core) },
-	};
 	struct rlimit rl;
-	uint64_t v;
+	uint64_t v, max;
+	int res;
 
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (!(l->set & map[i].flag) || (cg != NULL &&
-		    (map[i].flag & (LIMITS_F_MEMORY | LIMITS_F_PROCESSES))))
+	for (size_t i = 0; ; i++) {
+		int r = spawn_rlimit(l, cg != NULL, i, &res, &v, &max);
+
+		if (r < 0)
+			break;
+		if (r == 0)
 			continue;
-		memcpy(&v, (const char *)l + map[i].off, sizeof(v));
-		rl.rlim_cur = rl.rlim_max = v == UINT64_MAX ? RLIM_INFINITY :
-		    (rlim_t)v;
-		if (map[i].res == RLIMIT_CPU && v != UINT64_MAX)
-			rl.rlim_max = (rlim_t)v + 1;
+		rl.rlim_cur = v == UINT64_MAX ? RLIM_INFINITY : (rlim_t)v;
+		rl.rlim_max = max == UINT64_MAX ? RLIM_INFINITY : (rlim_t)max;
 		/* Lowering is always allowed; raising past execd's hard
 		 * limit (unprivileged) keeps that limit. */
-		if (syscall(SYS_prlimit64, 0, map[i].res, &rl, NULL) < 0) {
-			if (syscall(SYS_prlimit64, 0, map[i].res, NULL,
-			    &rl) < 0)
+		if (syscall(SYS_prlimit64, 0, res, &rl, NULL) < 0) {
+			if (syscall(SYS_prlimit64, 0, res, NULL, &rl) < 0)
 				return -1;
 			if (v < (uint64_t)rl.rlim_max)
 				return -1;
@@ -445,6 +469,13 @@ user_env_free(char **env)
 	for (size_t i = n - 3; i < n; i++)
 		free(env[i]);
 	free(env);
+}
+
+/* Bumped by each spawn_init; see spawn.h. */
+unsigned
+spawn_generation(void)
+{
+	return sandbox_gen;
 }
 
 /* Children from now on enter sb (NULL: none); see spawn.h. */

@@ -11,6 +11,7 @@
 #define EXECD_SPAWN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct spawn_opts {
@@ -55,6 +56,20 @@ struct isoplan;
  * changes identity; NULL, the default, for none.  sb must outlive them.
  */
 void	spawn_init(const struct sandbox *sb);
+/*
+ * The policy's generation: it changes at each spawn_init, so that a
+ * process kept to fork children from (a fork server) can tell that its
+ * filter is an older policy's.
+ */
+unsigned spawn_generation(void);
+/*
+ * The i-th rlimit that spawn_start gives a child under l (in_cgroup:
+ * memory and processes are left to the cgroup), for a process that sets
+ * its own: 1 with *res (RLIMIT_*), *cur and *max (UINT64_MAX: none), 0
+ * when there is none at i, -1 past the last i.
+ */
+int	spawn_rlimit(const struct limits *l, int in_cgroup, size_t i,
+	    int *res, uint64_t *cur, uint64_t *max);
 /*
  * Children started without set_ids (nor keep_ids) from now on run as u,
  * with its HOME, USER and LOGNAME in their environment; NULL, the
