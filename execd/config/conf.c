@@ -44,6 +44,7 @@ enum opt_id {
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
 	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR, O_ISO_UPPER,
+	O_KERNEL_FORK,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -166,6 +167,10 @@ static const struct opt opts[] = {
 	    "how kernels listen: Unix sockets beside the connection file, or "
 	    "TCP on 127.0.0.1; auto uses ipc for ipykernel and tcp for other "
 	    "kernels, many of which cannot speak ipc" },
+	{ "kernel-fork", O_KERNEL_FORK, "EXECD_KERNEL_FORK", "on|off", "on",
+	    "start ipykernel contexts by forking a Python process that has "
+	    "imported ipykernel already (one fork server per kernelspec); off: "
+	    "every kernel is launched from its kernelspec's argv" },
 	{ "kernel-ready-timeout", O_KERNEL_READY,
 	    "EXECD_KERNEL_READY_TIMEOUT", "SECONDS", "60",
 	    "a kernel that has not answered kernel_info after a third of "
@@ -640,6 +645,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 	case O_LIFECYCLE_STATUS:
 		free(c->lifecycle_status);
 		c->lifecycle_status = v[0] != '\0' ? xstrdup(v) : NULL;
+		return 0;
+	case O_KERNEL_FORK:
+		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+			goto bad;
+		c->kernel_fork_off = strcmp(v, "off") == 0;
 		return 0;
 	case O_CGROUPS:
 		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)

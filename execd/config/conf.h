@@ -93,6 +93,7 @@ struct conf {
 	char		*iso_upper_root; /* isolated sessions' uppers;
 					    NULL: ISOLATED_UPPER_ROOT */
 	enum kernel_transport kernel_transport;
+	bool		 kernel_fork_off;	/* --kernel-fork off */
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
 	size_t		 pty_replay;	/* terminal output kept */

@@ -23,6 +23,7 @@
 #include "../core/xmalloc.h"
 #include "../process/limits.h"
 #include "context.h"
+#include "forksrv.h"
 #include "session.h"
 
 struct waiter {
@@ -151,6 +152,7 @@ context_shutdown(void)
 		free(c);
 	}
 	kp_kernelspec_list_free(R.specs);
+	forksrv_shutdown();
 	free(R.shell_dir);
 	memset(&R, 0, sizeof(R));
 }

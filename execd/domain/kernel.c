@@ -64,6 +64,7 @@
 #include "../process/child.h"
 #include "../process/limits.h"
 #include "../process/spawn.h"
+#include "forksrv.h"
 #include "kernel.h"
 #include "metrics.h"
 
@@ -140,6 +141,7 @@ struct kernel {
 	bool				 restart_after_exit;
 	bool				 silent_once;	/* started again for it */
 	bool				 tcp;
+	bool				 forked;	/* by a fork server */
 	unsigned			 restarts;
 	json_t				*info;
 	bool				 info_reply;
@@ -374,13 +376,35 @@ launch(struct kernel *k, char *err, size_t errlen)
 	so.cwd = k->cwd;
 	so.stdout_fd = p[1];
 	so.stderr_fd = p[1];
-	if ((rc = spawn_start(&so, &k->pid, err, errlen)) < 0)
+	/*
+	 * An ipykernel comes from its spec's fork server when there is one
+	 * ready; the first is launched while the server starts, and one
+	 * that could not be forked is launched too.
+	 */
+	k->forked = false;
+	if (k->conf->fork && forksrv_fits(k->spec, argv)) {
+		struct forksrv_job job = { .spec = k->spec, .argv = argv,
+		    .envp = env, .cwd = k->cwd, .limits = &k->limits,
+		    .out_fd = p[1], .keep_ids = so.keep_ids, .cb = reaped,
+		    .arg = k };
+		char ferr[256];
+
+		rc = forksrv_start(&job, &k->pid, ferr, sizeof(ferr));
+		if (rc == 0)
+			k->forked = true;
+		else if (rc != -EAGAIN && rc != -ENOTSUP)
+			log_warnx("kernel=%s not forked, launched: %s", k->id,
+			    ferr);
+	}
+	if (!k->forked &&
+	    (rc = spawn_start(&so, &k->pid, err, errlen)) < 0)
 		goto fail;
 	close(p[1]);
 	p[1] = -1;
 	k->errfd = p[0];
 	k->tail_len = 0;
-	child_add(k->pid, k->pid, reaped, k);
+	if (!k->forked)
+		child_add(k->pid, k->pid, reaped, k);
 	loop_add_fd(k->loop, k->errfd, LOOP_READ, on_stderr, k);
 
 	/* 3. Channels; a request sent before the kernel binds is queued. */
@@ -408,8 +432,8 @@ launch(struct kernel *k, char *err, size_t errlen)
 	k->t_ready = loop_timer_add(k->loop, k->silent_once ?
 	    k->conf->ready_timeout_ms : k->conf->ready_timeout_ms / 3,
 	    on_ready_timeout, k);
-	log_info("kernel=%s pid=%ld spec=%s started", k->id, (long)k->pid,
-	    k->spec->name);
+	log_info("kernel=%s pid=%ld spec=%s %s", k->id, (long)k->pid,
+	    k->spec->name, k->forked ? "forked" : "started");
 	rc = 0;
 	goto out;
 fail:
@@ -1488,6 +1512,12 @@ pid_t
 kernel_pid(const struct kernel *k)
 {
 	return k->pid;
+}
+
+bool
+kernel_forked(const struct kernel *k)
+{
+	return k->forked;
 }
 
 bool

@@ -55,6 +55,8 @@ struct kernel_conf {
 	bool		 as_user;
 	uid_t		 uid;
 	gid_t		 gid;
+	/* ipykernels are forked from a fork server (forksrv.h). */
+	bool		 fork;
 };
 
 enum kernel_event {
@@ -223,6 +225,8 @@ unsigned	 kernel_consumers(const struct kernel *);
 const char	*kernel_id(const struct kernel *);
 const char	*kernel_connection_file(const struct kernel *);
 pid_t		 kernel_pid(const struct kernel *);	/* 0 when none */
+/* Whether its process came from a fork server (forksrv.h). */
+bool		 kernel_forked(const struct kernel *);
 bool		 kernel_ready(const struct kernel *);
 /* The kernel_info_reply content (borrowed), NULL before READY. */
 const json_t	*kernel_info(const struct kernel *);

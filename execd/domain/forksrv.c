@@ -1,0 +1,511 @@
+/*
+ * forksrv.c -- fork servers for ipykernel (multiprocessing's forkserver,
+ * Android's zygote): see forksrv.h.
+ *
+ * Wire, over a SOCK_SEQPACKET pair (the server's end is its fd 3): the
+ * server sends a 4-byte 0 once its imports are done.  A request is one
+ * JSON message, {"argv": [the kernel's], "cwd": s|null, "rlimits": [[res, cur,
+ * max], ...], "ppid": n} (-1: no limit), with two fds in SCM_RIGHTS: the
+ * kernel's stdout and stderr, and the read end of a "go" pipe; the reply
+ * is a 4-byte int, the kernel's pid or -errno.  The kernel blocks on the
+ * go pipe until execd has registered it (so it cannot end unseen) and
+ * moved it into its cgroup; execd then writes "g".  Closing the pipe
+ * instead makes it exit.  Requests are answered in order, one at a
+ * time, and execd waits for each answer (a fork of the server takes a
+ * few ms), as it waits for spawn_start's exec.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "../core/log.h"
+#include "../core/xmalloc.h"
+#include "../process/cgroup.h"
+#include "../process/child.h"
+#include "../process/limits.h"
+#include "../process/spawn.h"
+#include "forksrv.h"
+
+#define NSERVERS	8	/* kernelspecs with a server at once */
+#define ANSWER_MS	5000	/* for a fork, at most */
+#define MAX_FAILS	3	/* starts in a row that died unready */
+#define REQ_MAX		65536	/* the server's receive buffer */
+
+/* The server's program; its argv: -c, "execd-forkserver", spec, preloads. */
+static const char server_py[] =
+	"import sys\n"
+	"def _serve():\n"
+	"    import os, json, signal, socket, struct\n"
+	"    import atexit, ctypes, resource\n"
+	"    if sys.path and sys.path[0] == \"\":\n"
+	"        del sys.path[0]\n"
+	"    for m in sys.argv[3:]:\n"
+	"        try:\n"
+	"            __import__(m)\n"
+	"        except Exception as e:\n"
+	"            print(\"execd-forkserver: preload\", m, e,\n"
+	"                  file=sys.stderr)\n"
+	"    from ipykernel import kernelapp\n"
+	"    import importlib.util\n"
+	"    launcher = importlib.util.find_spec(\"ipykernel_launcher\")\n"
+	"    argv0 = launcher.origin if launcher else kernelapp.__file__\n"
+	"    import ipykernel.ipkernel, ipykernel.zmqshell, threading\n"
+	"    if threading.active_count() != 1:\n"
+	"        print(\"execd-forkserver: threads after the imports\",\n"
+	"              file=sys.stderr)\n"
+	"        os._exit(3)\n"
+	"    libc = ctypes.CDLL(None, use_errno=True)\n"
+	"    srv = socket.socket(fileno=3)\n"
+	"    srv.send(struct.pack(\"i\", 0))\n"
+	"\n"
+	"    def retitle(argv):\n"
+	"        # /proc/PID/cmdline as a launched kernel's: argv over ours\n"
+	"        with open(\"/proc/self/stat\") as f:\n"
+	"            st = f.read()\n"
+	"        st = st[st.rindex(\")\") + 2:].split()\n"
+	"        start, end = int(st[45]), int(st[46])\n"
+	"        b = b\"\\0\".join(a.encode() for a in argv)\n"
+	"        b = b[:end - start - 1].ljust(end - start, b\"\\0\")\n"
+	"        ctypes.memmove(start, b, len(b))\n"
+	"\n"
+	"    def kernel(req, out, go):\n"
+	"        code = 1\n"
+	"        try:\n"
+	"            srv.close()\n"
+	"            os.setsid()\n"
+	"            os.dup2(out, 1)\n"
+	"            os.dup2(out, 2)\n"
+	"            os.close(out)\n"
+	"            null = os.open(\"/dev/null\", os.O_RDONLY)\n"
+	"            os.dup2(null, 0)\n"
+	"            os.close(null)\n"
+	"            if os.read(go, 1) != b\"g\":\n"
+	"                os._exit(0)\n"
+	"            os.close(go)\n"
+	"            libc.prctl(1, signal.SIGKILL)\n"
+	"            if os.getppid() != req[\"ppid\"]:\n"
+	"                os._exit(1)\n"
+	"            inf = resource.RLIM_INFINITY\n"
+	"            for res, cur, hard in req[\"rlimits\"]:\n"
+	"                cur = inf if cur < 0 else cur\n"
+	"                hard = inf if hard < 0 else hard\n"
+	"                try:\n"
+	"                    resource.setrlimit(res, (cur, hard))\n"
+	"                except (ValueError, OSError):\n"
+	"                    have = resource.getrlimit(res)[1]\n"
+	"                    if have == inf or cur < have:\n"
+	"                        raise\n"
+	"            if req[\"cwd\"] is not None:\n"
+	"                os.chdir(req[\"cwd\"])\n"
+	"            retitle(req[\"argv\"])\n"
+	"            sys.argv = [argv0] + req[\"argv\"][3:]\n"
+	"            app = kernelapp.IPKernelApp\n"
+	"            app.launch_instance(argv=req[\"argv\"][3:])\n"
+	"            code = 0\n"
+	"        except SystemExit as e:\n"
+	"            c = e.code\n"
+	"            code = c if isinstance(c, int) else int(c is not None)\n"
+	"        except BaseException:\n"
+	"            import traceback\n"
+	"            traceback.print_exc()\n"
+	"        try:\n"
+	"            atexit._run_exitfuncs()\n"
+	"            sys.stdout.flush()\n"
+	"            sys.stderr.flush()\n"
+	"        finally:\n"
+	"            os._exit(code)\n"
+	"\n"
+	"    while True:\n"
+	"        msg, fds, _, _ = socket.recv_fds(srv, 1 << 16, 2)\n"
+	"        if not msg:\n"
+	"            os._exit(0)\n"
+	"        pid = -22\n"
+	"        try:\n"
+	"            req = json.loads(msg)\n"
+	"            if len(fds) != 2:\n"
+	"                raise ValueError(\"two fds wanted\")\n"
+	"            r, w = os.pipe()\n"
+	"            mid = os.fork()\n"
+	"            if mid == 0:\n"
+	"                try:\n"
+	"                    os.close(r)\n"
+	"                    g = os.fork()\n"
+	"                    if g == 0:\n"
+	"                        os.close(w)\n"
+	"                        kernel(req, fds[0], fds[1])\n"
+	"                    os.write(w, struct.pack(\"i\", g))\n"
+	"                finally:\n"
+	"                    os._exit(0)\n"
+	"            os.close(w)\n"
+	"            got = os.read(r, 4)\n"
+	"            os.close(r)\n"
+	"            os.waitpid(mid, 0)\n"
+	"            if len(got) == 4:\n"
+	"                pid = struct.unpack(\"i\", got)[0]\n"
+	"        except OSError as e:\n"
+	"            pid = -e.errno\n"
+	"        except Exception as e:\n"
+	"            print(\"execd-forkserver:\", e, file=sys.stderr)\n"
+	"        for fd in fds:\n"
+	"            os.close(fd)\n"
+	"        srv.send(struct.pack(\"i\", pid))\n"
+	"_serve()\n"
+	;
+
+struct server {
+	char		*key;		/* spec name, NUL, interpreter */
+	size_t		 keylen;
+	pid_t		 pid;		/* 0: none */
+	int		 fd;		/* ours of the pair; -1: none */
+	bool		 ready;		/* its imports are done */
+	unsigned	 gen;		/* spawn_generation() at its start */
+	unsigned	 fails;		/* died before ready, in a row */
+};
+
+static struct server	servers[NSERVERS];
+static size_t		nservers;
+
+/* Whether spec's kernel, run as argv, is ipykernel and may be forked. */
+bool
+forksrv_fits(const struct kp_kernelspec *spec, char *const *argv)
+{
+	json_t *ex = json_object_get(spec->metadata, "execd");
+	json_t *f = json_object_get(ex, "fork");
+
+	if (f != NULL && json_is_false(f))
+		return false;
+	return argv != NULL && argv[0] != NULL && argv[1] != NULL &&
+	    argv[2] != NULL && strcmp(argv[1], "-m") == 0 &&
+	    (strcmp(argv[2], "ipykernel_launcher") == 0 ||
+	    strcmp(argv[2], "ipykernel") == 0);
+}
+
+/* Orphans come to execd: it can reap the kernels and hear how they end. */
+static bool
+adopts_orphans(void)
+{
+	int v = 0;
+
+	if (getpid() == 1)
+		return true;
+	return prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v != 0;
+}
+
+/* Forget s's process (kill it unless gone) and close our end. */
+static void
+server_drop(struct server *s, bool kill_it)
+{
+	if (s->pid > 0) {
+		child_forget(s->pid);	/* reaped silently from now on */
+		if (kill_it)
+			kill(-s->pid, SIGKILL);
+	}
+	if (s->fd >= 0)
+		close(s->fd);
+	s->pid = 0;
+	s->fd = -1;
+	s->ready = false;
+}
+
+/* The reaper: a server ended on its own. */
+static void
+server_reaped(pid_t pid, int st, void *arg)
+{
+	struct server *s = arg;
+
+	log_warnx("fork server pid=%ld for %s ended (status %d)%s",
+	    (long)pid, s->key, st, s->ready ? "" : " before it was ready");
+	if (!s->ready)
+		s->fails++;
+	s->pid = 0;		/* child.c has forgotten it */
+	server_drop(s, false);
+}
+
+/* Start s's process for spec, with the kernel's interpreter argv[0]. */
+static int
+server_run(struct server *s, const struct forksrv_job *job, char *err,
+    size_t errlen)
+{
+	json_t *pre = json_object_get(json_object_get(job->spec->metadata,
+	    "execd"), "preload"), *v;
+	struct spawn_opts so = { .stdin_fd = -1, .stdout_fd = -1,
+	    .stderr_fd = STDERR_FILENO, .has_fd3 = 1,
+	    .keep_ids = job->keep_ids, .envp = job->envp };
+	char **argv;
+	size_t n = 0, i;
+	int sv[2], rc;
+
+	argv = xcalloc(6 + json_array_size(pre), sizeof(*argv));
+	argv[n++] = xstrdup(job->argv[0]);
+	argv[n++] = xstrdup("-c");
+	argv[n++] = xstrdup(server_py);
+	argv[n++] = xstrdup("execd-forkserver");
+	argv[n++] = xstrdup(job->spec->name);
+	json_array_foreach(pre, i, v)
+		if (json_is_string(v))
+			argv[n++] = xstrdup(json_string_value(v));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "socketpair: %s", strerror(-rc));
+		for (i = 0; i < n; i++)
+			free(argv[i]);
+		free(argv);
+		return rc;
+	}
+	so.argv = argv;
+	so.path = job->argv[0][0] == '/' ? job->argv[0] : NULL;
+	so.fd3 = sv[1];
+	rc = spawn_start(&so, &s->pid, err, errlen);
+	close(sv[1]);
+	for (i = 0; i < n; i++)
+		free(argv[i]);
+	free(argv);
+	if (rc < 0) {
+		close(sv[0]);
+		s->pid = 0;
+		s->fails++;
+		return rc;
+	}
+	s->fd = sv[0];
+	s->ready = false;
+	s->gen = spawn_generation();
+	child_add(s->pid, s->pid, server_reaped, s);
+	log_info("fork server pid=%ld for %s started", (long)s->pid,
+	    job->spec->name);
+	return 0;
+}
+
+/* The server of job's spec and interpreter, found or made; or NULL. */
+static struct server *
+server_for(const struct forksrv_job *job)
+{
+	size_t nl = strlen(job->spec->name), pl = strlen(job->argv[0]);
+	struct server *s;
+
+	for (size_t i = 0; i < nservers; i++) {
+		s = &servers[i];
+		if (s->keylen == nl + 1 + pl &&
+		    memcmp(s->key, job->spec->name, nl + 1) == 0 &&
+		    memcmp(s->key + nl + 1, job->argv[0], pl) == 0)
+			return s;
+	}
+	if (nservers == NSERVERS)
+		return NULL;
+	s = &servers[nservers++];
+	s->keylen = nl + 1 + pl;
+	s->key = xmalloc(s->keylen + 1);
+	memcpy(s->key, job->spec->name, nl + 1);
+	memcpy(s->key + nl + 1, job->argv[0], pl + 1);
+	s->fd = -1;
+	return s;
+}
+
+/* Whether s has said it is ready (its 4-byte 0), without waiting. */
+static bool
+server_ready(struct server *s)
+{
+	int32_t v;
+	ssize_t n;
+
+	if (s->ready)
+		return true;
+	n = recv(s->fd, &v, sizeof(v), MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof(v) && v == 0) {
+		s->ready = true;
+		s->fails = 0;
+		log_info("fork server pid=%ld for %s ready", (long)s->pid,
+		    s->key);
+	} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    n > 0) {
+		server_drop(s, true);
+		s->fails++;
+	}
+	return s->ready;
+}
+
+/*
+ * The request's JSON: the kernel's argv (shown as its command line; what
+ * follows "-m module" goes to IPKernelApp), cwd, rlimits, our pid.
+ */
+static char *
+request(const struct forksrv_job *job, bool in_cgroup)
+{
+	json_t *r = json_object(), *a = json_array(), *rl = json_array();
+	uint64_t cur, max;
+	int res, got;
+	char *txt;
+
+	for (size_t i = 0; job->argv[i] != NULL; i++)
+		json_array_append_new(a, json_string(job->argv[i]));
+	for (size_t i = 0; job->limits != NULL && (got = spawn_rlimit(
+	    job->limits, in_cgroup, i, &res, &cur, &max)) >= 0; i++)
+		if (got > 0)
+			json_array_append_new(rl, json_pack("[iII]", res,
+			    cur == UINT64_MAX ? (json_int_t)-1 :
+			    (json_int_t)cur, max == UINT64_MAX ?
+			    (json_int_t)-1 : (json_int_t)max));
+	json_object_set_new(r, "argv", a);
+	json_object_set_new(r, "cwd", job->cwd != NULL ?
+	    json_string(job->cwd) : json_null());
+	json_object_set_new(r, "rlimits", rl);
+	json_object_set_new(r, "ppid", json_integer(getpid()));
+	txt = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	return txt;
+}
+
+/* Send txt with fds a and b to s. */
+static int
+send_req(struct server *s, char *txt, int a, int b)
+{
+	struct iovec iov = { txt, strlen(txt) };
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	int fds[2] = { a, b };
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	if (iov.iov_len >= REQ_MAX)
+		return -E2BIG;
+	do
+		n = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
+}
+
+/* The server's answer to the request just sent: a pid, or -errno. */
+static int32_t
+answer(struct server *s)
+{
+	struct pollfd pfd = { s->fd, POLLIN, 0 };
+	int32_t v;
+	ssize_t n;
+	int rc;
+
+	do
+		rc = poll(&pfd, 1, ANSWER_MS);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc < 0)
+		return -errno;
+	do
+		n = recv(s->fd, &v, sizeof(v), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(v))
+		return -EPIPE;		/* it ended, or a bad answer */
+	return v;
+}
+
+/* Fork job's kernel; see forksrv.h. */
+int
+forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
+    size_t errlen)
+{
+	struct cgroup *cg = NULL;
+	struct server *s;
+	int go[2] = { -1, -1 }, rc;
+	char *txt = NULL;
+	int32_t v;
+
+	if (!adopts_orphans() || (s = server_for(job)) == NULL ||
+	    s->fails >= MAX_FAILS)
+		return -ENOTSUP;
+	if (s->pid > 0 && s->gen != spawn_generation()) {
+		/* Its filter is an older policy's. */
+		log_info("fork server pid=%ld for %s: the policy changed, "
+		    "starting it anew", (long)s->pid, s->key);
+		server_drop(s, true);
+	}
+	if (s->pid == 0) {
+		if ((rc = server_run(s, job, err, errlen)) < 0) {
+			log_warnx("fork server for %s: %s", s->key, err);
+			return -ENOTSUP;
+		}
+		return -EAGAIN;
+	}
+	if (!server_ready(s))
+		return -EAGAIN;
+	if (job->limits != NULL && cgroup_wanted(job->limits) &&
+	    (rc = cgroup_new_empty(job->limits, &cg, err, errlen)) < 0)
+		return rc;
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-rc));
+		goto out;
+	}
+	txt = request(job, cg != NULL);
+	if ((rc = send_req(s, txt, job->out_fd, go[0])) < 0 ||
+	    (rc = v = answer(s)) < 0) {
+		snprintf(err, errlen, "fork server for %s: %s", s->key,
+		    strerror(-rc));
+		if (rc != -E2BIG)
+			server_drop(s, true);	/* the next call starts one */
+		goto out;
+	}
+	close(go[0]);
+	go[0] = -1;
+	if (v == 0) {
+		rc = -EPROTO;
+		snprintf(err, errlen, "fork server for %s: no pid", s->key);
+		server_drop(s, true);
+		goto out;
+	}
+	/* Registered and in its cgroup before it may run (or end). */
+	if (cg != NULL && (rc = cgroup_move(cg, v)) < 0) {
+		snprintf(err, errlen, "cgroup for pid %ld: %s", (long)v,
+		    strerror(-rc));
+		goto out;	/* closing go ends it */
+	}
+	child_add(v, v, job->cb, job->arg);
+	if (job->limits != NULL)
+		cgroup_track(v, job->limits, cg);
+	cg = NULL;
+	if (write(go[1], "g", 1) != 1) {
+		rc = -errno;	/* it is gone already: the reaper says how */
+		log_warnx("fork server for %s: pid %ld: %s", s->key, (long)v,
+		    strerror(-rc));
+	}
+	*pid = v;
+	rc = 0;
+out:
+	if (cg != NULL)
+		cgroup_free(cg);
+	spawn_pipe_close(go);
+	free(txt);
+	return rc;
+}
+
+/* Stop every server. */
+void
+forksrv_shutdown(void)
+{
+	for (size_t i = 0; i < nservers; i++) {
+		server_drop(&servers[i], true);
+		free(servers[i].key);
+		servers[i].key = NULL;
+	}
+	nservers = 0;
+}

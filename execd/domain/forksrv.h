@@ -1,0 +1,65 @@
+/*
+ * forksrv.h -- fork servers: new ipykernel processes forked from one
+ * that has done its imports, instead of started from nothing.
+ *
+ * A fork server is a small Python program of execd's (embedded, run as
+ * `python3 -c`), started through spawn.c like a kernel (the sandbox's
+ * seccomp filter, capabilities and identity), one per kernelspec.  It
+ * imports ipykernel and what the spec says to preload, then waits on a
+ * socket for requests, with no thread and no ZeroMQ context of its own.
+ * Per request it forks; that child forks the kernel and exits, so that
+ * the kernel is adopted by execd (a child subreaper, or PID 1), which
+ * reaps it and hears its real exit status.  The kernel makes its own
+ * session, takes the pipe execd gave it as stdout and stderr, then waits
+ * until execd has registered its pid and moved it into its cgroup; only
+ * then does it set its rlimits, chdir and start IPKernelApp on the
+ * connection file execd wrote, making its sockets, threads and ZeroMQ
+ * context after the fork.  Loop thread only.
+ */
+#ifndef EXECD_FORKSRV_H
+#define EXECD_FORKSRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../../kernelproto/kp_kernelspec.h"
+#include "../process/child.h"
+
+struct limits;
+
+/* One kernel to fork. */
+struct forksrv_job {
+	const struct kp_kernelspec *spec;
+	char *const	*argv;		/* kp_kernelspec_argv()'s */
+	char *const	*envp;		/* the kernel's environment */
+	const char	*cwd;		/* NULL: execd's */
+	const struct limits *limits;	/* NULL: none */
+	int		 out_fd;	/* its stdout and stderr */
+	bool		 keep_ids;	/* as spawn_opts.keep_ids */
+	child_exit_cb	*cb;		/* its exit, as for child_add */
+	void		*arg;
+};
+
+/*
+ * Whether a kernel of spec, started as argv, can be forked: ipykernel
+ * run as a module (`python -m ipykernel_launcher ...`) and not refused
+ * by its spec ("metadata": {"execd": {"fork": false}}).
+ */
+bool	forksrv_fits(const struct kp_kernelspec *spec, char *const *argv);
+/*
+ * Fork the kernel of job.  0 with *pid set: it leads its own session and
+ * process group, is registered with child_add (job->cb hears its exit)
+ * and tracked by cgroup.h under job->limits.  -EAGAIN when the spec's
+ * server is not ready yet (it is started then: launch this one
+ * normally); -ENOTSUP when there can be no server (execd adopts no
+ * orphans, or a server of the spec failed to start three times in a
+ * row); another -errno, with a message in err, when the fork failed
+ * (the server is then stopped, and started again at the next call).
+ */
+int	forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
+	    size_t errlen);
+/* Stop every server (execd shuts down). */
+void	forksrv_shutdown(void);
+
+#endif
