@@ -1,0 +1,344 @@
+"""Python contexts forked from a fork server (--kernel-fork, on by default).
+
+A context whose kernel is ipykernel comes from a Python process that has
+imported ipykernel already, forked per context.  Each must still be a
+kernel of its own to every client: fresh state, its own pid, key and
+connection file, interrupts, restarts and death reports, Jupyter attach,
+rich output, its limits; a kernelspec that says it cannot be forked, and
+--kernel-fork off, launch kernels as before.
+
+Which kernels were forked is read from execd's log ("kernel=ID pid=N
+spec=S forked"): nothing else tells them apart, which is the point.  The
+first context is launched while the server starts; forked_context()
+makes contexts until one is forked.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+from lib import (Execd, children_of, interrupted_run, kinds, new_context,
+                 run_code, texts, wait_for)
+
+BOUND = 60      # seconds in which a server must be up, even under ASan
+
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+       "2mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+def how_started(d, pid):
+    """"forked" or "started", as execd's log says of kernel pid."""
+    m = re.findall(r"kernel=\S+ pid=%d spec=\S+ (forked|started)" % pid,
+                   d.read_log())
+    assert m, "no kernel pid=%d in the log" % pid
+    return m[-1]
+
+
+def kernel_pid(d, cid):
+    """The pid the kernel of context cid reports of itself."""
+    st, evs = run_code(d, "import os; print(os.getpid())", id=cid)
+    assert st == 200, evs
+    return int(texts(evs, "stdout"))
+
+
+def forked_context(d, **kw):
+    """A new context whose kernel was forked (waiting for the server)."""
+    deadline = time.monotonic() + BOUND
+    while True:
+        c = new_context(d, **kw)
+        pid = kernel_pid(d, c["id"])
+        if how_started(d, pid) == "forked":
+            return c, pid
+        assert time.monotonic() < deadline, d.read_log()[-3000:]
+        st, h, body = d.request("DELETE", "/code/contexts/" + c["id"])
+        assert st == 200, body
+        time.sleep(0.5)
+
+
+def server_pids(d):
+    """Children of execd that are fork servers."""
+    out = []
+    for pid, _ in children_of(d.proc.pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if b"execd-forkserver" in f.read():
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_forked_contexts_are_fresh_and_their_own():
+    with Execd() as d:
+        a, pa = forked_context(d)
+        b, pb = forked_context(d)
+        servers = server_pids(d)
+        assert len(servers) == 1, servers
+        assert len({pa, pb, servers[0]}) == 3
+        run_code(d, "secret = 41", id=a["id"])
+        st, evs = run_code(d, "print(secret + 1)", id=a["id"])
+        assert texts(evs, "stdout") == "42\n", evs
+        st, evs = run_code(d, "print('secret' in dir(), len(In))",
+                           id=b["id"])
+        assert texts(evs, "stdout") == "False 3\n", evs
+        keys, files = set(), set()
+        for c, pid in ((a, pa), (b, pb)):
+            st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
+            assert st == 200, conn
+            keys.add(conn["key"])
+            files.add(conn["connection_file"])
+            # Adopted by execd, leading a session of its own, shown as
+            # a launched kernel would be.
+            with open("/proc/%d/stat" % pid) as f:
+                rest = f.read().rsplit(") ", 1)[1].split()
+            assert int(rest[1]) == d.proc.pid, rest
+            assert int(rest[2]) == pid and int(rest[3]) == pid, rest
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read().rstrip(b"\0").split(b"\0")
+            assert cmd[1:4] == [b"-m", b"ipykernel_launcher", b"-f"], cmd
+            assert cmd[4] == conn["connection_file"].encode(), cmd
+            st, evs = run_code(d, "import sys; print(sys.argv[1:])",
+                               id=c["id"])
+            assert conn["connection_file"] in texts(evs, "stdout"), evs
+        assert len(keys) == 2 and len(files) == 2
+        # Random numbers differ per context (each reseeds after fork).
+        outs = []
+        for c in (a, b):
+            st, evs = run_code(d, "import random; print(random.random())",
+                               id=c["id"])
+            outs.append(texts(evs, "stdout"))
+        assert outs[0] != outs[1], outs
+        # Deleted: the kernels go, the server stays, nothing else is left.
+        for c in (a, b):
+            st, h, body = d.request("DELETE", "/code/contexts/" + c["id"])
+            assert st == 200, body
+        assert wait_for(lambda: not alive(pa) and not alive(pb), 15)
+        for c in (a, b):
+            st, h, body = d.request("GET", "/code/contexts/" + c["id"])
+            assert st == 404, body
+        for f in files:
+            assert not os.path.exists(f), f
+        assert wait_for(lambda: {p for p, s in children_of(d.proc.pid)}
+                        == set(servers), 15), children_of(d.proc.pid)
+
+
+def test_interrupt_restart_and_death_report():
+    with Execd() as d:
+        c, pid = forked_context(d)
+        run_code(d, "kept = 7", id=c["id"])
+        evs = interrupted_run(d, c["id"], "import time; time.sleep(300)")
+        errs = [e["error"]["ename"] for e in evs if e["type"] == "error"]
+        assert errs == ["KeyboardInterrupt"], evs
+        st, evs = run_code(d, "print(kept)", id=c["id"])
+        assert texts(evs, "stdout") == "7\n", evs
+        # Killed mid-run: the run ends with the exit status, the context
+        # goes on in a new kernel, forked too, with fresh state.
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=run_code(
+            d, "import time; time.sleep(300)", id=c["id"])))
+        t.start()
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)
+        t.join(BOUND)
+        assert not t.is_alive()
+        st, evs = out["r"]
+        err = [e["error"] for e in evs if e["type"] == "error"]
+        assert err and "killed by signal 9" in json.dumps(err), evs
+        assert wait_for(lambda: run_code(d, "print('kept' in dir())",
+                                         id=c["id"])[1], BOUND)
+        st, evs = run_code(d, "import os; print('kept' in dir(), "
+                           "os.getpid())", id=c["id"])
+        gone, npid = texts(evs, "stdout").split()
+        assert gone == "False" and int(npid) != pid, evs
+        assert how_started(d, int(npid)) == "forked"
+
+
+def test_rich_output_and_jupyter_attach():
+    with Execd() as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(
+            d, "from IPython.display import display, Image\n"
+            "import base64\n"
+            "display(Image(data=base64.b64decode('%s')))" % PNG,
+            id=c["id"])
+        res = [e for e in evs if e["type"] == "result"]
+        assert res and res[0]["results"]["image/png"].strip() == PNG, evs
+        run_code(d, "shared = 'from-execd'", id=c["id"])
+        st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
+        assert st == 200 and conn["transport"] == "ipc", conn
+        script = (
+            "from jupyter_client import BlockingKernelClient\n"
+            "c = BlockingKernelClient(connection_file=%r)\n"
+            "c.load_connection_file(); c.start_channels()\n"
+            "c.wait_for_ready(timeout=30)\n"
+            "out = []\n"
+            "c.execute_interactive('print(shared)', timeout=30,"
+            " output_hook=lambda m: out.append("
+            "m['content'].get('text', '')))\n"
+            "print(''.join(out).strip())\n" % conn["connection_file"])
+        r = subprocess.run(["/usr/bin/python3", "-c", script],
+                           capture_output=True, text=True, timeout=BOUND)
+        assert r.stdout.strip() == "from-execd", r
+
+
+def test_limits_apply_to_forked_contexts():
+    with Execd("--limit", "context.open_files=200,context.file_size=1MiB",
+               "--limit", "context.cpu_seconds=500") as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(
+            d, "import resource as r\nprint([r.getrlimit(x) for x in "
+            "(r.RLIMIT_NOFILE, r.RLIMIT_FSIZE, r.RLIMIT_CPU)])",
+            id=c["id"])
+        assert texts(evs, "stdout") == \
+            "[(200, 200), (1048576, 1048576), (500, 501)]\n", evs
+        # A request's own limits, over those.
+        c2, pid2 = forked_context(d, limits={"open_files": 100})
+        st, evs = run_code(
+            d, "import resource as r\n"
+            "print(r.getrlimit(r.RLIMIT_NOFILE))", id=c2["id"])
+        assert texts(evs, "stdout") == "(100, 100)\n", evs
+        # The server itself runs without them.
+        with open("/proc/%d/limits" % server_pids(d)[0]) as f:
+            assert not re.search(r"Max open files\s+200\s", f.read())
+
+
+def test_memory_limit_of_a_forked_context_is_its_cgroup():
+    with Execd() as d:
+        if "cgroup v" not in d.read_log():
+            raise AssertionError("no cgroup found on this machine")
+        c, pid = forked_context(d, limits={"memory": "256MiB"})
+        with open("/proc/%d/cgroup" % pid) as f:
+            mine = f.read()
+        with open("/proc/%d/cgroup" % server_pids(d)[0]) as f:
+            assert f.read() != mine, mine
+        st, evs = run_code(d, "b = bytearray(2 << 30)", id=c["id"])
+        text = json.dumps(evs)
+        assert "memory limit of 256 MiB reached" in text, evs
+
+
+def test_not_forkable_spec_and_option_off_launch_normally():
+    with tempfile.TemporaryDirectory() as tmp:
+        kd = os.path.join(tmp, "kernels", "pynofork")
+        os.makedirs(kd)
+        with open(os.path.join(kd, "kernel.json"), "w") as f:
+            json.dump({"argv": ["/usr/bin/python3", "-m",
+                                "ipykernel_launcher", "-f",
+                                "{connection_file}"],
+                       "display_name": "No fork", "language": "pynofork",
+                       "metadata": {"execd": {"fork": False}}}, f)
+        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+            forked_context(d)       # the server is up for python
+            c = new_context(d, "pynofork")
+            pid = kernel_pid(d, c["id"])
+            assert how_started(d, pid) == "started"
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+            # exec'd as its spec says: no padding of a rewritten argv
+            assert cmd.endswith(b".json\0") and b"-m\0ipykernel" in cmd
+            assert len(server_pids(d)) == 1
+    with Execd("--kernel-fork", "off") as d:
+        pids = []
+        for i in range(3):
+            c = new_context(d)
+            pids.append(kernel_pid(d, c["id"]))
+            time.sleep(0.5)
+        assert [how_started(d, p) for p in pids] == ["started"] * 3
+        assert server_pids(d) == []
+
+
+def test_server_that_dies_is_started_again():
+    with Execd() as d:
+        c, pid = forked_context(d)
+        old = server_pids(d)
+        os.kill(old[0], signal.SIGKILL)
+        assert wait_for(lambda: "fork server pid=%d" % old[0] in
+                        d.read_log() and "ended" in d.read_log(), 10)
+        # The next context is launched while a new server starts; later
+        # ones are forked again; the context forked before lives on.
+        c2, pid2 = forked_context(d)
+        assert server_pids(d) != old
+        st, evs = run_code(d, "print(1 + 1)", id=c["id"])
+        assert texts(evs, "stdout") == "2\n", evs
+        assert kinds(evs)[-1] == "execution_complete", evs
+
+
+def test_forked_kernel_runs_as_the_default_user():
+    from lib import user_with_groups
+    pw, g = user_with_groups()
+    with Execd("--user", pw.pw_name) as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(d, "import os; print(os.getuid(), os.getgid(), "
+                           "g.gr_gid in os.getgroups(), os.environ['HOME'])"
+                           .replace("g.gr_gid", str(g.gr_gid)), id=c["id"])
+        assert texts(evs, "stdout") == "%d %d True %s\n" % (
+            pw.pw_uid, pw.pw_gid, pw.pw_dir), evs
+        with open("/proc/%d/status" % server_pids(d)[0]) as f:
+            assert re.search(r"^Uid:\s+%d\s" % pw.pw_uid, f.read(), re.M)
+        st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
+        assert os.stat(conn["connection_file"]).st_uid == pw.pw_uid
+        # The seccomp filter and no_new_privs of a kernel are the fork's.
+        with open("/proc/%d/status" % pid) as f:
+            status = f.read()
+        assert re.search(r"^NoNewPrivs:\s+1$", status, re.M), status
+        assert re.search(r"^Seccomp:\s+2$", status, re.M), status
+
+
+def test_a_fork_that_fails_falls_back_to_a_launch():
+    with Execd() as d:
+        forked_context(d)
+        old = server_pids(d)[0]
+        os.kill(old, signal.SIGSTOP)    # silent: the fork times out
+        try:
+            c = new_context(d)
+            pid = kernel_pid(d, c["id"])
+        finally:
+            try:
+                os.kill(old, signal.SIGCONT)
+            except ProcessLookupError:
+                pass            # killed for its silence, as it should be
+        assert how_started(d, pid) == "started"
+        assert "not forked, launched: fork server for python3" in \
+            d.read_log()
+        assert wait_for(lambda: not alive(old), 10)
+        c2, pid2 = forked_context(d)
+        assert server_pids(d) != [old]
+
+
+def test_a_forked_kernel_that_exits_at_once_is_reported():
+    with tempfile.TemporaryDirectory() as tmp:
+        kd = os.path.join(tmp, "kernels", "pyexit")
+        os.makedirs(kd)
+        with open(os.path.join(kd, "kernel.json"), "w") as f:
+            json.dump({"argv": ["/usr/bin/python3", "-m",
+                                "ipykernel_launcher", "-f",
+                                "{connection_file}",
+                                "--IPKernelApp.code_to_run="
+                                "import os; os._exit(3)"],
+                       "display_name": "Exits", "language": "pyexit"}, f)
+        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+            deadline = time.monotonic() + BOUND
+            while "kernel=" not in d.read_log() or not re.search(
+                    r"pid=(\d+) spec=pyexit forked", d.read_log()):
+                st, h, body = d.request("POST", "/code/context",
+                                        body={"language": "pyexit"},
+                                        timeout=90)
+                assert st == 500, body
+                assert "exited with code 3" in body.decode(), body
+                assert time.monotonic() < deadline, d.read_log()[-3000:]
+                time.sleep(0.5)
+            pid = int(re.findall(r"pid=(\d+) spec=pyexit forked",
+                                 d.read_log())[-1])
+            assert re.search(r"kernel=\S+ pid=%d exited with code 3" % pid,
+                             d.read_log()), d.read_log()[-3000:]
