@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "../core/log.h"
+#include "../core/loop.h"
 #include "../core/xmalloc.h"
 #include "../process/cgroup.h"
 #include "../process/child.h"
@@ -168,6 +169,7 @@ struct server {
 	pid_t		 pid;		/* 0: none */
 	int		 fd;		/* ours of the pair; -1: none */
 	bool		 ready;		/* its imports are done */
+	struct loop	*watch;		/* fd on it until ready; or NULL */
 	unsigned	 gen;		/* spawn_generation() at its start */
 	unsigned	 fails;		/* died before ready, in a row */
 };
@@ -210,6 +212,9 @@ server_drop(struct server *s, bool kill_it)
 		if (kill_it)
 			kill(-s->pid, SIGKILL);
 	}
+	if (s->watch != NULL)
+		loop_del(s->watch, s->fd, NULL);
+	s->watch = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->pid = 0;
@@ -229,6 +234,15 @@ server_reaped(pid_t pid, int st, void *arg)
 		s->fails++;
 	s->pid = 0;		/* child.c has forgotten it */
 	server_drop(s, false);
+}
+
+static bool	server_ready(struct server *);
+
+/* The server's fd is readable before it is ready: its ready, or its end. */
+static void
+on_server(struct loop *l, int fd, void *zs, int rev, void *arg)
+{
+	server_ready(arg);
 }
 
 /* Start s's process for spec, with the kernel's interpreter argv[0]. */
@@ -280,6 +294,10 @@ server_run(struct server *s, const struct forksrv_job *job, char *err,
 	s->ready = false;
 	s->gen = spawn_generation();
 	child_add(s->pid, s->pid, server_reaped, s);
+	/* Its "ready" is heard when it comes, not at the next context. */
+	s->watch = job->loop;
+	if (loop_add_fd(s->watch, s->fd, LOOP_READ, on_server, s) < 0)
+		s->watch = NULL;
 	log_info("fork server pid=%ld for %s started", (long)s->pid,
 	    job->spec->name);
 	return 0;
@@ -323,6 +341,10 @@ server_ready(struct server *s)
 	if (n == (ssize_t)sizeof(v) && v == 0) {
 		s->ready = true;
 		s->fails = 0;
+		/* From now on execd reads it only for the answer it awaits. */
+		if (s->watch != NULL)
+			loop_del(s->watch, s->fd, NULL);
+		s->watch = NULL;
 		log_info("fork server pid=%ld for %s ready", (long)s->pid,
 		    s->key);
 	} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||

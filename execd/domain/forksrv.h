@@ -27,9 +27,11 @@
 #include "../process/child.h"
 
 struct limits;
+struct loop;
 
 /* One kernel to fork. */
 struct forksrv_job {
+	struct loop	*loop;		/* where the server is watched */
 	const struct kp_kernelspec *spec;
 	char *const	*argv;		/* kp_kernelspec_argv()'s */
 	char *const	*envp;		/* the kernel's environment */

@@ -383,7 +383,8 @@ launch(struct kernel *k, char *err, size_t errlen)
 	 */
 	k->forked = false;
 	if (k->conf->fork && forksrv_fits(k->spec, argv)) {
-		struct forksrv_job job = { .spec = k->spec, .argv = argv,
+		struct forksrv_job job = { .loop = k->loop,
+		    .spec = k->spec, .argv = argv,
 		    .envp = env, .cwd = k->cwd, .limits = &k->limits,
 		    .out_fd = p[1], .keep_ids = so.keep_ids, .cb = reaped,
 		    .arg = k };
