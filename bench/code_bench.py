@@ -75,6 +75,17 @@ socket for Jupyter Server's WebSocket.
       "aborted" unrun.
       Prints "execd_med execd_min zmq_med zmq_min" in microseconds.
 
+  code_bench.py episodes EXECD N
+      RL episodes, on an execd with --kernel-fork on and one with off:
+      after warm-up (the fork server ready), N times one POST
+      /code/context, timed, each context deleted and reaped before the
+      next (no pool); then N episodes over 8 connections at once, each
+      a new python context, a three-line snippet through POST /code and
+      the context deleted; and (fork on) N episodes of the same snippet
+      as `python3 -c` through POST /command.  Prints "fork_eps nofork_eps
+      command_eps fork_ready_us nofork_ready_us" (episodes per second,
+      medians in microseconds).
+
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM; every context and kernel
 created here is deleted.
@@ -1010,14 +1021,109 @@ def cmd_command(binary, n, tmp):
                                  statistics.median(bash),
                                  statistics.median(ping)))
 
+# --- RL episodes: a fresh context per episode --------------------------------
+
+EPISODE_CODE = ("import math\n"
+                "x = [math.sqrt(i) for i in range(100)]\n"
+                "print(sum(x))")
+EPISODE_CLIENTS = 8
+FORK_READY = r"fork server pid=\d+ for \S+ ready"
+
+
+def episode(conn, what):
+    """One episode: "context" (new context, the snippet, delete it) or
+    "command" (the snippet as python3 -c through POST /command)."""
+    def post(path, body):
+        conn.request("POST", path, body=json.dumps(body).encode(),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        data = r.read()
+        if r.status != 200:
+            die("execd: POST %s: %d %r" % (path, r.status, data[-400:]))
+        return data
+    if what == "command":
+        data = post("/command", {"command": "/usr/bin/python3 -c '%s'"
+                                 % EPISODE_CODE.replace("\n", ";")})
+    else:
+        cid = json.loads(post("/code/context",
+                              {"language": "python"}))["id"]
+        data = post("/code", {"code": EPISODE_CODE, "context": {"id": cid}})
+        conn.request("DELETE", "/code/contexts/" + cid)
+        r = conn.getresponse()
+        r.read()
+        if r.status not in (200, 204):
+            die("execd: DELETE /code/contexts/%s: %d" % (cid, r.status))
+    if b'"execution_complete"' not in data or b"661.4629" not in data:
+        die("execd: an episode's output: %r" % data[-400:])
+
+
+def episodes_per_s(ex, what, n):
+    """n episodes over EPISODE_CLIENTS connections at once: per second."""
+    import threading
+    left = [n]
+    lock = threading.Lock()
+    errs = []
+
+    def client():
+        conn = http.client.HTTPConnection("127.0.0.1", ex.port,
+                                          timeout=TIMEOUT)
+        try:
+            while True:
+                with lock:
+                    if left[0] == 0:
+                        return
+                    left[0] -= 1
+                episode(conn, what)
+        except BaseException as e:   # die() exits: keep the first cause
+            errs.append(e)
+        finally:
+            conn.close()
+    ts = [threading.Thread(target=client) for _ in range(EPISODE_CLIENTS)]
+    t0 = now_us()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs:
+        die("an episode failed: %r" % errs[0])
+    return n * 1e6 / (now_us() - t0)
+
+
+def cmd_episodes(binary, n, tmp):
+    """Episodes/s with 8 clients, with the fork server and without, and
+    the same snippet as python3 -c through POST /command; and the median
+    of one fresh context ready (no pool), with and without.  Prints
+    "fork_eps nofork_eps command_eps fork_ready_us nofork_ready_us"."""
+    out = {}
+    for fork in ("on", "off"):
+        ex = start_execd(binary, tmp, "execd-episodes-" + fork,
+                         "--log-level", "info", "--kernel-fork", fork)
+        try:
+            create_delete(ex)       # starts the server (fork on)
+            if fork == "on":
+                wait_log(ex, FORK_READY, 1, READY_TIMEOUT, "fork server")
+            for _ in range(3):
+                create_delete(ex)
+            ready = [create_delete(ex) for _ in range(n)]
+            out[fork] = (episodes_per_s(ex, "context", n),
+                         statistics.median(ready))
+            if fork == "on":
+                out["command"] = episodes_per_s(ex, "command", n)
+        finally:
+            ex.close()
+    print("%.1f %.1f %.1f %d %d" % (out["on"][0], out["off"][0],
+                                    out["command"], out["on"][1],
+                                    out["off"][1]))
+
 
 if __name__ == "__main__":
     sys.exit(benchlib.main(sys.argv, {"exec": cmd_exec,
                                       "context": cmd_context,
                                       "command": cmd_command,
                                       "interrupt": cmd_interrupt,
-                                      "fanout": cmd_fanout},
+                                      "fanout": cmd_fanout,
+                                      "episodes": cmd_episodes},
                            "usage: code_bench.py exec|context|command|"
-                           "interrupt EXECD N\n"
+                           "interrupt|episodes EXECD N\n"
                            "       code_bench.py fanout EXECD CLIENTS "
                            "[LINES]\n"))

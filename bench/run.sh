@@ -17,7 +17,8 @@
 # (output a client does not read, through /command and /code, and for how
 # long; default 200 and 20), NGINX (nginx binary),
 # WRK (wrk binary), BENCH_FILE_MIB (size of the file rows, default 512),
-# BENCH_INTS (interrupted runs per side, default 20),
+# BENCH_INTS (interrupted runs per side, default 20), BENCH_EPISODES
+# (fresh contexts timed, and RL episodes, per side, default 40),
 # BENCH_PROXY_MIB (size of the /proxy download, default 256),
 # BENCH_PROXY_N (small /proxy requests per side, default 500),
 # BENCH_ISO_N (POST /command `true` per side, isolation on and off,
@@ -38,7 +39,8 @@
 # on the same kernel and against Debian's Jupyter Server (REST and
 # WebSocket), execd's own /api/kernels/{id}/channels WebSocket against
 # the same two, BENCH_FANOUT_CLIENTS channels clients on one kernel, and
-# POST /code/context with and without --pool.  The MCP rows run
+# POST /code/context with and without --pool, and RL episodes (a fresh
+# context per run) with and without the fork server.  The MCP rows run
 # bench/mcp_bench.py (/usr/bin/python3, standard library only): a
 # tools/call against the plain API route doing the same work.  The Java
 # and Go rows run bench/repl_bench.py (/usr/bin/python3, standard library
@@ -119,6 +121,9 @@ INT_MAX_RATIO=1.2    # issue 15: an interrupt within 1.2x of a bare SIGINT
 INTS=${BENCH_INTS:-20}
 JUPYTER_MAX_RATIO=0.33 # PRODUCT.md: at least 3x faster than Jupyter Server
 POOL_MAX_MS=10       # PRODUCT.md: POST /code/context with a pool under 10 ms
+EPISODE_MIN_RATIO=0.3 # issue 27: fresh-context episodes >= 0.3x of python3 -c
+FRESH_MAX_MS=25      # issue 27: one fresh context ready, no pool, <= 25 ms
+EPISODES=${BENCH_EPISODES:-40}
 DL_MIN_RATIO=0.9     # PRODUCT.md: downloads at least 0.9x of nginx
 STREAM_RSS_MAX_KIB=8192 # PRODUCT.md: RSS growth streaming output under 8 MiB
 PROXY_DL_MIN_RATIO=0.95 # PRODUCT.md: /proxy download >= 0.95x of a splice relay
@@ -637,6 +642,25 @@ row "POST /code/context, pool" "$(us_ms "$CP_MED" 2) ms" \
 	"$(us_ms "$CN_MED" 0) ms no pool" \
 	"$(calc "sprintf(\"%.3f\", $CP_MED / $CN_MED)")" "< $POOL_MAX_MS ms" \
 	"$(calc "($CP_MED < $POOL_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
+
+# --- 9b: RL episodes, fork server vs none, against python3 -c ---------------
+
+run_bg 600 "$T/episodes.out" "$T/episodes.log" \
+	"$KPY" "$HERE/code_bench.py" episodes "$EXECD" "$EPISODES" ||
+	fail "RL episodes: $(tail -c 600 "$T/episodes.log")"
+C_EP=$(cat "$T/episodes.out")
+# shellcheck disable=SC2086
+set -- $C_EP
+[ $# -eq 5 ] || fail "code_bench.py episodes printed '$C_EP'"
+RATIO=$(calc "sprintf(\"%.3f\", $1 / $3)")
+row "episode, fork server, 8 cl." "$1/s" "$3/s python3 -c" "$RATIO" \
+	">= $EPISODE_MIN_RATIO" "$(verdict_ge "$RATIO" "$EPISODE_MIN_RATIO")"
+row "episode, no fork server" "$2/s" "$3/s python3 -c" \
+	"$(calc "sprintf(\"%.3f\", $2 / $3)")" "-" "-"
+row "fresh context ready, fork" "$(us_ms "$4" 1) ms" \
+	"$(us_ms "$5" 0) ms no fork server" \
+	"$(calc "sprintf(\"%.3f\", $4 / $5)")" "<= $FRESH_MAX_MS ms" \
+	"$(calc "($4 <= $FRESH_MAX_MS * 1000) ? \"ok\" : \"MISS\"")"
 
 # --- 10: POST /command of true vs spawning /bin/bash -c true ---------------
 
