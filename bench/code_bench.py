@@ -1027,7 +1027,7 @@ EPISODE_CODE = ("import math\n"
                 "x = [math.sqrt(i) for i in range(100)]\n"
                 "print(sum(x))")
 EPISODE_CLIENTS = 8
-FORK_READY = r"fork server pid=\d+ for \S+ ready"
+FORK_READY = r"fork server pid=\d+ for \S+: imports done, serving"
 
 
 def episode(conn, what):

@@ -108,6 +108,8 @@ static const char server_py[] =
 	"                        raise\n"
 	"            if req[\"cwd\"] is not None:\n"
 	"                os.chdir(req[\"cwd\"])\n"
+	"            # python -m puts its cwd first on the path, as here\n"
+	"            sys.path.insert(0, os.getcwd())\n"
 	"            retitle(req[\"argv\"])\n"
 	"            sys.argv = [argv0] + req[\"argv\"][3:]\n"
 	"            app = kernelapp.IPKernelApp\n"
@@ -229,7 +231,7 @@ server_reaped(pid_t pid, int st, void *arg)
 	struct server *s = arg;
 
 	log_warnx("fork server pid=%ld for %s ended (status %d)%s",
-	    (long)pid, s->key, st, s->ready ? "" : " before it was ready");
+	    (long)pid, s->key, st, s->ready ? "" : " before serving");
 	if (!s->ready)
 		s->fails++;
 	s->pid = 0;		/* child.c has forgotten it */
@@ -345,8 +347,8 @@ server_ready(struct server *s)
 		if (s->watch != NULL)
 			loop_del(s->watch, s->fd, NULL);
 		s->watch = NULL;
-		log_info("fork server pid=%ld for %s ready", (long)s->pid,
-		    s->key);
+		log_info("fork server pid=%ld for %s: imports done, serving",
+		    (long)s->pid, s->key);
 	} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
 	    n > 0) {
 		server_drop(s, true);
@@ -415,12 +417,15 @@ send_req(struct server *s, char *txt, int a, int b)
 	return n < 0 ? -errno : 0;
 }
 
-/* The server's answer to the request just sent: a pid, or -errno. */
-static int32_t
-answer(struct server *s)
+/*
+ * The server's answer to the request just sent into *v (a pid, or the
+ * server's -errno for a fork it could not make): 0, or -errno when no
+ * answer came (silence, its end, a short message).
+ */
+static int
+answer(struct server *s, int32_t *v)
 {
 	struct pollfd pfd = { s->fd, POLLIN, 0 };
-	int32_t v;
 	ssize_t n;
 	int rc;
 
@@ -432,13 +437,13 @@ answer(struct server *s)
 	if (rc < 0)
 		return -errno;
 	do
-		n = recv(s->fd, &v, sizeof(v), 0);
+		n = recv(s->fd, v, sizeof(*v), 0);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	if (n != (ssize_t)sizeof(v))
+	if (n != (ssize_t)sizeof(*v) || *v == 0)
 		return -EPIPE;		/* it ended, or a bad answer */
-	return v;
+	return 0;
 }
 
 /* Fork job's kernel; see forksrv.h. */
@@ -480,7 +485,7 @@ forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
 	}
 	txt = request(job, cg != NULL);
 	if ((rc = send_req(s, txt, job->out_fd, go[0])) < 0 ||
-	    (rc = v = answer(s)) < 0) {
+	    (rc = answer(s, &v)) < 0) {
 		snprintf(err, errlen, "fork server for %s: %s", s->key,
 		    strerror(-rc));
 		if (rc != -E2BIG)
@@ -489,10 +494,11 @@ forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
 	}
 	close(go[0]);
 	go[0] = -1;
-	if (v == 0) {
-		rc = -EPROTO;
-		snprintf(err, errlen, "fork server for %s: no pid", s->key);
-		server_drop(s, true);
+	if (v < 0) {
+		/* Its fork failed (no memory, a process limit): it serves on. */
+		rc = v;
+		snprintf(err, errlen, "fork server for %s: fork: %s", s->key,
+		    strerror(-rc));
 		goto out;
 	}
 	/* Registered and in its cgroup before it may run (or end). */

@@ -112,6 +112,11 @@ def test_forked_contexts_are_fresh_and_their_own():
             st, evs = run_code(d, "import sys; print(sys.argv[1:])",
                                id=c["id"])
             assert conn["connection_file"] in texts(evs, "stdout"), evs
+            # As `python -m` gives it: its directory first on the path.
+            st, evs = run_code(d, "import os, sys\n"
+                               "print(sys.path[0] == os.getcwd())",
+                               id=c["id"])
+            assert texts(evs, "stdout") == "True\n", evs
         assert len(keys) == 2 and len(files) == 2
         # Random numbers differ per context (each reseeds after fork).
         outs = []
