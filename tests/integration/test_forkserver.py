@@ -133,8 +133,9 @@ def test_forked_contexts_are_fresh_and_their_own():
         for c in (a, b):
             st, h, body = d.request("GET", "/code/contexts/" + c["id"])
             assert st == 404, body
-        for f in files:
-            assert not os.path.exists(f), f
+        # Removed once execd has reaped the kernel (just after it ended).
+        assert wait_for(lambda: not any(os.path.exists(f) for f in files),
+                        15), files
         assert wait_for(lambda: {p for p, s in children_of(d.proc.pid)}
                         == set(servers), 15), children_of(d.proc.pid)
 
