@@ -38,7 +38,12 @@
 #include "forksrv.h"
 
 #define NSERVERS	8	/* kernelspecs with a server at once */
-#define ANSWER_MS	5000	/* for a fork, at most */
+/*
+ * The wait for a fork's pid, on the loop thread: a fork takes
+ * milliseconds, and a server silent this long is stopped and the kernel
+ * launched instead.  It bounds the loop's stall on a stuck server.
+ */
+#define ANSWER_MS	2000
 #define MAX_FAILS	3	/* starts in a row that died unready */
 #define REQ_MAX		65536	/* the server's receive buffer */
 
