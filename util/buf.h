@@ -148,6 +148,20 @@ buf_addf(struct buf *b, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * Append s in single quotes for sh, each quote in it as '\'' (a word
+ * the shell reads back as s, whatever s holds); see buf_add.
+ */
+static inline int
+buf_add_shquoted(struct buf *b, const char *s)
+{
+	int rc = buf_add(b, "'", 1);
+
+	for (; *s != '\0' && rc == 0; s++)
+		rc = *s == '\'' ? buf_adds(b, "'\\''") : buf_add(b, s, 1);
+	return rc == 0 ? buf_add(b, "'", 1) : rc;
+}
+
 /* Append v in decimal, without printf's cost; see buf_add. */
 static inline int
 buf_addu(struct buf *b, unsigned long long v)

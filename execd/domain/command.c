@@ -24,6 +24,7 @@
 
 #include "../../kernelproto/kp_msg.h"
 #include "../../sse/sse_fmt.h"
+#include "../../util/rfc3339.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
 #include "../process/envfile.h"
@@ -582,22 +583,13 @@ sweep(struct loop *l, uint64_t id, void *arg)
 	t_sweep = loop_timer_add(l, SWEEP_MS, sweep, NULL);
 }
 
-/* RFC 3339 in UTC with nanoseconds, trailing zeros trimmed. */
+/* ts as a JSON string in RFC 3339 (rfc3339.h). */
 static json_t *
 rfc3339(const struct timespec *ts)
 {
-	char buf[64], frac[16];
-	struct tm tm;
-	size_t n;
+	char buf[RFC3339_LEN];
 
-	gmtime_r(&ts->tv_sec, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(frac, sizeof(frac), ".%09ld", ts->tv_nsec);
-	for (n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
-		frac[n - 1] = '\0';
-	if (n > 1)
-		strncat(buf, frac, sizeof(buf) - strlen(buf) - 1);
-	strncat(buf, "Z", sizeof(buf) - strlen(buf) - 1);
+	rfc3339_ns(ts, buf);
 	return json_string(buf);
 }
 

@@ -33,6 +33,7 @@
 
 #include "../../util/buf.h"
 #include "../../util/id.h"
+#include "../../util/rfc3339.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
@@ -104,21 +105,13 @@ static void	 teardown(struct isosess *);
 static void	 ensure_probed(void);
 static void	 note_ns(struct isosess *);
 
+/* ts as a JSON string in RFC 3339 (rfc3339.h). */
 static json_t *
 rfc3339(const struct timespec *ts)
 {
-	char buf[64], frac[16];
-	struct tm tm;
-	size_t n;
+	char buf[RFC3339_LEN];
 
-	gmtime_r(&ts->tv_sec, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(frac, sizeof(frac), ".%09ld", ts->tv_nsec);
-	for (n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
-		frac[n - 1] = '\0';
-	if (n > 1)
-		strncat(buf, frac, sizeof(buf) - strlen(buf) - 1);
-	strncat(buf, "Z", sizeof(buf) - strlen(buf) - 1);
+	rfc3339_ns(ts, buf);
 	return json_string(buf);
 }
 
@@ -877,20 +870,6 @@ isolated_list(void)
 	return json_pack("{s:o}", "sessions", a);
 }
 
-/* Single quotes around p for sh. */
-static void
-quote(struct buf *b, const char *p)
-{
-	buf_add(b, "'", 1);
-	for (; *p != '\0'; p++) {
-		if (*p == '\'')
-			buf_adds(b, "'\\''");
-		else
-			buf_add(b, p, 1);
-	}
-	buf_add(b, "'", 1);
-}
-
 /* code after an export of each of envs; NULL when a name is not one. */
 static char *
 with_envs(const char *code, const json_t *envs)
@@ -910,7 +889,7 @@ with_envs(const char *code, const json_t *envs)
 			return NULL;
 		}
 		buf_addf(&b, "export %s=", k);
-		quote(&b, json_string_value(v));
+		buf_add_shquoted(&b, json_string_value(v));
 		buf_add(&b, "\n", 1);
 	}
 	buf_adds(&b, code);

@@ -871,14 +871,8 @@ exec_line(char *const *argv)
 	buf_init(&b);
 	buf_adds(&b, "exec");
 	for (size_t i = 0; argv[i] != NULL; i++) {
-		buf_adds(&b, " '");
-		for (const char *p = argv[i]; *p != '\0'; p++) {
-			if (*p == '\'')
-				buf_adds(&b, "'\\''");
-			else
-				buf_add(&b, p, 1);
-		}
-		buf_adds(&b, "'");
+		buf_adds(&b, " ");
+		buf_add_shquoted(&b, argv[i]);
 	}
 	s = xstrndup(b.p, b.len);
 	buf_reset(&b);

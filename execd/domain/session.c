@@ -355,20 +355,6 @@ session_id(const struct session *s)
 	return s->id;
 }
 
-/* Single quotes around p, with embedded quotes escaped for sh. */
-static void
-quote(struct buf *b, const char *p)
-{
-	buf_add(b, "'", 1);
-	for (; *p != '\0'; p++) {
-		if (*p == '\'')
-			buf_adds(b, "'\\''");
-		else
-			buf_add(b, p, 1);
-	}
-	buf_add(b, "'", 1);
-}
-
 /*
  * Export to the shell, in the run file f, the variables of EXECD_ENVS
  * that changed (or came) since the shell last got them, so that a line
@@ -394,7 +380,7 @@ export_changes(struct session *s, FILE *f)
 		    json_string_value(v), json_string_length(v)) == 0)
 			continue;
 		buf_addf(&b, "export %s=", k);
-		quote(&b, json_string_value(v));
+		buf_add_shquoted(&b, json_string_value(v));
 		buf_add(&b, "\n", 1);
 	}
 	if (b.len > 0)
@@ -463,7 +449,7 @@ next_run(struct session *s)
 	if (r->cwd != NULL) {
 		buf_init(&b);
 		buf_adds(&b, "cd -- ");
-		quote(&b, r->cwd);
+		buf_add_shquoted(&b, r->cwd);
 		fprintf(f, "%s || return\n", b.p);
 		buf_reset(&b);
 	}
@@ -471,7 +457,7 @@ next_run(struct session *s)
 	fclose(f);
 	buf_init(&b);
 	buf_adds(&b, "{ . ");
-	quote(&b, s->file);
+	buf_add_shquoted(&b, s->file);
 	buf_addf(&b, "; } 3>&- </dev/null; __execd_s=$?; __execd_int=; "
 	    "printf '%%s %%d\\n' %s \"$__execd_s\" >&3\n", s->nonce);
 	n = write(s->in_fd, b.p, b.len);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../util/buf.h"
+#include "../../util/rfc3339.h"
 #include "../t.h"
 
 /* init, add, adds, addf, drain and reset keep p NUL-terminated. */
@@ -218,6 +219,31 @@ test_buf_cap(void)
 	buf_reset(&b);
 }
 
+/* Shell quoting and RFC 3339 times, the text helpers of util/. */
+static void
+test_buf_shquoted_and_rfc3339(void)
+{
+	struct buf b;
+	char t[RFC3339_LEN];
+	struct timespec ts = { 1764774245, 120000000 };
+
+	buf_init(&b);
+	T_EQ_INT(buf_add_shquoted(&b, "it's $HOME"), 0);
+	T_EQ_STR(b.p, "'it'\\''s $HOME'");
+	buf_reset(&b);
+	T_EQ_INT(buf_add_shquoted(&b, ""), 0);
+	T_EQ_STR(b.p, "''");
+	buf_reset(&b);
+	rfc3339_ns(&ts, t);
+	T_EQ_STR(t, "2025-12-03T15:04:05.12Z");
+	ts.tv_nsec = 0;
+	rfc3339_ns(&ts, t);
+	T_EQ_STR(t, "2025-12-03T15:04:05Z");
+	ts.tv_nsec = 1;
+	rfc3339_ns(&ts, t);
+	T_EQ_STR(t, "2025-12-03T15:04:05.000000001Z");
+}
+
 static const struct t_case cases[] = {
 	{ "basics", test_buf_basics },
 	{ "growth", test_buf_growth },
@@ -225,6 +251,7 @@ static const struct t_case cases[] = {
 	{ "drain by offset", test_buf_drain_by_offset },
 	{ "queue", test_buf_queue },
 	{ "cap", test_buf_cap },
+	{ "shquoted and rfc3339", test_buf_shquoted_and_rfc3339 },
 };
 
 int
