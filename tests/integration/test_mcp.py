@@ -712,7 +712,7 @@ def gw_policy(tmp, extra=""):
     """A policy file naming the test server as "gw"."""
     assert os.path.isdir(os.path.join(ROOT, "tests", "sdk", "node_modules",
                                       "@modelcontextprotocol")), \
-        "run `npm ci` in tests/sdk (the gateway's server needs the SDK)"
+        "run tests/sdk/install.sh (the gateway's server needs the MCP SDK)"
     path = os.path.join(tmp, "gw.yaml")
     with open(path, "w") as f:
         f.write("mcp_servers:\n  gw:\n    command: [node, %s]\n"

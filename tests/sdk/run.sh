@@ -2,29 +2,20 @@
 # Drive execd with the official OpenSandbox TypeScript SDK: every
 # tests/sdk/*.test.js under node's built-in test runner, against
 # $EXECD_BIN (default build/execd; relative paths are taken from the
-# repository root).  Installs the pinned SDK with `npm ci` when
-# node_modules is missing or older than the lockfile.  The last line is
+# repository root).  Installs the pinned SDK first (install.sh:
+# `npm ci` when node_modules is missing or older than the lockfile).  The last line is
 # "N passed, N failed"; the exit status is non-zero if a test failed or
 # none ran.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here" || exit 1
-out=$(mktemp)
 tap=$(mktemp)
-trap 'rm -f "$out" "$tap"' EXIT
+trap 'rm -f "$tap"' EXIT
 
-# 1. Dependencies: npm keeps node_modules/.package-lock.json current.
-stamp=node_modules/.package-lock.json
-if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] ||
-    [ package.json -nt "$stamp" ]; then
-	echo "== npm ci"
-	if ! npm ci --no-audit --no-fund >"$out" 2>&1; then
-		cat "$out"
-		echo "FAIL npm ci"
-		echo "0 passed, 1 failed"
-		exit 1
-	fi
-	touch "$stamp"
+# 1. Dependencies (install.sh).
+if ! sh ./install.sh; then
+	echo "0 passed, 1 failed"
+	exit 1
 fi
 
 # 2. Tests: readable output on stdout, TAP to a file for the counts.
