@@ -316,11 +316,12 @@ messages(struct gwhttp *h, bool done)
 int
 gwhttp_sse_line(const char *p, size_t n, struct buf *data, size_t *used)
 {
-	const char *nl = memchr(p, '\n', n);
+	const char *nl;
 	size_t len, skip;
 
 	*used = 0;
-	if (nl == NULL)
+	/* An empty body's pointer is NULL, which memchr may not take. */
+	if (n == 0 || (nl = memchr(p, '\n', n)) == NULL)
 		return -1;
 	*used = (size_t)(nl - p) + 1;
 	len = (size_t)(nl - p);
