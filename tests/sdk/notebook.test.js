@@ -81,8 +81,12 @@ describe("a notebook in Chromium, through Jupyter's gateway mode", () => {
   let browser;
 
   before(async () => {
-    const m = execd.daemon.log().match(
-      /Jupyter Server API listening on 127\.0\.0\.1:(\d+)/);
+    // The Jupyter listener's line follows the main one's, which is all
+    // useExecd waits for.
+    const re = /Jupyter Server API listening on 127\.0\.0\.1:(\d+)/;
+    await waitFor(async () => re.test(execd.daemon.log()), 10000,
+      "the Jupyter Server API's listening line");
+    const m = execd.daemon.log().match(re);
     assert.ok(m, execd.daemon.log());
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "execd-nb-"));
     fs.writeFileSync(path.join(dir, "agent.ipynb"), JSON.stringify({
