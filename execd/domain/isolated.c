@@ -36,6 +36,7 @@
 #include "../../util/rfc3339.h"
 #include "../core/log.h"
 #include "../core/loop.h"
+#include "../core/work.h"
 #include "../core/xmalloc.h"
 #include "../process/isoplan.h"
 #include "isolated.h"
@@ -130,6 +131,23 @@ rm_tree(const char *p)
 	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/*
+ * rm_tree(p) on a worker, then free(p): an upper directory holds all a
+ * session wrote, which may be many files, and the loop must not wait.
+ * Queued removals still run at shutdown (work_shutdown waits for them).
+ */
+static void
+rm_tree_job(void *p)
+{
+	rm_tree(p);
+}
+
+static void
+rm_tree_later(char *p)
+{
+	work_submit(rm_tree_job, free, p);
+}
+
 /* A dashed UUID, as our session directories are named. */
 static bool
 is_uuid(const char *s)
@@ -191,14 +209,15 @@ reclaim(void)
 		pid = e->d_name[0] == '.' ? strtol(e->d_name + 7, NULL, 10) :
 		    owner_of(p);
 		if (!other_alive(pid)) {
-			rm_tree(p);
+			rm_tree_later(p);
 			n++;
+		} else {
+			free(p);
 		}
-		free(p);
 	}
 	closedir(d);
 	if (n > 0)
-		log_info("isolated: removed %u directories left under %s",
+		log_info("isolated: removing %u directories left under %s",
 		    n, upper_root);
 }
 
@@ -791,7 +810,7 @@ teardown(struct isosess *s)
 	session_free(s->sh);	/* its runs end, each reported */
 	for (size_t i = 0; i < s->nns; i++)
 		kill_ns(s->ns[i]);
-	rm_tree(s->dir);
+	rm_tree_later(xstrdup(s->dir));
 	log_info("isolated=%s removed", s->id);
 	sess_free(s);
 }
