@@ -49,6 +49,7 @@
 #include "core/work.h"
 #include "core/xmalloc.h"
 #include "domain/ckpt.h"
+#include "domain/rungate.h"
 #include "domain/computer.h"
 #include "domain/command.h"
 #include "domain/context.h"
@@ -246,6 +247,7 @@ main(int argc, char **argv)
 	context_shutdown();
 	idem_shutdown();
 	ckpt_shutdown();
+	rungate_shutdown();
 	lifecycle_shutdown();
 	computer_close();
 	run_init(NULL);

@@ -346,3 +346,65 @@ def test_two_daemons_on_one_machine_keep_their_own_stores():
                 assert walk(root) == want
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_runs_of_every_front_end_wait_for_a_restore():
+    """An MCP run_command and a Jupyter client's execute_request sent
+    while a restore is seen half done wait for its end, as POST /command
+    does: each sees the whole tree."""
+    import test_mcp as mcp
+    from test_jupyter import Client, start_kernel
+    root = tmpdir()
+    n = 3000
+    try:
+        os.mkdir(root + "/many")
+        for i in range(n):
+            write("%s/many/f%04d" % (root, i), b"x" * 4096)
+        with Execd("--access-token", mcp.TOKEN) as d:
+            osb = {"X-EXECD-ACCESS-TOKEN": mcp.TOKEN}
+            ck = take(d, root, headers=osb)
+            sid, _ = mcp.initialize(d)
+            kid = start_kernel(d, headers=mcp.BEARER)["id"]
+            jc = Client(d, kid, headers=["Authorization: Bearer " +
+                                         mcp.TOKEN])
+            count = "ls %s/many | wc -l" % root
+            for attempt in range(8):
+                shutil.rmtree(root + "/many")
+                done = {}
+
+                def rest():
+                    done["r"] = restore(d, ck["id"], timeout=120,
+                                        headers=osb)
+                t = threading.Thread(target=rest)
+                t.start()
+                half = False
+                while t.is_alive() and not half:
+                    try:
+                        half = 0 < len(os.listdir(root + "/many")) < n
+                    except FileNotFoundError:
+                        pass
+                if not half:        # finished before it was seen: again
+                    t.join(120)
+                    continue
+                mid = jc.execute("import subprocess\nprint(subprocess."
+                                 "run(%r, shell=True, capture_output=True,"
+                                 " text=True).stdout.strip())" % count)
+                st, _, r = mcp.post(d, {
+                    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "run_command",
+                               "arguments": {"command": count}}}, sid)
+                t.join(120)
+                assert st == 200, r
+                assert done["r"]["written"] == n, done
+                assert r["result"]["structuredContent"]["stdout"].strip() \
+                    == str(n), r
+                got = jc.settle(mid)
+                out = "".join(m["content"].get("text", "") for m in got
+                              if m["msg_type"] == "stream")
+                assert out.strip() == str(n), out
+                break
+            else:
+                raise AssertionError("no restore was seen half done")
+            jc.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -26,6 +26,7 @@
 #include "../../core/xmalloc.h"
 #include "../../domain/context.h"
 #include "../../domain/kernel.h"
+#include "../../domain/rungate.h"
 #include "../../transport/ws.h"
 #include "../../transport/wshub.h"
 #include "../execd.h"
@@ -73,6 +74,7 @@ struct jclient {
 };
 
 static struct jkernel	*kernels;
+static struct rungate_wait *gate_wait;	/* a held execute_request's */
 
 static const struct wshub_conf hub_conf = {
 	.ws = { .max_msg = MAX_IN_MSG, .ping_ms = 30000, .idle_ms = 60000,
@@ -89,6 +91,7 @@ static void	on_state(struct kernel *, enum kernel_state, void *);
 static void	on_reply(struct kernel *, const struct kp_msg *, const char *,
 		    void *);
 static void	on_input(struct kernel *, const struct kp_msg *, void *);
+static void	flush_held(struct jkernel *);
 
 static const struct kernel_sub_cb sub_cb = { on_iopub, on_state, NULL };
 static const struct kernel_req_cb req_cb = { on_reply, on_input };
@@ -222,7 +225,25 @@ on_open(struct wshub_client *m, void *arg)
 		wshub_listen(m, true);
 }
 
-/* Send m on chan for cl; a client that cannot be served is closed. */
+/* The run gate opened: what clients sent meanwhile goes on, in order. */
+static void
+gate_opened(void *arg)
+{
+	struct jkernel *jk, *next;
+
+	(void)arg;
+	gate_wait = NULL;
+	for (jk = kernels; jk != NULL; jk = next) {
+		next = jk->next;
+		if (jk->k != NULL)
+			flush_held(jk);
+	}
+}
+
+/*
+ * Send m on chan for cl; a client that cannot be served is closed.  An
+ * execute_request waits while the run gate is closed.
+ */
 static void
 to_kernel(struct jclient *cl, enum kp_chan_id chan, struct kp_msg *m)
 {
@@ -233,6 +254,20 @@ to_kernel(struct jclient *cl, enum kp_chan_id chan, struct kp_msg *m)
 
 	if (jk->k == NULL) {
 		kp_msg_free(m);
+		return;
+	}
+	if (chan == KP_SHELL && rungate_closed() &&
+	    strcmp(kp_msg_type(m), "execute_request") == 0) {
+		/* A restore runs: the run starts after it (rungate.h). */
+		if (cl->nheld == MAX_HELD) {
+			kp_msg_free(m);
+			wshub_close(cl->m, CLOSE_POLICY, "too many messages "
+			    "wait for a restore");
+			return;
+		}
+		cl->held[cl->nheld++] = (struct held){ chan, m };
+		if (gate_wait == NULL)
+			gate_wait = rungate_wait(gate_opened, NULL);
 		return;
 	}
 	if (chan != KP_STDIN) {
@@ -389,8 +424,12 @@ flush_held(struct jkernel *jk)
 		n = cl->nheld;
 		memcpy(h, cl->held, n * sizeof(h[0]));
 		cl->nheld = 0;
-		for (unsigned i = 0; i < n; i++)
-			to_kernel(cl, h[i].chan, h[i].m);
+		for (unsigned i = 0; i < n; i++) {
+			if (cl->nheld > 0)	/* held again: the rest too */
+				cl->held[cl->nheld++] = h[i];
+			else
+				to_kernel(cl, h[i].chan, h[i].m);
+		}
 	}
 }
 

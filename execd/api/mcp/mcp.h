@@ -263,6 +263,8 @@ void		 mcp_stream_emit(struct mcp_stream *, json_t *msg, bool last);
 json_t	*mcp_tools_list(void);
 /* tools/call with params: answers call (an error, or the tool's result). */
 void	 mcp_tools_call(struct mcp_call *, const json_t *params);
+/* Whether tools/call params name a tool that starts a run (rungate.h). */
+bool	 mcp_tools_runs(const json_t *params);
 /* Append text to a capped string (MCP_TEXT_CAP); counts what is cut. */
 struct mcp_text {
 	char	*p;

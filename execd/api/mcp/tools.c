@@ -404,6 +404,16 @@ check_args(const struct tool *t, json_t *args, char *err,
 	return 0;
 }
 
+bool
+mcp_tools_runs(const json_t *params)
+{
+	const char *name = json_string_value(json_object_get(params,
+	    "name"));
+
+	return name != NULL && (strcmp(name, "run_code") == 0 ||
+	    strcmp(name, "run_command") == 0);
+}
+
 /* tools/call: find the tool, check its arguments, run it. */
 void
 mcp_tools_call(struct mcp_call *c, const json_t *params)

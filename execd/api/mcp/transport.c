@@ -30,6 +30,7 @@
 #include "../../../sse/sse_fmt.h"
 #include "../../core/log.h"
 #include "../execd.h"
+#include "../runhold.h"
 #include "mcp.h"
 
 
@@ -228,6 +229,9 @@ route_post(struct http_req *req)
 		reply_msg(req, 200, jsonrpc_error(m.id,
 		    JSONRPC_INVALID_REQUEST, "a request with this id is still "
 		    "in flight"), NULL);
+	} else if (strcmp(m.method, "tools/call") == 0 &&
+	    mcp_tools_runs(m.params) && runhold(req, route_post)) {
+		/* a restore runs: the message is read again after it */
 	} else if (strcmp(m.method, "tools/call") == 0) {
 		c = mcp_call_new(req, s, m.id, json_object_get(
 		    json_object_get(m.params, "_meta"), "progressToken"),

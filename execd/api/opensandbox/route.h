@@ -124,14 +124,10 @@ void	route_dirs_delete_as(struct http_req *);
 /* route_archive.c: a directory streamed as tar. */
 void	route_files_archive(struct http_req *);
 
-/*
- * route_ckpt.c: workspace checkpoints, and the gate of runs: true when
- * req waits for a restore (deferred; handler(req) runs once it ended).
- */
+/* route_ckpt.c: workspace checkpoints. */
 void	route_files_checkpoint(struct http_req *);
 void	route_files_restore(struct http_req *);
 void	route_files_checkpoint_delete(struct http_req *);
 void	route_files_checkpoint_list(struct http_req *);
-bool	route_ckpt_hold(struct http_req *, http_handler *);
 
 #endif

@@ -14,6 +14,7 @@
 #include "../../transport/http.h"
 #include "../execd.h"
 #include "../idem.h"
+#include "../runhold.h"
 #include "route.h"
 
 /*
@@ -69,7 +70,7 @@ route_code_batch(struct http_req *req)
 	unsigned conc;
 	size_t n;
 
-	if (route_ckpt_hold(req, route_code_batch))
+	if (runhold(req, route_code_batch))
 		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;

@@ -1,14 +1,12 @@
 /*
  * route_ckpt.c -- workspace checkpoints: POST /files/checkpoint,
  * POST /files/restore, DELETE /files/checkpoint/{id} and
- * GET /files/checkpoint, and the gate that makes runs wait for a restore.
+ * GET /files/checkpoint.
  *
  * Every operation runs on a worker (ckpt.h blocks; a hung mount costs
- * only its request, answered 504 after --fs-timeout).  While a restore
- * runs, route_ckpt_hold() defers a run that starts (POST /code,
- * /code/batch, /command, a session's run) and calls its handler again
- * once no restore is left, so that no run starts on a half-restored
- * tree.  Runs already going are not stopped.  Loop thread only.
+ * only its request, answered 504 after --fs-timeout).  A restore keeps
+ * the run gate (rungate.h) closed while its work runs, so that no run,
+ * from any front end, starts on a half-restored tree.  Loop thread only.
  */
 #include <errno.h>
 #include <limits.h>
@@ -20,6 +18,7 @@
 
 #include "../../core/xmalloc.h"
 #include "../../domain/ckpt.h"
+#include "../../domain/rungate.h"
 #include "../../transport/http.h"
 #include "../idem.h"
 #include "../reqpath.h"
@@ -40,79 +39,10 @@ struct ckop {
 	char			 err[CKPT_ERRLEN];
 };
 
-/* A run waiting for the restores to end. */
-struct waiter {
-	struct http_req	*req;
-	http_handler	*handler;
-	struct waiter	*next;
-};
-
-static unsigned		 restoring;	/* restores whose work runs */
-static struct waiter	*waiters;
-
 static void	ck_run(void *);
 static void	ck_done(struct http_req *, void *);
 static void	ck_start(struct http_req *, struct ckop *);
-static void	wait_cancel(struct http_req *, void *);
-static void	wake(void);
 static json_t	*info_json(const struct ckpt_info *);
-
-/* See route.h. */
-bool
-route_ckpt_hold(struct http_req *req, http_handler *handler)
-{
-	struct waiter *w, **pp;
-
-	if (restoring == 0)
-		return false;
-	w = xcalloc(1, sizeof(*w));
-	w->req = req;
-	w->handler = handler;
-	for (pp = &waiters; *pp != NULL; pp = &(*pp)->next)
-		;
-	*pp = w;		/* first come, first run */
-	http_req_defer(req, wait_cancel, w);
-	return true;
-}
-
-/* A waiting run's client left (or execd stops): forget it. */
-static void
-wait_cancel(struct http_req *req, void *arg)
-{
-	struct waiter **pp;
-
-	(void)req;
-	/* Only a waiter still listed is ours: a woken one was freed. */
-	for (pp = &waiters; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == arg) {
-			*pp = ((struct waiter *)arg)->next;
-			free(arg);
-			break;
-		}
-}
-
-/* No restore left: every waiting run starts, in the order it came. */
-static void
-wake(void)
-{
-	struct waiter *w, *list = waiters;
-
-	waiters = NULL;
-	while ((w = list) != NULL && restoring == 0) {
-		list = w->next;
-		w->handler(w->req);
-		free(w);
-	}
-	/* A run's handler started a restore: the rest wait again. */
-	if (list != NULL) {
-		struct waiter **pp = &list;
-
-		while (*pp != NULL)
-			pp = &(*pp)->next;
-		*pp = waiters;
-		waiters = list;
-	}
-}
 
 static json_t *
 info_json(const struct ckpt_info *i)
@@ -155,8 +85,8 @@ ck_done(struct http_req *req, void *arg)
 	json_t *v;
 	size_t i;
 
-	if (op->what == CK_RESTORE && --restoring == 0)
-		wake();
+	if (op->what == CK_RESTORE)
+		rungate_open();
 	if (req == NULL) {
 		/* The client left, or the 504 went: nothing to say. */
 	} else if (op->rc == -ENOSPC && op->what == CK_TAKE) {
@@ -196,7 +126,7 @@ static void
 ck_start(struct http_req *req, struct ckop *op)
 {
 	if (op->what == CK_RESTORE)
-		restoring++;
+		rungate_close();
 	http_req_work(req, 0, NULL, ck_run, ck_done, op);
 }
 

@@ -39,6 +39,7 @@
 #include "../../transport/tape.h"
 #include "../execd.h"
 #include "../idem.h"
+#include "../runhold.h"
 #include "cmdreq.h"
 #include "cmdstream.h"
 #include "route.h"
@@ -68,7 +69,7 @@ route_command_run(struct http_req *req)
 	struct lookup *l;
 	bool keep;
 
-	if (route_ckpt_hold(req, route_command_run))
+	if (runhold(req, route_command_run))
 		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;

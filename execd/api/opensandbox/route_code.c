@@ -28,6 +28,7 @@
 #include "../../transport/tape.h"
 #include "../execd.h"
 #include "../idem.h"
+#include "../runhold.h"
 #include "cmdstream.h"
 #include "route.h"
 
@@ -99,7 +100,7 @@ route_code_run(struct http_req *req)
 	bool ephemeral;
 	int rc;
 
-	if (route_ckpt_hold(req, route_code_run))
+	if (runhold(req, route_code_run))
 		return;	/* a restore runs: after it */
 	if (idem_front(req))
 		return;

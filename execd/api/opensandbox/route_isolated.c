@@ -24,6 +24,7 @@
 #include "../../domain/isolated.h"
 #include "../../transport/evstream.h"
 #include "../../transport/http.h"
+#include "../runhold.h"
 #include "route.h"
 
 #define LINE_MAX_BYTES	(1 << 20)	/* a longer line goes out in parts */
@@ -248,6 +249,8 @@ route_iso_run(struct http_req *req)
 	const char *why;
 	int rc;
 
+	if (runhold(req, route_iso_run))
+		return;	/* a restore runs: after it */
 	if (unavailable(req))
 		return;
 	code = json_object_get(body, "code");

@@ -29,6 +29,7 @@
 #include "../../transport/http.h"
 #include "../execd.h"
 #include "../reqpath.h"
+#include "../runhold.h"
 #include "route.h"
 
 /* A session run's listener: its output becomes the stream's events. */
@@ -197,7 +198,7 @@ route_session_run(struct http_req *req)
 	const char *cwd;
 	struct srun_start *r;
 
-	if (route_ckpt_hold(req, route_session_run))
+	if (runhold(req, route_session_run))
 		return;	/* a restore runs: after it */
 	if (body_int(body, "timeout", 0) < 0) {
 		http_reply_error(req, 400, HTTP_E_BODY, "invalid request, "
