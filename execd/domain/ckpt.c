@@ -66,7 +66,6 @@ static size_t		 nckpts;
 
 static struct ckpt	*find(const char *);
 static void		 ckpt_free(struct ckpt *);
-static int		 walk(struct ckpt *, char *, size_t, char *, size_t);
 static int		 record(struct ckpt *, const char *, const char *,
 			    const struct stat *, char *, size_t);
 static int		 copy_range(int, uint64_t, int, uint64_t, uint64_t,
@@ -352,11 +351,13 @@ by_name(const void *a, const void *b)
 }
 
 /*
- * The directory abs (rel under the root; both buffers of their size,
- * extended and restored here) recorded, its children in name order.
+ * See ckpt.h: every entry under the directory abs (rel under the root;
+ * both buffers of their size, extended and restored here) given to fn,
+ * pre-order, children in name order.
  */
-static int
-walk(struct ckpt *c, char *abs, size_t alen, char *rel, size_t rlen)
+int
+ckpt_walk(char *abs, size_t alen, char *rel, size_t rlen, ckpt_walk_fn *fn,
+    void *arg)
 {
 	size_t al = strlen(abs), rl = strlen(rel), nn = 0, cap = 0, i;
 	char **names = NULL;
@@ -391,13 +392,12 @@ walk(struct ckpt *c, char *abs, size_t alen, char *rel, size_t rlen)
 				rc = -errno;
 			continue;
 		}
-		if (S_ISSOCK(st.st_mode) || (st.st_dev == store_dev &&
-		    st.st_ino == store_ino))
-			continue;
-		if ((rc = record(c, abs, rel, &st, NULL, 0)) < 0)
+		if ((rc = fn(abs, rel, &st, arg)) < 0)
 			break;
-		if (S_ISDIR(st.st_mode))
-			rc = walk(c, abs, alen, rel, rlen);
+		if (rc == 0 && S_ISDIR(st.st_mode))
+			rc = ckpt_walk(abs, alen, rel, rlen, fn, arg);
+		else
+			rc = 0;
 	}
 	abs[al] = '\0';
 	rel[rl] = '\0';
@@ -405,6 +405,16 @@ walk(struct ckpt *c, char *abs, size_t alen, char *rel, size_t rlen)
 		free(names[i]);
 	free(names);
 	return rc;
+}
+
+/* ckpt_walk's fn of a checkpoint: sockets and the store left out. */
+static int
+take_one(const char *abs, const char *rel, const struct stat *st, void *arg)
+{
+	if (S_ISSOCK(st->st_mode) || (st->st_dev == store_dev &&
+	    st->st_ino == store_ino))
+		return 1;
+	return record(arg, abs, rel, st, NULL, 0);
 }
 
 static int
@@ -507,7 +517,8 @@ ckpt_take(const char *path, struct ckpt_info *out, char *err, size_t errlen)
 	rel[0] = '\0';
 	msg[0] = '\0';
 	if ((rc = record(c, abs, rel, &st, msg, sizeof(msg))) == 0)
-		rc = walk(c, abs, sizeof(abs), rel, sizeof(rel));
+		rc = ckpt_walk(abs, sizeof(abs), rel, sizeof(rel),
+		    take_one, c);
 	if (rc < 0) {
 		if (rc == -ENOSPC || rc == -EDQUOT) {
 			rc = -ENOSPC;

@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define CKPT_ERRLEN	(PATH_MAX + 256)
 #define CKPT_ID_LEN	16		/* hex digits of an id */
@@ -80,5 +81,20 @@ int	ckpt_restore(const char *id, struct ckpt_info *info,
 int	ckpt_drop(const char *id, char *err, size_t errlen);
 /* Every checkpoint, oldest first: *out (free it) and *n. */
 void	ckpt_list(struct ckpt_info **out, size_t *n);
+
+/*
+ * The tree walk of a checkpoint, for others that record a tree (an
+ * isolated session's baseline): every entry under the directory abs
+ * (rel is its path under the tree's root, "" for the root; both are
+ * buffers of alen and rlen bytes, extended and restored here), lstat'ed,
+ * given to fn in pre-order, each directory's children in name order.
+ * fn returns 0 to go on (into a directory), 1 to skip the entry's
+ * subtree, or -errno to stop the walk with it.  A directory or entry
+ * that vanishes meanwhile is skipped.  No lock taken; any thread.
+ */
+typedef int ckpt_walk_fn(const char *abs, const char *rel,
+	    const struct stat *st, void *arg);
+int	ckpt_walk(char *abs, size_t alen, char *rel, size_t rlen,
+	    ckpt_walk_fn *fn, void *arg);
 
 #endif
