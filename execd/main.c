@@ -214,6 +214,7 @@ main(int argc, char **argv)
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	isolated_init(app.loop, conf.iso_upper_root != NULL ?
 	    conf.iso_upper_root : ISOLATED_UPPER_ROOT, cmd_dir, conf.grace_ms);
+	isolated_set_upper_max(conf.iso_upper_max);
 	run_init(cmd_dir);
 	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
 	setup_checkpoints(&conf);

@@ -44,6 +44,7 @@ enum opt_id {
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
 	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR, O_ISO_UPPER,
+	O_ISO_UPPER_MAX,
 	O_KERNEL_FORK,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
@@ -162,6 +163,12 @@ static const struct opt opts[] = {
 	    "upper directories, one directory per session, removed with it; "
 	    "what an execd no longer running left there is removed at start; "
 	    "default: /var/lib/execd/isolation" },
+	{ "isolation-upper-max", O_ISO_UPPER_MAX, "EXECD_ISOLATION_UPPER_MAX",
+	    "SIZE", "0",
+	    "the most each overlay of an isolated session may write (its "
+	    "upper directory, on a tmpfs of that size: a write past it fails "
+	    "with ENOSPC in the session); 0: no cap, and persistent uppers "
+	    "on the upper root's disk" },
 	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
 	    "auto|ipc|tcp", "auto",
 	    "how kernels listen: Unix sockets beside the connection file, or "
@@ -578,6 +585,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		free(c->iso_upper_root);
 		c->iso_upper_root = xstrdup(v);
+		return 0;
+	case O_ISO_UPPER_MAX:
+		if (parse_size(v, &c->iso_upper_max) < 0 ||
+		    (c->iso_upper_max > 0 && c->iso_upper_max < 4096))
+			goto bad;
 		return 0;
 	case O_KERNEL_TRANSPORT:
 		if (strcmp(v, "auto") == 0)

@@ -92,6 +92,7 @@ struct conf {
 	char		*checkpoint_dir;	/* --checkpoint-dir, or NULL */
 	char		*iso_upper_root; /* isolated sessions' uppers;
 					    NULL: ISOLATED_UPPER_ROOT */
+	size_t		 iso_upper_max;	/* bytes per upper; 0: no cap */
 	enum kernel_transport kernel_transport;
 	bool		 kernel_fork_off;	/* --kernel-fork off */
 	unsigned	 kernel_ready_s;

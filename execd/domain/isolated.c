@@ -76,6 +76,7 @@ struct isosess {
 	struct timespec	 created, last_run;
 	uint64_t	 idle_since;	/* loop_now_ms of the last activity */
 	unsigned	 running;	/* runs queued or running */
+	struct isodiff	*diff;		/* the lower trees at create */
 	ino_t		 ns[8];		/* mount namespaces its shells had */
 	size_t		 nns;
 	struct isorun	*runs;
@@ -89,6 +90,7 @@ static char		 upper_root[PATH_MAX];
 static char		 state_dir[PATH_MAX];
 static bool		 closing;	/* isolated_shutdown has run */
 static unsigned		 grace;
+static unsigned long long upper_max;
 static struct isosess	*registry;
 static uint64_t		 t_sweep;
 
@@ -105,6 +107,8 @@ static void	 sweep(struct loop *, uint64_t, void *);
 static void	 teardown(struct isosess *);
 static void	 ensure_probed(void);
 static void	 note_ns(struct isosess *);
+static int	 take_base(const struct isoreq *, struct isolated_paths *,
+		    char *, size_t);
 
 /* ts as a JSON string in RFC 3339 (rfc3339.h). */
 static json_t *
@@ -187,6 +191,21 @@ owner_of(const char *dir)
 }
 
 /*
+ * The tmpfs execd mounted on a session's overlay directories (a capped
+ * persistent upper), detached: the directory can then be removed.
+ */
+static void
+unmount_uppers(const char *dir)
+{
+	char p[PATH_MAX + 32];
+
+	for (int i = 0; i < ISOREQ_MAX; i++) {
+		snprintf(p, sizeof(p), "%s/%d", dir, i);
+		(void)umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW);
+	}
+}
+
+/*
  * What a killed execd left: the session directories and probes of an
  * execd that is no longer running (their execd.pid, their name).
  */
@@ -209,6 +228,7 @@ reclaim(void)
 		pid = e->d_name[0] == '.' ? strtol(e->d_name + 7, NULL, 10) :
 		    owner_of(p);
 		if (!other_alive(pid)) {
+			unmount_uppers(p);
 			rm_tree_later(p);
 			n++;
 		} else {
@@ -373,6 +393,12 @@ ensure_probed(void)
 }
 
 void
+isolated_set_upper_max(unsigned long long bytes)
+{
+	upper_max = bytes;
+}
+
+void
 isolated_shutdown(void)
 {
 	struct isosess *s;
@@ -412,7 +438,8 @@ isolated_capabilities(void)
 	o = json_pack("{s:b,s:s,s:b,s:b,s:b,s:b}",
 	    "available", isolated_available(), "isolator", "execd",
 	    "setpriv_available", can_setuid, "userns_available", 0,
-	    "commit_supported", 0, "diff_supported", 0);
+	    "commit_supported", isolated_available(), "diff_supported",
+	    isolated_available());
 
 	if (!isolated_available())
 		json_object_set_new(o, "message", json_string(why_not));
@@ -493,6 +520,33 @@ isolated_check(const struct isoreq *r, struct isolated_paths *p, char *err,
 			    "an existing path", i, r->writable[i]);
 			return -1;
 		}
+	return take_base(r, p, err, errlen);
+}
+
+void
+isolated_paths_free(struct isolated_paths *p)
+{
+	isodiff_drop(p->base);
+	p->base = NULL;
+}
+
+/*
+ * The overlays' lower trees as they are now (what a commit checks for
+ * changes made outside the session), recorded before the session's
+ * namespace exists, so that a change made meanwhile is a conflict rather
+ * than lost.
+ */
+static int
+take_base(const struct isoreq *r, struct isolated_paths *p, char *err,
+    size_t errlen)
+{
+	const char *paths[ISOREQ_MAX];
+
+	for (size_t i = 0; i < r->noverlay; i++)
+		paths[i] = r->overlay[i].mode == ISOREQ_OVERLAY ?
+		    r->overlay[i].path : NULL;
+	if ((p->base = isodiff_take(r->noverlay, paths, err, errlen)) == NULL)
+		return -1;
 	return 0;
 }
 
@@ -552,6 +606,7 @@ sess_free(struct isosess *s)
 		free(r);
 	}
 	isoreq_free(&s->req);
+	isodiff_drop(s->diff);
 	if (s->plan != NULL)
 		isoplan_free(s->plan);
 	free(s->plan);
@@ -596,6 +651,13 @@ plan_overlay(struct isosess *s, size_t i, const struct stat *lower,
 		snprintf(dir, sizeof(dir), "%s/%zu", s->dir, i);
 		if (mkdir(dir, 0700) < 0) {
 			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+			return -1;
+		}
+		snprintf(sub, sizeof(sub), "mode=0700,size=%llu", upper_max);
+		if (!tmp && upper_max > 0 && mount("tmpfs", dir, "tmpfs",
+		    MS_NOSUID | MS_NODEV, sub) < 0) {
+			snprintf(err, errlen, "a tmpfs of %llu bytes on %s: %s",
+			    upper_max, dir, strerror(errno));
 			return -1;
 		}
 		if (!tmp) {
@@ -661,9 +723,12 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 	s->req = *r;
 	memset(r, 0, sizeof(*r));
 	r = &s->req;
+	if ((s->diff = p->base) != NULL)
+		isodiff_hold(s->diff);
 	s->plan = xcalloc(1, sizeof(*s->plan));
 	s->plan->private_tmp = r->strict;
 	s->plan->private_net = r->share_net == 0;
+	s->plan->upper_max = upper_max;
 	s->dir = xasprintf("%s/%s", upper_root, s->id);
 	*status = 500;
 	if (mkdir(s->dir, 0711) < 0) {
@@ -720,6 +785,7 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 	log_info("isolated=%s created (%zu overlays)", s->id, r->noverlay);
 	return s;
 fail:
+	unmount_uppers(s->dir);
 	rm_tree(s->dir);
 	sess_free(s);
 	return NULL;
@@ -738,6 +804,31 @@ const char *
 isolated_id(const struct isosess *s)
 {
 	return s->id;
+}
+
+struct isodiff *
+isolated_changes(struct isosess *s, struct isodiff_req *q,
+    char (*buf)[PATH_MAX + 64])
+{
+	pid_t pid = session_pid(s->sh);
+
+	for (size_t i = 0; i < s->req.noverlay && i < ISODIFF_MAX; i++) {
+		q->uppers[i] = NULL;
+		if (s->req.overlay[i].mode != ISOREQ_OVERLAY)
+			continue;
+		if (s->req.overlay[i].persist != 0)
+			snprintf(buf[i], sizeof(buf[i]), "%s/%zu/upper", s->dir,
+			    i);
+		else if (pid > 0)
+			snprintf(buf[i], sizeof(buf[i]), "/proc/%ld/root%s/%zu/"
+			    "upper", (long)pid, s->dir, i);
+		else
+			continue;
+		q->uppers[i] = buf[i];
+	}
+	if (s->diff != NULL)
+		isodiff_hold(s->diff);
+	return s->diff;
 }
 
 bool
@@ -810,6 +901,7 @@ teardown(struct isosess *s)
 	session_free(s->sh);	/* its runs end, each reported */
 	for (size_t i = 0; i < s->nns; i++)
 		kill_ns(s->ns[i]);
+	unmount_uppers(s->dir);
 	rm_tree_later(xstrdup(s->dir));
 	log_info("isolated=%s removed", s->id);
 	sess_free(s);

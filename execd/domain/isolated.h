@@ -10,6 +10,7 @@
 #ifndef EXECD_ISOLATED_H
 #define EXECD_ISOLATED_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "isodiff.h"
 #include "isoreq.h"
 #include "session.h"
 
@@ -36,6 +38,12 @@ struct isosess;
  */
 void	isolated_init(struct loop *, const char *upper_root,
 	    const char *state_dir, unsigned grace_ms);
+/*
+ * The most bytes each overlay's upper may hold (0: no cap): a tmpfs of
+ * that size, the shell's own for persist false, one execd mounts on the
+ * overlay's directory for persistent ones (in memory then, not on disk).
+ */
+void	isolated_set_upper_max(unsigned long long bytes);
 /* Tear every session down (shutdown). */
 void	isolated_shutdown(void);
 /* Sessions can be made here. */
@@ -49,6 +57,7 @@ size_t	isolated_count(void);
 struct isolated_paths {
 	struct stat	 lower[ISOREQ_MAX];	/* each overlay path's */
 	char		 source[ISOREQ_MAX][4096];	/* binds', resolved */
+	struct isodiff	*base;		/* the overlays' lower trees */
 };
 
 /*
@@ -58,6 +67,8 @@ struct isolated_paths {
  */
 int	isolated_check(const struct isoreq *, struct isolated_paths *,
 	    char *err, size_t errlen);
+/* What isolated_check left in p (its baseline); loop thread. */
+void	isolated_paths_free(struct isolated_paths *p);
 /*
  * Make a session of r (taken over: r is zeroed) whose paths were
  * checked into p; the session, or NULL with *status (400, 500, 503),
@@ -73,6 +84,15 @@ int		 isolated_delete(const char *id);
 /* SessionState; and the short form GET /sessions lists (new refs). */
 json_t		*isolated_state(const struct isosess *);
 json_t		*isolated_list(void);
+/*
+ * For a diff or a commit on a worker: q's uppers set to where execd
+ * reads them (persistent ones on disk; those of persist false on the
+ * tmpfs of the shell's namespace, through /proc/<shell>/root: NULL when
+ * the shell is gone, with them) in buf, which must outlive the job; the
+ * session's record, held (isodiff_drop it on the loop thread after).
+ */
+struct isodiff	*isolated_changes(struct isosess *, struct isodiff_req *q,
+		    char (*buf)[PATH_MAX + 64]);
 /* The shell is gone and could not be started again. */
 bool		 isolated_dead(const struct isosess *);
 

@@ -69,6 +69,11 @@ isoplan_overlay(struct isoplan *p, const char *target, const char *dir,
 	    "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", target, dir, dir);
 	if (n < 0 || (size_t)n >= sizeof(s->opts))
 		return -ENAMETOOLONG;
+	if (p->upper_max > 0)
+		snprintf(s->tmpopts, sizeof(s->tmpopts), "mode=0700,size=%llu",
+		    p->upper_max);
+	else
+		snprintf(s->tmpopts, sizeof(s->tmpopts), "mode=0700");
 	s->mode = mode & 07777;
 	s->uid = uid;
 	s->gid = gid;
@@ -120,7 +125,7 @@ static int
 tmp_upper(const struct isoplan_step *s)
 {
 	if (mount("tmpfs", s->dir, "tmpfs", MS_NOSUID | MS_NODEV,
-	    "mode=0700") < 0)
+	    s->tmpopts) < 0)
 		return -1;
 	if (mkdir(s->upper, 0700) < 0 || mkdir(s->work, 0700) < 0)
 		return -1;

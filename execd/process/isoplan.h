@@ -43,6 +43,7 @@ struct isoplan_step {
 	char		 upper[PATH_MAX + 8];
 	char		 work[PATH_MAX + 8];
 	char		 opts[3 * PATH_MAX + 64];	/* overlay's data */
+	char		 tmpopts[64];	/* the tmpfs's, ISOPLAN_OVERLAY_TMP */
 	mode_t		 mode;		/* the lower root's, for the upper */
 	uid_t		 uid;
 	gid_t		 gid;
@@ -52,6 +53,8 @@ struct isoplan_step {
 struct isoplan {
 	bool			 private_tmp;
 	bool			 private_net;
+	unsigned long long	 upper_max;	/* bytes of a tmpfs upper; 0:
+						   the kernel's default */
 	size_t			 n;
 	struct isoplan_step	*step;		/* n of them (~32 KiB each) */
 };
@@ -61,7 +64,8 @@ struct isoplan {
  * '\\', which overlayfs's options cannot carry) whose upper and work
  * directories go under dir; the upper root takes mode, uid and gid (the
  * lower's) so that the merged root looks as the real one.  tmp: dir gets
- * a tmpfs of its own in the child.  0 or -EINVAL (bad path), -E2BIG
+ * a tmpfs of its own in the child, of p->upper_max bytes when not 0 (set
+ * it first).  0 or -EINVAL (bad path), -E2BIG
  * (too many steps), -ENAMETOOLONG.
  */
 int	isoplan_overlay(struct isoplan *, const char *target, const char *dir,

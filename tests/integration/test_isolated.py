@@ -379,12 +379,9 @@ def test_bad_requests_refused():
             st, h, data = t.d.request("POST", ISO + "/session/%s/run" % sid,
                                       body=body)
             expect_error(st, data, 400, "INVALID_REQUEST_BODY")
-        st, h, data = t.d.request("GET", ISO + "/session/%s/diff" % sid)
-        obj = expect_error(st, data, 503, "NOT_SUPPORTED")
-        assert obj["message"] == "diff not implemented yet (phase 2)", obj
-        st, h, data = t.d.request("POST", ISO + "/session/%s/commit" % sid)
-        obj = expect_error(st, data, 503, "NOT_SUPPORTED")
-        assert obj["message"] == "commit not implemented yet (phase 2)", obj
+        # diff and commit are real here (test_isolated_diff.py).
+        st, caps = t.d.get_json(ISO + "/session/%s/diff" % sid)
+        assert st == 200 and caps["overlays"][0]["changes"] == [], caps
 
 
 def test_capabilities_honest_and_503_when_unavailable():
@@ -392,8 +389,8 @@ def test_capabilities_honest_and_503_when_unavailable():
         st, caps = t.d.get_json(ISO + "/capabilities")
         assert st == 200 and caps["available"] is True, caps
         assert caps["setpriv_available"] is True, caps
-        assert caps["diff_supported"] is False, caps
-        assert caps["commit_supported"] is False, caps
+        assert caps["diff_supported"] is True, caps
+        assert caps["commit_supported"] is True, caps
     # An upper root execd cannot make: no session can be made.
     with Execd("--isolation-upper-root", "/proc/execd-no/upper") as d:
         st, caps = d.get_json(ISO + "/capabilities")

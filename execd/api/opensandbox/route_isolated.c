@@ -99,6 +99,7 @@ create_reply(struct http_req *req, void *arg)
 		json_decref(st);
 	}
 	isoreq_free(&c->r);
+	isolated_paths_free(&c->p);
 	free(c);
 }
 
@@ -381,21 +382,135 @@ route_iso_logs(struct http_req *req)
 }
 
 /*
- * GET .../diff and POST .../commit: not in this version, answered as
- * upstream answers them (whatever the session).
+ * --- diff and commit ----------------------------------------------------
+ * GET .../diff[?path=P] and POST .../commit ({"paths": [...]} or no body):
+ * isodiff.c's, on a worker (the uppers and the workspace may be large or
+ * on a hung mount).
  */
+struct ichange {
+	struct isodiff		*d;
+	struct isodiff_req	 q;
+	char			 up[ISODIFF_MAX][PATH_MAX + 64];
+	char			*path;
+	char			**paths;
+	bool			 commit;
+	json_t			*out;
+};
+
+static void
+change_work(void *arg)
+{
+	struct ichange *c = arg;
+
+	c->out = c->commit ? isodiff_commit(c->d, &c->q) :
+	    isodiff_diff(c->d, &c->q);
+}
+
+static void
+change_reply(struct http_req *req, void *arg)
+{
+	struct ichange *c = arg;
+
+	if (req != NULL && c->out != NULL)
+		http_reply_json(req, 200, c->out);
+	else {
+		if (req != NULL)
+			http_reply_error(req, (unsigned)c->q.status, c->q.code,
+			    "%s", c->q.err);
+		json_decref(c->out);
+	}
+	isodiff_drop(c->d);
+	for (size_t i = 0; i < c->q.npaths; i++)
+		free(c->paths[i]);
+	free(c->paths);
+	free(c->path);
+	free(c);
+}
+
+/* A diff or commit of the session of the path; paths: commit's. */
+static void
+change_start(struct http_req *req, bool commit, const char *path,
+    const json_t *paths)
+{
+	struct isosess *s;
+	struct ichange *c;
+	size_t i;
+	json_t *v;
+
+	if ((s = session_of(req)) == NULL)
+		return;
+	c = xcalloc(1, sizeof(*c));
+	c->commit = commit;
+	if ((c->d = isolated_changes(s, &c->q, c->up)) == NULL) {
+		free(c);
+		http_reply_error(req, 500, "RUNTIME_ERROR", "the session has "
+		    "no record of its lower trees");
+		return;
+	}
+	if (path != NULL)
+		c->q.path = c->path = xstrdup(path);
+	if (paths != NULL) {
+		c->paths = xcalloc(json_array_size(paths) + 1,
+		    sizeof(*c->paths));
+		json_array_foreach(paths, i, v)
+			c->paths[c->q.npaths++] = xstrdup(json_string_value(v));
+		c->q.paths = (const char *const *)c->paths;
+	}
+	http_req_work(req, 0, NULL, change_work, change_reply, c);
+}
+
+/* GET /v1/isolated/session/{sessionId}/diff[?path=P] */
 void
 route_iso_diff(struct http_req *req)
 {
-	if (!unavailable(req))
-		http_reply_error(req, 503, "NOT_SUPPORTED",
-		    "diff not implemented yet (phase 2)");
+	const char *path = http_req_query(req, "path");
+
+	if (unavailable(req))
+		return;
+	if (path != NULL && path[0] == '\0') {
+		http_reply_error(req, 400, HTTP_E_BODY, "path must not be "
+		    "empty");
+		return;
+	}
+	change_start(req, false, path, NULL);
 }
 
+/* POST /v1/isolated/session/{sessionId}/commit */
 void
 route_iso_commit(struct http_req *req)
 {
-	if (!unavailable(req))
-		http_reply_error(req, 503, "NOT_SUPPORTED",
-		    "commit not implemented yet (phase 2)");
+	json_t *body = http_req_json(req), *paths = NULL, *v;
+	size_t i;
+
+	if (unavailable(req))
+		return;
+	if (body != NULL && !json_is_null(body)) {
+		if (!json_is_object(body)) {
+			http_reply_error(req, 400, HTTP_E_BODY, "the body must "
+			    "be an object");
+			return;
+		}
+		paths = json_object_get(body, "paths");
+		if (paths != NULL && json_is_null(paths))
+			paths = NULL;
+		if (paths != NULL && (!json_is_array(paths) ||
+		    json_array_size(paths) > 4096)) {
+			http_reply_error(req, 400, HTTP_E_BODY, "paths must be "
+			    "an array of at most 4096 absolute paths");
+			return;
+		}
+		json_array_foreach(paths, i, v)
+			if (!json_is_string(v) || json_string_length(v) == 0) {
+				http_reply_error(req, 400, HTTP_E_BODY,
+				    "paths[%zu] must be a non-empty string", i);
+				return;
+			}
+		/* An empty list commits nothing: say so rather than all. */
+		if (paths != NULL && json_array_size(paths) == 0) {
+			http_reply_error(req, 400, HTTP_E_BODY, "paths must "
+			    "not be empty (leave it out to commit all)");
+			return;
+		}
+	}
+	change_start(req, true, NULL, paths);
 }
