@@ -54,6 +54,11 @@
 # The checkpoint row runs bench/ckpt_bench.py (/usr/bin/python3, standard
 # library only, and tar): POST /files/checkpoint and /files/restore of a
 # tree with 10 files changed between them against tar c and tar x of it.
+# The isolated-session rows run bench/iso_bench.py (/usr/bin/python3,
+# standard library only, and cp; BENCH_ISO_SESS_N sessions per side,
+# default 50): create + one `true` + delete of an overlay session against
+# POST /command `true`, and a commit of 10 files changed in a session of
+# a BENCH_CKPT_FILES-file workspace against cp -a of it.
 # The /proxy rows run bench/proxy_bench.py against an nginx of their own,
 # directly, through execd and through bench/relay.c.
 # The "(static)" rows run STATIC_EXECD (default build/static/execd, which
@@ -130,6 +135,9 @@ PROXY_DL_MIN_RATIO=0.95 # PRODUCT.md: /proxy download >= 0.95x of a splice relay
 PROXY_LAT_MAX_RATIO=1.2 # PRODUCT.md: a small proxied GET <= 1.2x of that relay
 CKPT_MAX_RATIO=0.2   # issue 27: checkpoint + restore <= 0.2x of tar c + tar x
 CKPT_FILES=${BENCH_CKPT_FILES:-10000}
+ISO_SESS_MAX_RATIO=3 # issue 30: overlay session create+true+delete <= 3x /command
+ISO_COMMIT_MAX_RATIO=0.1 # issue 30: commit of 10 files <= 0.1x of cp -a
+ISO_SESS_N=${BENCH_ISO_SESS_N:-50}
 
 T=
 PIDS=
@@ -871,6 +879,38 @@ row "checkpoint+restore, 10 chg" \
 	"$(us_ms "$1" 0) ms" "$(us_ms "$2" 0) ms tar c+x" "$RATIO" \
 	"ratio <= $CKPT_MAX_RATIO" "$(verdict_le "$RATIO" "$CKPT_MAX_RATIO")"
 CK_US=$3 RS_US=$4 TC_US=$5 TX_US=$6 CK_WRITTEN=$7
+
+# --- 13b: isolated sessions: a session's life vs /command, commit vs cp -a
+
+# "iso_us command_us", or "skip REASON" where sessions cannot be made
+run_bg 600 "$T/iso.out" "$T/iso.log" \
+	/usr/bin/python3 "$HERE/iso_bench.py" session "$EXECD" "$ISO_SESS_N" ||
+	fail "isolated sessions: $(tail -c 600 "$T/iso.log")"
+# "commit_us cp_us create_us"
+if ! grep -q '^skip' "$T/iso.out"; then
+	run_bg 900 "$T/isoc.out" "$T/isoc.log" \
+		/usr/bin/python3 "$HERE/iso_bench.py" commit "$EXECD" \
+		"$CKPT_FILES" ||
+		fail "isolated commit: $(tail -c 600 "$T/isoc.log")"
+fi
+if grep -q '^skip' "$T/iso.out"; then
+	note "isolated sessions not measured: $(cat "$T/iso.out")"
+else
+	# shellcheck disable=SC2046 # split the numbers into words
+	set -- $(cat "$T/iso.out") $(cat "$T/isoc.out")
+	[ $# -eq 5 ] || fail "iso_bench.py printed '$*'"
+	RATIO=$(calc "sprintf(\"%.2f\", $1 / $2)")
+	row "isolated session+true+delete" "$(us_ms "$1" 1) ms" \
+		"$(us_ms "$2" 1) ms /command" "$RATIO" \
+		"ratio <= $ISO_SESS_MAX_RATIO" \
+		"$(verdict_le "$RATIO" "$ISO_SESS_MAX_RATIO")"
+	RATIO=$(calc "sprintf(\"%.4f\", $3 / $4)")
+	row "isolated commit, 10 of $CKPT_FILES" "$(us_ms "$3" 1) ms" \
+		"$(us_ms "$4" 0) ms cp -a" "$RATIO" \
+		"ratio <= $ISO_COMMIT_MAX_RATIO" \
+		"$(verdict_le "$RATIO" "$ISO_COMMIT_MAX_RATIO")"
+	note "isolated session create over $CKPT_FILES files (records the tree): $(us_ms "$5" 0) ms"
+fi
 
 # --- 15: /proxy: a large download and a small request vs nginx direct ------
 
