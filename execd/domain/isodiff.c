@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -105,6 +107,31 @@ static bool
 ts_eq(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * rel under root, opened without following a symbolic link on the way
+ * nor at its end (O_PATH | O_NOFOLLOW gives the link itself): code in
+ * the session may swap a directory of its upper for a link to anywhere
+ * between the walk and the read, and execd reads as root.
+ */
+static int
+open_beneath(const char *root, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+		    RESOLVE_NO_MAGICLINKS,
+	};
+	int dfd, fd, e;
+
+	if ((dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	e = errno;
+	close(dfd);
+	errno = e;
+	return fd;
 }
 
 /* --- the manifest ----------------------------------------------------- */
@@ -574,9 +601,13 @@ chg_json(const struct tree *t, const struct chg *c)
 	return o;
 }
 
-/* A file's bytes as a string when they are short UTF-8 text, else NULL. */
+/*
+ * A file's bytes as a string when they are short UTF-8 text, else NULL:
+ * rel under root (an upper, or the real tree, whose links a commit may
+ * have made: neither is followed).
+ */
 static json_t *
-text_of(const char *p, const struct stat *st)
+text_of(const char *root, const char *rel, const struct stat *st)
 {
 	char *buf;
 	ssize_t n;
@@ -586,7 +617,7 @@ text_of(const char *p, const struct stat *st)
 
 	if (!S_ISREG(st->st_mode) || st->st_size > ISODIFF_TEXT_MAX)
 		return NULL;
-	if ((fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if ((fd = open_beneath(root, rel, O_RDONLY)) < 0)
 		return NULL;
 	buf = xmalloc(ISODIFF_TEXT_MAX + 1);
 	while (got < ISODIFF_TEXT_MAX + 1 &&
@@ -653,7 +684,7 @@ diff_one(struct isodiff *d, struct isodiff_req *q)
 {
 	struct chgs cs = { 0 };
 	const char *rel;
-	char up[PATH_MAX], lo[PATH_MAX];
+	char lo[PATH_MAX];
 	struct chg *c = NULL;
 	json_t *o, *old = NULL, *new = NULL;
 	int i, rc;
@@ -681,12 +712,10 @@ diff_one(struct isodiff *d, struct isodiff_req *q)
 		    "none");
 	}
 	o = chg_json(&d->t[i], c);
-	(void)join(lo, sizeof(lo), d->t[i].path, rel);
-	if (c->kind != DELETED && q->uppers[i] != NULL &&
-	    join(up, sizeof(up), q->uppers[i], rel) == 0)
-		new = text_of(up, &c->up);
+	if (c->kind != DELETED && q->uppers[i] != NULL)
+		new = text_of(q->uppers[i], rel, &c->up);
 	if (c->has_lo)
-		old = text_of(lo, &c->lo);
+		old = text_of(d->t[i].path, rel, &c->lo);
 	if (old != NULL)
 		json_object_set_new(o, "old_content", old);
 	if (new != NULL)
@@ -874,31 +903,46 @@ copy_fd(int in, int out)
 	return n < 0 ? -errno : 0;
 }
 
-/* The upper's non-directory src made at tmp (mode, owner, mtime). */
+/*
+ * The upper's non-directory rel (under upper) made at tmp with its mode,
+ * owner and mtime; what is read must be the entry the walk saw.
+ */
 static int
-make_tmp(const char *src, const struct stat *up, const char *tmp)
+make_tmp(const char *upper, const char *rel, const struct stat *up,
+    const char *tmp)
 {
 	struct timespec ts[2] = { up->st_atim, up->st_mtim };
-	char *target;
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
 	int in, out, rc = 0;
 
-	if (S_ISLNK(up->st_mode)) {
-		if ((target = link_of(src)) == NULL)
-			return -errno;
-		rc = symlink(target, tmp) < 0 ? -errno : 0;
-		free(target);
-		if (rc == 0 && lchown(tmp, up->st_uid, up->st_gid) < 0)
-			rc = -errno;
-		return rc;
-	}
-	if (!S_ISREG(up->st_mode)) {
+	if (!S_ISREG(up->st_mode) && !S_ISLNK(up->st_mode)) {
 		if (mknod(tmp, up->st_mode, up->st_rdev) < 0 ||
 		    lchown(tmp, up->st_uid, up->st_gid) < 0)
 			return -errno;
 		return 0;
 	}
-	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if ((in = open_beneath(upper, rel, S_ISLNK(up->st_mode) ? O_PATH :
+	    O_RDONLY)) < 0)
 		return -errno;
+	if (fstat(in, &st) < 0 || st.st_ino != up->st_ino ||
+	    (st.st_mode & S_IFMT) != (up->st_mode & S_IFMT)) {
+		close(in);
+		return -ESTALE;		/* changed since the walk */
+	}
+	if (S_ISLNK(up->st_mode)) {
+		n = readlinkat(in, "", target, sizeof(target) - 1);
+		rc = n < 0 ? -errno : 0;
+		close(in);
+		if (rc < 0)
+			return rc;
+		target[n] = '\0';
+		if (symlink(target, tmp) < 0 ||
+		    lchown(tmp, up->st_uid, up->st_gid) < 0)
+			return -errno;
+		return 0;
+	}
 	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0600)) < 0) {
 		rc = -errno;
@@ -917,9 +961,13 @@ make_tmp(const char *src, const struct stat *up, const char *tmp)
 	return rc;
 }
 
-/* The lower's missing parents of rel made as the upper has them. */
+/*
+ * The lower's parents of rel: each must be a real directory (not a link
+ * out of the tree: -ENOTDIR), and missing ones are made as the upper has
+ * them (with make; else -ENOENT).
+ */
 static int
-parents(struct tree *t, const char *upper, const char *rel)
+parents(struct tree *t, const char *upper, const char *rel, bool make)
 {
 	char r[PATH_MAX], lo[PATH_MAX], up[PATH_MAX];
 	struct stat st;
@@ -930,9 +978,13 @@ parents(struct tree *t, const char *upper, const char *rel)
 		if (join(lo, sizeof(lo), t->path, r) < 0 ||
 		    join(up, sizeof(up), upper, r) < 0)
 			return -ENAMETOOLONG;
+		if (lstat(lo, &st) == 0 && !S_ISDIR(st.st_mode))
+			return -ENOTDIR;
 		if (lstat(lo, &st) < 0) {
-			if (lstat(up, &st) < 0)
-				return -errno;
+			if (!make)
+				return -ENOENT;
+			if (lstat(up, &st) < 0 || !S_ISDIR(st.st_mode))
+				return -ENOTDIR;
 			if (mkdir(lo, st.st_mode & 07777) < 0 ||
 			    chown(lo, st.st_uid, st.st_gid) < 0 ||
 			    chmod(lo, st.st_mode & 07777) < 0)
@@ -950,16 +1002,18 @@ static int
 apply(struct tree *t, const char *upper, const struct chg *c,
     const char *full)
 {
-	char src[PATH_MAX], tmp[PATH_MAX];
+	char tmp[PATH_MAX];
 	struct stat st;
-	bool is = lstat(full, &st) == 0;
+	bool is;
 	int rc;
 
-	if (c->kind == DELETED)
-		return rm_one(full);
-	if ((rc = parents(t, upper, c->rel)) < 0 ||
-	    (rc = join(src, sizeof(src), upper, c->rel)) < 0)
+	if (c->kind == DELETED) {
+		rc = parents(t, upper, c->rel, false);
+		return rc == -ENOENT ? 0 : rc < 0 ? rc : rm_one(full);
+	}
+	if ((rc = parents(t, upper, c->rel, true)) < 0)
 		return rc;
+	is = lstat(full, &st) == 0;
 	if (S_ISDIR(c->up.st_mode)) {
 		if (is && !S_ISDIR(st.st_mode)) {
 			if (unlink(full) < 0)
@@ -974,7 +1028,7 @@ apply(struct tree *t, const char *upper, const struct chg *c,
 		return 0;
 	}
 	if ((rc = tmp_beside(full, tmp, sizeof(tmp))) < 0 ||
-	    (rc = make_tmp(src, &c->up, tmp)) < 0)
+	    (rc = make_tmp(upper, c->rel, &c->up, tmp)) < 0)
 		return rc;
 	/* A directory is not renamed over: it goes first. */
 	if (is && S_ISDIR(st.st_mode) && (rc = rm_one(full)) < 0) {

@@ -258,3 +258,32 @@ def test_bad_input():
         # Nothing changed, nothing committed: an empty answer.
         assert commit(t, sid) == {"applied": [], "conflicts": [],
                                   "failed": []}
+
+
+def test_commit_never_writes_through_a_link_out_of_the_tree():
+    with Iso() as t:
+        outside = os.path.join(t.base, "outside")
+        os.mkdir(outside)
+        sid = t.create()
+        t.run(sid, "ln -s %s esc" % outside)
+        res = commit(t, sid)
+        assert res["applied"] == [os.path.join(t.ws, "esc")], res
+        assert os.readlink(os.path.join(t.ws, "esc")) == outside
+        # The link made real, the session puts a directory in its place
+        # and commits a file under it alone: not through the real link.
+        out, evs = t.run(sid, "rm esc && mkdir esc && echo x > esc/f "
+                         "&& echo ok")
+        assert out == ["ok"], evs
+        f = os.path.join(t.ws, "esc", "f")
+        res = commit(t, sid, [f])
+        assert res["applied"] == [], res
+        assert [x["path"] for x in res["failed"] + res["conflicts"]] == [f]
+        assert os.listdir(outside) == []
+        # The whole change (the link replaced by a directory) is fine.
+        res = commit(t, sid)
+        assert res["conflicts"] == [] and res["failed"] == [], res
+        assert os.path.isdir(os.path.join(t.ws, "esc")) and \
+            not os.path.islink(os.path.join(t.ws, "esc"))
+        with open(f) as fh:
+            assert fh.read() == "x\n"
+        assert os.listdir(outside) == []
