@@ -33,6 +33,11 @@ test_overlay_options(void)
 	T_EQ_INT(p.step[1].kind, ISOPLAN_OVERLAY_TMP);
 	T_EQ_INT(p.step[1].mode, 0700);	/* the type bits go */
 	T_EQ_STR(p.step[1].dir, "/var/up/s/1");
+	T_EQ_STR(p.step[1].tmpopts, "mode=0700");
+	/* The upper cap: the tmpfs's size. */
+	p.upper_max = 1 << 20;
+	T_EQ_INT(isoplan_overlay(&p, "/e", "/var/up/s/2", true, 0700, 0, 0), 0);
+	T_EQ_STR(p.step[2].tmpopts, "mode=0700,size=1048576");
 	isoplan_free(&p);
 	T_EQ_INT(p.n, 0);
 }
