@@ -685,6 +685,7 @@ diff_one(struct isodiff *d, struct isodiff_req *q)
 	struct chgs cs = { 0 };
 	const char *rel;
 	char lo[PATH_MAX];
+	struct stat st;
 	struct chg *c = NULL;
 	json_t *o, *old = NULL, *new = NULL;
 	int i, rc;
@@ -698,13 +699,15 @@ diff_one(struct isodiff *d, struct isodiff_req *q)
 	for (size_t k = 0; k < cs.n && c == NULL; k++)
 		if (strcmp(cs.v[k].rel, rel) == 0)
 			c = &cs.v[k];
-	/* Under a deleted directory: deleted too. */
-	for (size_t k = 0; k < cs.n && c == NULL; k++)
+	/* Under a deleted directory: deleted too, if the real tree has it. */
+	for (size_t k = 0, n = cs.n; k < n && c == NULL; k++)
 		if (cs.v[k].kind == DELETED && under(rel, cs.v[k].rel)) {
-			c = chg_add(&cs, DELETED, rel);
 			(void)join(lo, sizeof(lo), d->t[i].path, rel);
-			if (lstat(lo, &c->lo) < 0)
-				c = NULL;
+			if (lstat(lo, &st) < 0)
+				break;
+			c = chg_add(&cs, DELETED, rel);
+			c->lo = st;
+			c->has_lo = true;
 		}
 	if (c == NULL) {
 		chgs_free(&cs);

@@ -102,6 +102,10 @@ def test_diff_lists_every_kind_of_change():
         assert one["text"] is True, one
         one = diff(t, sid, p("olddir/sub/b.txt"))
         assert one["change"] == "deleted", one
+        assert one["type"] == "file" and one["old_content"] == "b\n", one
+        # Under a deleted directory, but never in the real tree either.
+        one = diff(t, sid, p("olddir/sub/never"))
+        assert one == {"path": p("olddir/sub/never"), "change": "none"}, one
         one = diff(t, sid, p("keep/k.txt"))
         assert one == {"path": p("keep/k.txt"), "change": "none"}, one
         # Nothing is visible outside yet.
