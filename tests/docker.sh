@@ -21,13 +21,16 @@
 #    /opt/opensandbox/bootstrap.sh and the user's command.  The Kubernetes
 #    flow: the init container's `sh -c "cp ... && chmod ..."` into a shared
 #    volume mounted at /opt/opensandbox, then the user's container running
-#    from it.  The code-interpreter image started on its own.
+#    from it.  The code-interpreter image started on its own; a data
+#    task in it (tests/datastack.py) and its DATA_STACK=0 variant (4d).
 # 5. An SDK smoke test (tests/sdk/smoke.mjs, the real TypeScript SDK)
 #    against each running execd.
 #
 # Containers get EXECD_LISTEN=127.0.0.1:PORT: with the host network, the
 # drop-in default 0.0.0.0:44772 would open a port without a token to the
 # whole network; tests/integration/test_bootstrap.py checks that default.
+# The code-interpreter image's get a free EXECD_JUPYTER_LISTEN too: its
+# fixed 127.0.0.1:44771 is taken while another run of this stage is up.
 #
 # When docker cannot run here (not root, no apt, dockerd does not start)
 # it prints "SKIPPED: <reason>" and "0 passed, 0 failed", unless
@@ -212,6 +215,18 @@ if ! sh tests/kernels/setup.sh "$run/kernels" >"$W/tslab.log" 2>&1; then
 	tail -n 20 "$W/tslab.log"
 	fail "tests/kernels/setup.sh (tslab for the code-interpreter image)"
 fi
+# playwright-core for the code-interpreter image, likewise from its
+# lockfile when node_modules is missing or older than it.
+b=images/code-interpreter/browser
+if [ ! -f "$b/node_modules/.package-lock.json" ] || [ -n "$(find \
+    "$b/package.json" "$b/package-lock.json" \
+    -newer "$b/node_modules/.package-lock.json")" ]; then
+	if ! (cd "$b" && npm ci --no-audit --no-fund) >"$W/browser.log" 2>&1
+	then
+		tail -n 20 "$W/browser.log"
+		fail "npm ci in $b (playwright-core for the code-interpreter image)"
+	fi
+fi
 # execd first: code-interpreter starts from it.
 build execd
 for d in images/*/; do
@@ -357,6 +372,7 @@ if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
 	note "code-interpreter"
 	p=$(port)
 	dk run -d --name ci --network host -e EXECD_LISTEN="127.0.0.1:$p" \
+	    -e EXECD_JUPYTER_LISTEN="127.0.0.1:$(port)" \
 	    "$tag-code-interpreter" >/dev/null
 	if ping "$p"; then
 		pass "code-interpreter: execd answers"
@@ -381,5 +397,55 @@ if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
 		fail "code-interpreter: execd does not answer"
 	fi
 	dk rm -f ci >/dev/null 2>&1
+fi
+
+# 4d. The code-interpreter image's data stack: a data task through the
+# API (tests/datastack.py: Chromium driven by playwright-core from Node
+# scrapes a page on the container's loopback into a CSV, a Python context
+# fits and plots it, the PNG in the stream; the data libraries import;
+# Selenium reads the page); then the variant without the data stack
+# (--build-arg DATA_STACK=0).  That build reuses every layer of the full
+# one up to the data stack's, so it costs seconds.
+if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
+	note "code-interpreter: data stack"
+	p=$(port)
+	dk run -d --name ds --network host -e EXECD_LISTEN="127.0.0.1:$p" \
+	    -e EXECD_JUPYTER_LISTEN="127.0.0.1:$(port)" \
+	    "$tag-code-interpreter" >/dev/null
+	if ping "$p"; then
+		if timeout 600 /usr/bin/python3 tests/datastack.py "$p" "$(port)" \
+		    >"$W/datastack.log" 2>&1; then
+			sed 's/^ok: /  /' "$W/datastack.log"
+			pass "code-interpreter: a data task (browser, CSV, fit, PNG)"
+		else
+			cat "$W/datastack.log"
+			fail "code-interpreter: a data task (browser, CSV, fit, PNG)"
+		fi
+	else
+		dk logs ds 2>&1 | tail -n 20
+		fail "code-interpreter (data stack): execd does not answer"
+	fi
+	dk rm -f ds >/dev/null 2>&1
+	note "building images/code-interpreter with DATA_STACK=0"
+	slim=$tag-code-interpreter-slim
+	if dk build --network host -q -f images/code-interpreter/Dockerfile \
+	    --build-arg BASE="$base" --build-arg EXECD_IMAGE="$tag-execd" \
+	    --build-arg DATA_STACK=0 -t "$slim" . >"$W/build-slim.log" 2>&1
+	then
+		full=$(dk image inspect -f '{{.Size}}' "$tag-code-interpreter")
+		size=$(dk image inspect -f '{{.Size}}' "$slim")
+		if [ "$size" -lt "$full" ] &&
+		    dk run --rm --entrypoint /opt/opensandbox/execd "$slim" \
+		    --kernels 2>&1 | awk '{ print $2 }' | grep -qx python &&
+		    ! dk run --rm --entrypoint python3 "$slim" \
+		    -c 'import numpy' >/dev/null 2>&1; then
+			pass "code-interpreter DATA_STACK=0: $size bytes (full: $full), kernels, no numpy"
+		else
+			fail "code-interpreter DATA_STACK=0: $size bytes (full: $full), or kernels missing, or numpy there"
+		fi
+	else
+		tail -n 30 "$W/build-slim.log"
+		fail "code-interpreter DATA_STACK=0 does not build"
+	fi
 fi
 finish
