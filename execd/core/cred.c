@@ -33,9 +33,21 @@
  *
  * A thread that cannot give an identity back would go on as that user or
  * worse: cred_leave() then stops execd.
+ *
+ * A root (cred_root(), the isolated sessions' file routes) is per thread
+ * too: the thread first gives itself its own root and working directory
+ * (unshare(CLONE_FS), once; the rest of execd keeps sharing theirs), then
+ * chroots into the root's descriptor for the stretch and back into its
+ * own "/" (held open meanwhile) after it.  So every lookup of the stretch
+ * -- the handler's, the fs/ walks of a search or a listing, a symlink's
+ * absolute target, ".." -- stays beneath the root, with no change to the
+ * code that resolves them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <pwd.h>
 #include <grp.h>
 #include <stdio.h>
@@ -71,7 +83,15 @@ static __thread struct {
 	gid_t		 egid;
 	size_t		 ngroups;
 	gid_t		 groups[CRED_NGROUPS];
+	bool		 fs_own;	/* unshare(CLONE_FS) done */
+	int		 old_root;	/* while in a root: "/" and ".", */
+	int		 old_cwd;	/* to go back to */
 } T;
+
+struct cred_root {
+	atomic_uint	 refs;
+	int		 fd;
+};
 
 static bool	 same_groups(const gid_t *, size_t, const gid_t *, size_t);
 static bool	 same_cred(const struct cred *, const struct cred *);
@@ -102,7 +122,7 @@ same_groups(const gid_t *a, size_t na, const gid_t *b, size_t nb)
 static bool
 same_cred(const struct cred *a, const struct cred *b)
 {
-	return a->uid == b->uid && a->gid == b->gid &&
+	return a->uid == b->uid && a->gid == b->gid && a->root == b->root &&
 	    same_groups(a->groups, a->ngroups, b->groups, b->ngroups);
 }
 
@@ -128,6 +148,88 @@ static void
 keep_undumpable(void)
 {
 	(void)prctl(PR_SET_DUMPABLE, 0);
+}
+
+/* Act in r as the thread's root; 0 or -errno with nothing changed. */
+static int
+root_enter(const struct cred_root *r)
+{
+	int rc;
+
+	if (!T.fs_own) {
+		if (unshare(CLONE_FS) < 0)
+			return -errno;
+		T.fs_own = true;
+	}
+	if ((T.old_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if ((T.old_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		close(T.old_root);
+		return rc;
+	}
+	if (fchdir(r->fd) < 0 || chroot(".") < 0) {
+		rc = -errno;
+		if (fchdir(T.old_cwd) < 0)
+			fatal("cannot go back to the working directory");
+		close(T.old_root);
+		close(T.old_cwd);
+		return rc;
+	}
+	return 0;
+}
+
+static void
+root_leave(void)
+{
+	if (fchdir(T.old_root) < 0 || chroot(".") < 0 ||
+	    fchdir(T.old_cwd) < 0)
+		fatal("cannot leave a root directory");
+	close(T.old_root);
+	close(T.old_cwd);
+}
+
+/* See cred.h. */
+int
+cred_root(int dirfd, struct cred *out)
+{
+	const char *h = getenv("HOME");
+	int n;
+
+	memset(out, 0, sizeof(*out));
+	out->uid = geteuid();
+	out->gid = getegid();
+	if ((n = getgroups(CRED_NGROUPS, out->groups)) < 0) {
+		n = -errno;
+		close(dirfd);
+		return n;
+	}
+	out->ngroups = (size_t)n;
+	snprintf(out->home, sizeof(out->home), "%s",
+	    h != NULL && h[0] == '/' ? h : "/");
+	out->root = xmalloc(sizeof(*out->root));
+	atomic_init(&out->root->refs, 1);
+	out->root->fd = dirfd;
+	return 0;
+}
+
+void
+cred_root_drop(struct cred *c)
+{
+	if (c->root != NULL && atomic_fetch_sub(&c->root->refs, 1) == 1) {
+		close(c->root->fd);
+		free(c->root);
+	}
+	c->root = NULL;
+}
+
+void
+cred_free(struct cred *c)
+{
+	if (c == NULL)
+		return;
+	cred_root_drop(c);
+	free(c);
 }
 
 /* Look an identity up; see cred.h. */
@@ -207,14 +309,19 @@ cred_enter(const struct cred *c)
 		return -errno;
 	if ((n = getgroups(CRED_NGROUPS, T.groups)) < 0)
 		return -errno;
+	/* The root first: chroot needs the privilege the ids may drop. */
+	if (c->root != NULL && (rc = root_enter(c->root)) < 0)
+		return rc;
 	T.euid = eu;
 	T.egid = eg;
 	T.ngroups = (size_t)n;
 	T.switched = !(eu == c->uid && eg == c->gid &&
 	    same_groups(T.groups, T.ngroups, c->groups, c->ngroups));
 	if (T.switched) {
-		if (syscall(SYS_SETGROUPS, c->ngroups, c->groups) < 0)
-			return -errno;
+		if (syscall(SYS_SETGROUPS, c->ngroups, c->groups) < 0) {
+			rc = -errno;
+			goto undo_root;
+		}
 		if (syscall(SYS_SETRESGID, -1, c->gid, -1) < 0) {
 			rc = -errno;
 			goto undo_groups;
@@ -230,7 +337,7 @@ cred_enter(const struct cred *c)
 			rc = -EPERM;
 		if (rc < 0) {
 			if (!T.switched)
-				return rc;
+				goto undo_root;
 			if (syscall(SYS_SETRESUID, -1, T.euid, -1) < 0)
 				fatal("cannot take uid %lu back",
 				    (unsigned long)T.euid);
@@ -247,6 +354,9 @@ undo_gid:
 undo_groups:
 	if (syscall(SYS_SETGROUPS, T.ngroups, T.groups) < 0)
 		fatal("cannot take the supplementary groups back");
+undo_root:
+	if (c->root != NULL)
+		root_leave();
 	return rc;
 }
 
@@ -273,6 +383,8 @@ cred_leave(const struct cred *c)
 		keep_undumpable();
 		T.switched = false;
 	}
+	if (T.cur.root != NULL)
+		root_leave();
 }
 
 const struct cred *
@@ -290,6 +402,8 @@ cred_dup_current(void)
 		return NULL;
 	c = xmalloc(sizeof(*c));
 	*c = T.cur;
+	if (c->root != NULL)
+		atomic_fetch_add(&c->root->refs, 1);
 	return c;
 }
 

@@ -21,13 +21,24 @@
 
 #define CRED_NGROUPS	1024	/* supplementary groups one identity may hold */
 
-/* An identity to act as.  Plain data: copy it freely. */
+/*
+ * A root directory to act in (cred_root()): an O_PATH descriptor shared,
+ * by count, by every copy of a cred that names it.
+ */
+struct cred_root;
+
+/*
+ * An identity to act as.  Plain data but for root: copy it freely while
+ * the original lives, and use cred_dup_current() / cred_free() for a
+ * copy that outlives it.
+ */
 struct cred {
 	uid_t	 uid;
 	gid_t	 gid;
 	size_t	 ngroups;
 	gid_t	 groups[CRED_NGROUPS];	/* supplementary, as the account's */
 	char	 home[PATH_MAX];	/* what "~" means; "/" when unknown */
+	struct cred_root *root;		/* NULL: execd's own "/" */
 };
 
 /*
@@ -40,6 +51,15 @@ struct cred {
 int	 cred_lookup(uid_t uid, gid_t gid, struct cred *out, char *err,
 	    size_t errlen);
 /*
+ * The identity execd has now (its effective ids and groups, home from
+ * $HOME or "/"), acting in the directory dirfd as its root: every path
+ * the thread resolves while it holds the identity is looked up beneath
+ * dirfd, as chroot(2) would ("/", "..", absolute symlinks all stay in
+ * it), on this thread only.  dirfd is taken over (closed by the last
+ * cred_free()).  0 or -errno.
+ */
+int	 cred_root(int dirfd, struct cred *out);
+/*
  * Take c on the calling thread (NULL: nothing).  0, or -errno with the
  * thread unchanged: not privileged to take it, or a non-root identity
  * that would keep an effective capability (-EPERM).
@@ -49,8 +69,12 @@ int	 cred_enter(const struct cred *c);
 void	 cred_leave(const struct cred *c);
 /* The calling thread's identity, NULL when it acts as execd. */
 const struct cred *cred_current(void);
-/* A heap copy of cred_current(), or NULL; free() it. */
+/* A heap copy of cred_current(), or NULL; cred_free() it. */
 struct cred *cred_dup_current(void);
+/* Free a heap copy, giving its root back (NULL: nothing). */
+void	 cred_free(struct cred *);
+/* Give up what cred_root() put in c (not c itself). */
+void	 cred_root_drop(struct cred *);
 /* Where "~" points for the calling thread's identity; NULL: execd's. */
 const char *cred_home(void);
 

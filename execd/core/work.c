@@ -317,7 +317,7 @@ run_done(void)
 		take_cred(j);
 		j->done(j->arg);
 		cred_leave(j->cred);
-		free(j->cred);
+		cred_free(j->cred);
 		free(j);
 	}
 }

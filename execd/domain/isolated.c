@@ -837,6 +837,23 @@ isolated_dead(const struct isosess *s)
 	return session_pid(s->sh) == 0;
 }
 
+int
+isolated_root(struct isosess *s)
+{
+	pid_t pid = session_pid(s->sh);
+	char p[64];
+	int fd;
+
+	if (pid == 0)
+		return -ESRCH;
+	s->idle_since = loop_now_ms();
+	/* A procfs link: nothing of the client's is looked up here. */
+	snprintf(p, sizeof(p), "/proc/%ld/root", (long)pid);
+	if ((fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
 /* The inode of pid's mount namespace, 0 if unknown. */
 static ino_t
 mnt_ns(pid_t pid)

@@ -93,6 +93,12 @@ json_t		*isolated_list(void);
  */
 struct isodiff	*isolated_changes(struct isosess *, struct isodiff_req *q,
 		    char (*buf)[PATH_MAX + 64]);
+/*
+ * The root of the session's view (its shell's, /proc/<pid>/root) as an
+ * O_PATH directory descriptor for the file routes, the session counting
+ * as used now.  The descriptor, or -errno (-ESRCH: no shell).
+ */
+int		 isolated_root(struct isosess *);
 /* The shell is gone and could not be started again. */
 bool		 isolated_dead(const struct isosess *);
 

@@ -120,6 +120,18 @@ void	route_files_download_as(struct http_req *);
 void	route_dirs_list_as(struct http_req *);
 void	route_dirs_make_as(struct http_req *);
 void	route_dirs_delete_as(struct http_req *);
+/* route_isolated.c: the same file routes on an isolated session's view. */
+void	route_files_info_iso(struct http_req *);
+void	route_files_delete_iso(struct http_req *);
+void	route_files_perms_iso(struct http_req *);
+void	route_files_move_iso(struct http_req *);
+void	route_files_search_iso(struct http_req *);
+void	route_files_replace_iso(struct http_req *);
+void	route_files_upload_iso(struct http_req *);
+void	route_files_download_iso(struct http_req *);
+void	route_dirs_list_iso(struct http_req *);
+void	route_dirs_make_iso(struct http_req *);
+void	route_dirs_delete_iso(struct http_req *);
 
 /* route_archive.c: a directory streamed as tar. */
 void	route_files_archive(struct http_req *);

@@ -10,6 +10,14 @@
  * lines too), then execution_complete, or an error event whose ename is
  * ExitError (evalue: the exit code) or RuntimeError (a timeout, a shell
  * that ended).
+ *
+ * The eleven file routes under /session/{id}/ are the ordinary handlers
+ * (route_fs.c, route_upload.c, route_download.c), run while the thread
+ * acts in the session shell's root (cred.h's cred_root): every client
+ * path, and every lookup their walks make, is resolved beneath that root
+ * as the session sees it -- its overlays (writes land in the upper), its
+ * read-only binds (EROFS, answered as the ordinary routes answer it), its
+ * /tmp -- and a symlink inside cannot lead out of it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +27,7 @@
 #include <string.h>
 
 #include "../../../util/buf.h"
+#include "../../core/cred.h"
 #include "../../core/loop.h"
 #include "../../core/xmalloc.h"
 #include "../../domain/isolated.h"
@@ -514,3 +523,60 @@ route_iso_commit(struct http_req *req)
 	}
 	change_start(req, true, NULL, paths);
 }
+
+/*
+ * The file routes on a session's view.  Each is its ordinary handler,
+ * called while the thread acts in the session's root; the jobs it hands
+ * to workers, and an upload's later steps, take that root again (work.c,
+ * route_upload.c), as they take a /v1/filesystem/{uid}/{gid} identity.
+ */
+static void
+in_session(struct http_req *req, http_handler *fn)
+{
+	struct isosess *s;
+	struct cred *c;
+	int fd, rc;
+
+	if (unavailable(req) || (s = session_of(req)) == NULL)
+		return;
+	if ((fd = isolated_root(s)) < 0) {
+		http_reply_error(req, 500, "RUNTIME_ERROR", "session root: %s",
+		    fd == -ESRCH ? "session process has exited" :
+		    strerror(-fd));
+		return;
+	}
+	c = xmalloc(sizeof(*c));
+	if ((rc = cred_root(fd, c)) < 0) {
+		http_reply_error(req, 500, "RUNTIME_ERROR", "session root: %s",
+		    strerror(-rc));
+		free(c);
+		return;
+	}
+	if ((rc = cred_enter(c)) < 0)
+		http_reply_error(req, 500, "RUNTIME_ERROR", "cannot act in the "
+		    "session's root: %s", strerror(-rc));
+	else {
+		fn(req);
+		cred_leave(c);
+	}
+	cred_free(c);
+}
+
+#define IN_SESSION(fn)							\
+void									\
+fn##_iso(struct http_req *req)						\
+{									\
+	in_session(req, fn);						\
+}
+
+IN_SESSION(route_files_info)
+IN_SESSION(route_files_delete)
+IN_SESSION(route_files_perms)
+IN_SESSION(route_files_move)
+IN_SESSION(route_files_search)
+IN_SESSION(route_files_replace)
+IN_SESSION(route_files_upload)
+IN_SESSION(route_files_download)
+IN_SESSION(route_dirs_list)
+IN_SESSION(route_dirs_make)
+IN_SESSION(route_dirs_delete)

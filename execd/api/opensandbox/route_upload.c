@@ -305,7 +305,7 @@ up_abort(void *arg)
 	up->cred = NULL;
 	up_free(up);
 	cred_leave(c);
-	free(c);
+	cred_free(c);
 }
 
 /* Free everything; temporaries not committed are removed. */
@@ -315,6 +315,6 @@ up_free(struct upload *up)
 	upbody_free(up->body);
 	buf_reset(&up->pending);
 	buf_reset(&up->feeding);
-	free(up->cred);
+	cred_free(up->cred);
 	free(up);
 }

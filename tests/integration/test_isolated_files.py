@@ -1,0 +1,218 @@
+"""The eleven file routes on an isolated session's merged view
+(/v1/isolated/session/{id}/files/..., .../directories...): the ordinary
+file routes' bodies, statuses and errors, with every path resolved
+beneath the session's root.  As root: execd makes the namespaces."""
+import json
+import os
+import tempfile
+import urllib.parse
+
+from lib import expect_error
+from test_files import multipart
+from test_isolated import ISO, Iso
+
+
+def q(path):
+    return urllib.parse.quote(path, safe="")
+
+
+def route(sid, rest):
+    return ISO + "/session/%s/%s" % (sid, rest)
+
+
+def upload(t, sid, pairs):
+    b = "----iso-files-0123456789"
+    return t.d.request("POST", route(sid, "files/upload"),
+                       body=multipart(pairs, b),
+                       headers={"Content-Type": "multipart/form-data; "
+                                "boundary=" + b})
+
+
+def outside(t, name):
+    with open(os.path.join(t.ws, name), "rb") as f:
+        return f.read()
+
+
+def test_overlay_every_route_lands_in_the_upper():
+    with Iso() as t:
+        sid = t.create()
+        ws = t.ws
+        st, _, body = upload(t, sid, [({"path": ws + "/up/new.txt"},
+                                       b"0123456789\nline two\n")])
+        assert st == 200, body
+        # Seen by the session's runs, not outside.
+        out, evs = t.run(sid, "cat up/new.txt")
+        assert out == ["0123456789", "line two"], evs
+        assert not os.path.exists(ws + "/up")
+        # Download, whole and by Range.
+        st, h, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(ws + "/up/new.txt")))
+        assert st == 200 and body == b"0123456789\nline two\n", (st, body)
+        st, h, body = t.d.request("GET", route(
+            sid, "files/download?path=" + q(ws + "/up/new.txt")),
+            headers={"Range": "bytes=2-5"})
+        assert st == 206 and body == b"2345", (st, body)
+        assert h["content-range"] == "bytes 2-5/20", h
+        # A file changed inside only: the session's content, not the real.
+        t.run(sid, "echo inside > kept.txt")
+        st, _, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(ws + "/kept.txt")))
+        assert body == b"inside\n", body
+        assert outside(t, "kept.txt") == b"original\n"
+        # Info and listing.
+        st, info = t.d.get_json(route(sid, "files/info?path=" +
+                                      q(ws + "/up/new.txt")))
+        assert st == 200, info
+        assert info[ws + "/up/new.txt"]["size"] == 20, info
+        st, lst = t.d.get_json(route(sid, "directories/list?path=" +
+                                     q(ws) + "&depth=2"))
+        assert st == 200, lst
+        assert sorted(e["path"][len(ws) + 1:] for e in lst) == [
+            "kept.txt", "up", "up/new.txt"], lst
+        # Search.
+        st, lst = t.d.get_json(route(sid, "files/search?path=%s&pattern=%s"
+                                     % (q(ws), q("*.txt"))))
+        assert st == 200, lst
+        assert sorted(e["path"] for e in lst) == [
+            ws + "/kept.txt", ws + "/up/new.txt"], lst
+        # Replace, verbose.
+        st, _, body = t.d.request("POST", route(
+            sid, "files/replace?verbose=true"), body={
+                ws + "/up/new.txt": {"old": "line", "new": "row"}})
+        assert st == 200, body
+        assert json.loads(body) == {ws + "/up/new.txt": {"replacedCount": 1}}
+        out, evs = t.run(sid, "cat up/new.txt")
+        assert out == ["0123456789", "row two"], evs
+        # Directories, mv, permissions, delete.
+        st, _, body = t.d.request("POST", route(sid, "directories"),
+                                  body={ws + "/d1/d2": {"mode": 750}})
+        assert st == 200, body
+        st, _, body = t.d.request("POST", route(sid, "files/mv"), body=[
+            {"src": ws + "/up/new.txt", "dest": ws + "/d1/d2/moved.txt"}])
+        assert st == 200, body
+        st, _, body = t.d.request("POST", route(sid, "files/permissions"),
+                                  body={ws + "/d1/d2/moved.txt":
+                                        {"mode": 600}})
+        assert st == 200, body
+        out, evs = t.run(sid, "stat -c '%a %n' d1/d2 d1/d2/moved.txt; "
+                         "ls up | wc -l")
+        assert out == ["750 d1/d2", "600 d1/d2/moved.txt", "0"], evs
+        st, _, body = t.d.request("DELETE", route(sid, "files?path=" +
+                                                  q(ws + "/kept.txt")))
+        assert st == 200, body
+        st, _, body = t.d.request("DELETE", route(sid, "directories?path=" +
+                                                  q(ws + "/d1")))
+        assert st == 200, body
+        out, evs = t.run(sid, "ls -A | wc -l; ls -d d1 kept.txt 2>&1 | "
+                         "grep -c 'No such'")
+        assert out == ["1", "2"], evs
+        # Outside, the workspace is as it was.
+        assert sorted(os.listdir(ws)) == ["kept.txt"]
+        assert outside(t, "kept.txt") == b"original\n"
+        # The session's own /tmp (strict), not execd's.
+        st, _, body = upload(t, sid, [({"path": "/tmp/iso-files-tmp"},
+                                       b"t")])
+        assert st == 200, body
+        assert not os.path.exists("/tmp/iso-files-tmp")
+        out, evs = t.run(sid, "cat /tmp/iso-files-tmp")
+        assert out == ["t"], evs
+
+
+def test_readonly_writes_are_refused_reads_work():
+    with Iso() as t:
+        sid = t.create({"workspace": {"path": t.ws, "mode": "ro"}})
+        ws = t.ws
+        st, _, body = upload(t, sid, [({"path": ws + "/x"}, b"x")])
+        expect_error(st, body, 403)
+        st, _, body = t.d.request("POST", route(sid, "directories"),
+                                  body={ws + "/dir": {"mode": 755}})
+        expect_error(st, body, 403)
+        st, _, body = t.d.request("POST", route(sid, "files/replace"), body={
+            ws + "/kept.txt": {"old": "original", "new": "x"}})
+        expect_error(st, body, 403)
+        st, _, body = t.d.request("DELETE", route(sid, "files?path=" +
+                                                  q(ws + "/kept.txt")))
+        expect_error(st, body, 403)
+        st, _, body = t.d.request("POST", route(sid, "files/mv"), body=[
+            {"src": ws + "/kept.txt", "dest": ws + "/moved"}])
+        expect_error(st, body, 403)
+        st, _, body = t.d.request("POST", route(sid, "files/permissions"),
+                                  body={ws + "/kept.txt": {"mode": 600}})
+        expect_error(st, body, 403)
+        assert sorted(os.listdir(ws)) == ["kept.txt"]
+        assert outside(t, "kept.txt") == b"original\n"
+        assert os.stat(ws + "/kept.txt").st_mode & 0o777 != 0o600
+        st, _, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(ws + "/kept.txt")))
+        assert st == 200 and body == b"original\n", (st, body)
+
+
+def test_symlinks_inside_cannot_reach_outside_the_sessions_view():
+    fd, secret = tempfile.mkstemp(prefix="execd-iso-secret-", dir="/tmp")
+    os.write(fd, b"host only\n")
+    os.close(fd)
+    try:
+        with Iso() as t:
+            sid = t.create()
+            ws = t.ws
+            # The strict profile's /tmp is the session's own: the host's
+            # file is not in its view, whatever the path.
+            t.run(sid, "ln -s %s abs; ln -s ../../../../../../../..%s up; "
+                  "ln -s / root; echo mine > /tmp/mine" % (secret, secret))
+            for p in (ws + "/abs", ws + "/up", ws + "/root" + secret,
+                      secret):
+                st, _, body = t.d.request(
+                    "GET", route(sid, "files/download?path=" + q(p)))
+                expect_error(st, body, 404, "FILE_NOT_FOUND")
+            for p in (ws + "/root" + secret, secret):
+                st, _, body = t.d.request(
+                    "GET", route(sid, "files/info?path=" + q(p)))
+                expect_error(st, body, 404, "FILE_NOT_FOUND")
+            # What the links name in the session's view is what is read.
+            for p in (ws + "/root/tmp/mine",
+                      ws + "/../../../../../tmp/mine"):
+                st, _, body = t.d.request(
+                    "GET", route(sid, "files/download?path=" + q(p)))
+                assert st == 200 and body == b"mine\n", (p, st, body)
+            # Writing through a link stays in the view too.
+            st, _, body = upload(t, sid, [({"path": ws + "/root/tmp/w"},
+                                           b"w")])
+            assert st == 200, body
+            assert not os.path.exists("/tmp/w")
+            # A search from a link to "/" does not find the host's file.
+            st, lst = t.d.get_json(route(
+                sid, "files/search?path=%s&pattern=%s" % (
+                    q(ws + "/root/tmp"), q(os.path.basename(secret)))))
+            assert st == 200 and lst == [], lst
+            with open(secret, "rb") as f:
+                assert f.read() == b"host only\n"
+    finally:
+        os.unlink(secret)
+
+
+def test_bad_input():
+    with Iso() as t:
+        sid = t.create()
+        st, _, body = t.d.request("GET", route(
+            "00000000-0000-4000-8000-000000000000",
+            "files/info?path=" + q(t.ws)))
+        expect_error(st, body, 404, "SESSION_NOT_FOUND")
+        st, _, body = upload(t, "no-such-session",
+                             [({"path": t.ws + "/x"}, b"x")])
+        expect_error(st, body, 404, "SESSION_NOT_FOUND")
+        st, _, body = t.d.request("GET", route(sid, "files/info?path=" +
+                                               q("relative/x")))
+        expect_error(st, body, 400, "INVALID_REQUEST_BODY")
+        st, _, body = upload(t, sid, [({"path": "relative/x"}, b"x")])
+        expect_error(st, body, 400, "INVALID_FILE_METADATA")
+        st, _, body = t.d.request("GET", route(sid, "directories/list"))
+        expect_error(st, body, 400, "MISSING_QUERY")
+        st, _, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(t.ws + "/missing")))
+        expect_error(st, body, 404, "FILE_NOT_FOUND")
+        # A deleted session's routes are 404 too.
+        st, _, _ = t.d.request("DELETE", ISO + "/session/" + sid)
+        assert st in (200, 204), st
+        st, _, body = t.d.request("GET", route(sid, "files/info?path=" +
+                                               q(t.ws)))
+        expect_error(st, body, 404, "SESSION_NOT_FOUND")
