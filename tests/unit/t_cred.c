@@ -10,6 +10,10 @@
  * counted and of another refused (-EBUSY); cred_leave() gives everything
  * back (uid, gid, groups, capabilities).  Not root: entering another uid
  * is refused (-EPERM) and the thread is unchanged.
+ * A root (cred_root): as root, the thread resolves "/", "..", absolute and
+ * relative symlinks beneath the directory, another thread meanwhile sees
+ * execd's "/", a copy keeps the root open after the original is dropped,
+ * and leaving gives the thread its "/" and working directory back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +22,8 @@
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -149,9 +155,94 @@ out:
 	t_tmpdir_free(dir);
 }
 
+static char	 other_seen[64];
+
+/* Up to n - 1 bytes of path into buf, NUL added: how many, or -1. */
+static int
+readin(const char *path, char *buf, size_t n)
+{
+	ssize_t r;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = '\0';
+	return (int)r;
+}
+
+static void *
+root_thread(void *arg)
+{
+	const char *probe = arg;
+	char c;
+
+	(void)!read(gate[0], &c, 1);
+	other_seen[0] = '\0';
+	(void)!readin(probe, other_seen, sizeof(other_seen));
+	return NULL;
+}
+
+static void
+test_root(void)
+{
+	char *dir = t_tmpdir(), *out = t_tmpdir(), buf[64], cwd[4096];
+	char *probe = strdup(t_path(out, "probe"));
+	struct cred c, *dup;
+	pthread_t th;
+	int fd;
+
+	if (geteuid() != 0)
+		goto done;
+	T_OK(getcwd(cwd, sizeof(cwd)) != NULL);
+	t_spit(probe, "outside", 7, 0644);
+	T_EQ_INT(mkdir(t_path(dir, "tmp"), 0755), 0);
+	t_spit(t_path(dir, "in"), "inside", 6, 0644);
+	T_EQ_INT(symlink("/", t_path(dir, "abs")), 0);
+	T_EQ_INT(symlink("../../../../..", t_path(dir, "tmp/up")), 0);
+	T_EQ_INT(symlink(probe, t_path(dir, "esc")), 0);
+	T_OK((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	T_EQ_INT(cred_root(fd, &c), 0);
+	T_EQ_INT(c.uid, geteuid());
+	T_EQ_INT(pipe(gate), 0);
+	T_EQ_INT(pthread_create(&th, NULL, root_thread, probe), 0);
+	T_EQ_INT(cred_enter(&c), 0);
+	T_EQ_INT(readin("/in", buf, sizeof(buf)), 6);
+	T_EQ_INT(readin("/abs/in", buf, sizeof(buf)), 6);
+	T_EQ_INT(readin("/tmp/up/in", buf, sizeof(buf)), 6);
+	T_EQ_INT(readin("../../in", buf, sizeof(buf)), 6);
+	T_OK(readin("/esc", buf, sizeof(buf)) < 0);
+	T_OK(readin(probe, buf, sizeof(buf)) < 0);
+	/* Another thread keeps execd's "/". */
+	(void)!write(gate[1], "x", 1);
+	pthread_join(th, NULL);
+	T_EQ_STR(other_seen, "outside");
+	dup = cred_dup_current();
+	cred_leave(&c);
+	cred_root_drop(&c);
+	T_EQ_INT(readin(probe, buf, sizeof(buf)), 7);
+	T_OK(getcwd(buf, sizeof(buf)) != NULL && strcmp(buf, cwd) == 0);
+	/* The copy holds the root still. */
+	T_EQ_INT(cred_enter(dup), 0);
+	T_EQ_INT(readin("/in", buf, sizeof(buf)), 6);
+	cred_leave(dup);
+	cred_free(dup);
+	T_EQ_INT(readin(probe, buf, sizeof(buf)), 7);
+	close(gate[0]);
+	close(gate[1]);
+done:
+	free(probe);
+	t_tmpdir_free(dir);
+	t_tmpdir_free(out);
+}
+
 static const struct t_case cases[] = {
 	{ "lookup", test_lookup },
 	{ "enter_and_leave", test_enter_and_leave },
+	{ "root", test_root },
 };
 
 int
