@@ -448,4 +448,71 @@ if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
 		fail "code-interpreter DATA_STACK=0 does not build"
 	fi
 fi
+
+# 4e. Isolated sessions (/v1/isolated, docs/isolation.md) in the execd
+# image: without extra capabilities the host cannot make them, and says
+# why (capabilities) and 503 to create; with CAP_SYS_ADMIN and an upper
+# root that is not on the container's overlay root (a tmpfs here), the
+# least this needs under Docker's default seccomp profile, a session is
+# made and runs.  Self-contained: its own containers, removed here.
+if dk image inspect "$tag-execd" >/dev/null 2>&1; then
+	note "isolated sessions"
+	# iso_check PORT WANT: WANT "none" (503 and a reason) or "works".
+	iso_check() {
+		/usr/bin/python3 - "$1" "$2" <<'EOF'
+import http.client, json, sys
+port, want = int(sys.argv[1]), sys.argv[2]
+def req(method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(method, path, body=None if body is None else json.dumps(body),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, r.read()
+st, caps = req("GET", "/v1/isolated/capabilities")
+caps = json.loads(caps)
+if want == "none":
+    st2, body = req("POST", "/v1/isolated/session",
+                    {"workspace": {"path": "/"}})
+    ok = (st == 200 and caps["available"] is False and caps.get("message")
+          and st2 == 503 and json.loads(body)["code"] ==
+          "SERVICE_UNAVAILABLE")
+    print("%s; create %d" % (caps.get("message"), st2))
+    sys.exit(0 if ok else 1)
+req("POST", "/directories", {"/ws": {"mode": 755}})
+st, body = req("POST", "/v1/isolated/session", {"workspace": {"path": "/ws"}})
+if st != 201 or not caps["available"]:
+    print("capabilities %r; create %d %r" % (caps, st, body))
+    sys.exit(1)
+sid = json.loads(body)["session_id"]
+st, body = req("POST", "/v1/isolated/session/%s/run" % sid,
+               {"code": "echo in-session > /ws/f; cat /ws/f"})
+st2, _ = req("GET", "/v1/isolated/session/%s/files/download?path=/ws/f" % sid)
+st3, _ = req("GET", "/files/info?path=/ws/f")
+print("run %d %r; file in the session %d, outside %d" % (
+    st, body[:200], st2, st3))
+sys.exit(0 if st == 200 and b"in-session" in body and st2 == 200 and
+         st3 == 404 else 1)
+EOF
+	}
+	for v in none works; do
+		p=$(port)
+		extra=""
+		[ "$v" = works ] &&
+		    extra="--cap-add SYS_ADMIN --tmpfs /var/lib/execd/isolation"
+		# shellcheck disable=SC2086
+		dk run -d --name "iso-$v" --network host $extra \
+		    -e EXECD_LISTEN="127.0.0.1:$p" "$tag-execd" >/dev/null
+		if ! ping "$p"; then
+			dk logs "iso-$v" 2>&1 | tail -n 20
+			fail "isolated ($v): execd does not answer"
+		elif iso_check "$p" "$v" >"$W/iso-$v.log" 2>&1; then
+			pass "isolated, ${extra:-no extra capabilities}: $(tail -n 1 "$W/iso-$v.log")"
+		else
+			cat "$W/iso-$v.log"
+			dk logs "iso-$v" 2>&1 | tail -n 20
+			fail "isolated, ${extra:-no extra capabilities}"
+		fi
+		dk rm -f "iso-$v" >/dev/null 2>&1
+	done
+fi
 finish
