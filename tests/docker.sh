@@ -449,13 +449,16 @@ if dk image inspect "$tag-code-interpreter" >/dev/null 2>&1; then
 	fi
 fi
 
-# 4e. Isolated sessions (/v1/isolated, docs/isolation.md) in the execd
-# image: without extra capabilities the host cannot make them, and says
-# why (capabilities) and 503 to create; with CAP_SYS_ADMIN and an upper
+# 4e. Isolated sessions (/v1/isolated, docs/isolation.md).  In the execd
+# image without extra capabilities the host cannot make them, and says
+# why (capabilities) and 503 to create.  With CAP_SYS_ADMIN and an upper
 # root that is not on the container's overlay root (a tmpfs here), the
 # least this needs under Docker's default seccomp profile, a session is
-# made and runs.  Self-contained: its own containers, removed here.
-if dk image inspect "$tag-execd" >/dev/null 2>&1; then
+# made and runs: in the Debian base image with the execd the Docker flow
+# copied out of the execd image (a session's shell is bash, which the
+# execd image has not).  Self-contained: its own containers, removed here.
+if dk image inspect "$tag-execd" >/dev/null 2>&1 &&
+    [ -x "$out/opensandbox/execd" ]; then
 	note "isolated sessions"
 	# iso_check PORT WANT: WANT "none" (503 and a reason) or "works".
 	iso_check() {
@@ -497,20 +500,27 @@ EOF
 	for v in none works; do
 		p=$(port)
 		extra=""
-		[ "$v" = works ] &&
-		    extra="--cap-add SYS_ADMIN --tmpfs /var/lib/execd/isolation"
+		img=$tag-execd
+		what="execd image, no extra capabilities"
+		if [ "$v" = works ]; then
+			what="Debian image, SYS_ADMIN, upper root on a tmpfs"
+			extra="--cap-add SYS_ADMIN --tmpfs /var/lib/execd/isolation"
+			extra="$extra -v $out/opensandbox:/opt/opensandbox:ro"
+			extra="$extra --entrypoint /opt/opensandbox/execd"
+			img=$base
+		fi
 		# shellcheck disable=SC2086
 		dk run -d --name "iso-$v" --network host $extra \
-		    -e EXECD_LISTEN="127.0.0.1:$p" "$tag-execd" >/dev/null
+		    -e EXECD_LISTEN="127.0.0.1:$p" "$img" >/dev/null
 		if ! ping "$p"; then
 			dk logs "iso-$v" 2>&1 | tail -n 20
-			fail "isolated ($v): execd does not answer"
+			fail "isolated ($what): execd does not answer"
 		elif iso_check "$p" "$v" >"$W/iso-$v.log" 2>&1; then
-			pass "isolated, ${extra:-no extra capabilities}: $(tail -n 1 "$W/iso-$v.log")"
+			pass "isolated ($what): $(tail -n 1 "$W/iso-$v.log")"
 		else
 			cat "$W/iso-$v.log"
 			dk logs "iso-$v" 2>&1 | tail -n 20
-			fail "isolated, ${extra:-no extra capabilities}"
+			fail "isolated ($what)"
 		fi
 		dk rm -f "iso-$v" >/dev/null 2>&1
 	done
