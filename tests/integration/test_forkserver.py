@@ -348,3 +348,86 @@ def test_a_forked_kernel_that_exits_at_once_is_reported():
                                  d.read_log())[-1])
             assert re.search(r"kernel=\S+ pid=%d exited with code 3" % pid,
                              d.read_log()), d.read_log()[-3000:]
+
+
+NS_PROBE = "print(sorted(dir()))"
+
+
+def test_a_forked_namespace_is_a_launched_ones():
+    # What the server built before the fork (its imports, the script
+    # magics' parsers) leaves nothing in a context's namespace: the same
+    # names as in a launched kernel, at the same point (one cell run).
+    with Execd() as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(d, NS_PROBE, id=c["id"])
+        forked = texts(evs, "stdout")
+    with Execd("--kernel-fork", "off") as d:
+        c = new_context(d)
+        pid = kernel_pid(d, c["id"])
+        assert how_started(d, pid) == "started"
+        st, evs = run_code(d, NS_PROBE, id=c["id"])
+        launched = texts(evs, "stdout")
+    assert forked and forked == launched, (forked, launched)
+    assert "'In'" in forked and "'get_ipython'" in forked, forked
+
+
+def test_magics_in_a_forked_context():
+    with Execd() as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(d, "%timeit -n1 -r1 sum(range(10))", id=c["id"])
+        assert "per loop" in texts(evs, "stdout"), evs
+        st, evs = run_code(d, "!echo from-the-shell", id=c["id"])
+        assert texts(evs, "stdout").strip() == "from-the-shell", evs
+        # Script magics share one parser, built in the server: each
+        # still runs its own program and reads its options.
+        st, evs = run_code(d, "%%bash\necho $BASH_VERSION | cut -c1",
+                           id=c["id"])
+        assert texts(evs, "stdout").strip().isdigit(), evs
+        st, evs = run_code(d, "%%sh --out got\necho captured", id=c["id"])
+        assert texts(evs, "stdout") == "", evs
+        st, evs = run_code(d, "print(got.strip())", id=c["id"])
+        assert texts(evs, "stdout") == "captured\n", evs
+        st, evs = run_code(d, "%%perl --out\nprint 1;",
+                           id=c["id"])
+        errs = [e["error"]["ename"] for e in evs if e["type"] == "error"]
+        assert errs == ["UsageError"], evs
+        st, evs = run_code(d, "m = get_ipython().find_cell_magic\n"
+                           "print(m('sh').__doc__.split()[:6])",
+                           id=c["id"])
+        assert texts(evs, "stdout") == ("['%%sh', 'script', 'magic', "
+                                        "'Run', 'cells', 'with']\n"), evs
+
+
+def test_a_forked_context_keeps_its_own_history():
+    # kernels.md: a forked kernel's history is in memory, its own cells
+    # only; a launched kernel's is IPython's database, shared.
+    with Execd() as d:
+        a, _ = forked_context(d)
+        b, _ = forked_context(d)
+        run_code(d, "marker_a = 1", id=a["id"])
+        run_code(d, "marker_b = 2", id=b["id"])
+        st, evs = run_code(d, "%history -g marker_", id=b["id"])
+        out = texts(evs, "stdout")
+        assert "marker_b = 2" in out and "marker_a" not in out, evs
+        st, evs = run_code(d, "print(get_ipython().history_manager"
+                           ".hist_file)", id=b["id"])
+        assert texts(evs, "stdout") == ":memory:\n", evs
+        # What a Jupyter client asks for (history_request) has its cells.
+        st, conn = d.get_json("/code/contexts/%s/connection" % b["id"])
+        assert st == 200, conn
+        script = (
+            "from jupyter_client import BlockingKernelClient\n"
+            "c = BlockingKernelClient(connection_file=%r)\n"
+            "c.load_connection_file(); c.start_channels()\n"
+            "c.wait_for_ready(timeout=30)\n"
+            "c.history(hist_access_type='tail', n=50)\n"
+            "while True:\n"
+            "    m = c.get_shell_msg(timeout=30)\n"
+            "    if m['msg_type'] == 'history_reply':\n"
+            "        break\n"
+            "for s, n, src in m['content']['history']:\n"
+            "    print(src)\n" % conn["connection_file"])
+        r = subprocess.run(["/usr/bin/python3", "-c", script],
+                           capture_output=True, text=True, timeout=BOUND)
+        assert "marker_b = 2" in r.stdout.splitlines(), r
+        assert "marker_a" not in r.stdout, r
