@@ -82,8 +82,10 @@ socket for Jupyter Server's WebSocket.
       next (no pool); then N episodes over 8 connections at once, each
       a new python context, a three-line snippet through POST /code and
       the context deleted; and (fork on) N episodes of the same snippet
-      as `python3 -c` through POST /command.  Prints "fork_eps nofork_eps
-      command_eps fork_ready_us nofork_ready_us" (episodes per second,
+      as `python3 -c` through POST /command, and 200 episodes as one
+      POST /code/batch, 8 at a time (execd started with
+      --batch-concurrency 8).  Prints "fork_eps nofork_eps command_eps
+      fork_ready_us nofork_ready_us batch_eps" (episodes per second,
       medians in microseconds).
 
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
@@ -1089,15 +1091,48 @@ def episodes_per_s(ex, what, n):
     return n * 1e6 / (now_us() - t0)
 
 
+BATCH_ITEMS = 200
+
+
+def batch_per_s(ex, n):
+    """n episodes as one POST /code/batch, EPISODE_CLIENTS at a time (as
+    many as the clients of episodes_per_s; execd is started with
+    --batch-concurrency that high): per second, the request's whole
+    time."""
+    body = json.dumps({"items": [{"code": EPISODE_CODE,
+                                  "language": "python"}] * n,
+                       "concurrency": EPISODE_CLIENTS}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", ex.port, timeout=600)
+    try:
+        t0 = now_us()
+        conn.request("POST", "/code/batch", body=body,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        data = r.read()
+        t = now_us() - t0
+    finally:
+        conn.close()
+    if r.status != 200:
+        die("execd: POST /code/batch: %d %r" % (r.status, data[-400:]))
+    items = json.loads(data)["items"]
+    bad = [i for i in items if i.get("status") != "ok"
+           or "661.4629" not in i.get("stdout", "")]
+    if len(items) != n or bad:
+        die("execd: a batch item's answer: %r" % (bad[:1] or len(items)))
+    return n * 1e6 / t
+
+
 def cmd_episodes(binary, n, tmp):
     """Episodes/s with 8 clients, with the fork server and without, and
     the same snippet as python3 -c through POST /command; and the median
-    of one fresh context ready (no pool), with and without.  Prints
-    "fork_eps nofork_eps command_eps fork_ready_us nofork_ready_us"."""
+    of one fresh context ready (no pool), with and without; and (fork on)
+    BATCH_ITEMS episodes as one POST /code/batch.  Prints "fork_eps
+    nofork_eps command_eps fork_ready_us nofork_ready_us batch_eps"."""
     out = {}
     for fork in ("on", "off"):
         ex = start_execd(binary, tmp, "execd-episodes-" + fork,
-                         "--log-level", "info", "--kernel-fork", fork)
+                         "--log-level", "info", "--kernel-fork", fork,
+                         "--batch-concurrency", str(EPISODE_CLIENTS))
         try:
             create_delete(ex)       # starts the server (fork on)
             if fork == "on":
@@ -1109,11 +1144,12 @@ def cmd_episodes(binary, n, tmp):
                          statistics.median(ready))
             if fork == "on":
                 out["command"] = episodes_per_s(ex, "command", n)
+                out["batch"] = batch_per_s(ex, BATCH_ITEMS)
         finally:
             ex.close()
-    print("%.1f %.1f %.1f %d %d" % (out["on"][0], out["off"][0],
-                                    out["command"], out["on"][1],
-                                    out["off"][1]))
+    print("%.1f %.1f %.1f %d %d %.1f" % (out["on"][0], out["off"][0],
+                                         out["command"], out["on"][1],
+                                         out["off"][1], out["batch"]))
 
 
 if __name__ == "__main__":
