@@ -495,9 +495,13 @@ on_cull(struct loop *l, uint64_t id, void *arg)
 		/*
 		 * A kernel's other consumers use it too: one with a subscriber
 		 * (a client watching it) is not idle, nor one that a consumer
-		 * sent to or heard from lately.
+		 * sent to or heard from lately.  One that is not ready (it
+		 * starts or restarts) could not be used yet: its idle time
+		 * counts from its ready.
 		 */
-		if (c->k != NULL && (kernel_consumers(c->k) > 0 ||
+		if (c->k != NULL && (kernel_state(c->k) == KERNEL_S_STARTING ||
+		    kernel_state(c->k) == KERNEL_S_RESTARTING ||
+		    kernel_consumers(c->k) > 0 ||
 		    loop_wall_ms() - kernel_last_activity(c->k) <
 		    (int64_t)limit))
 			continue;

@@ -751,6 +751,7 @@ become_ready(struct kernel *k)
 	loop_timer_cancel(k->loop, k->t_nudge);
 	k->t_ready = k->t_nudge = 0;
 	k->state = K_READY;
+	k->last_activity = loop_wall_ms();	/* idle from here */
 	k->silent_once = false;
 	if (k->conf->hb_interval_ms > 0 && k->t_hb == 0) {
 		kp_chan_hb_ping(k->ch);

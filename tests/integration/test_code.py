@@ -622,9 +622,10 @@ def test_interrupt_right_after_init_javascript():
             "next-ok\n", trials=3, settle=FAILED_RUN_SETTLE, may_die=True)
 
 
-def fake_kernel_daemon(tmp, interrupt_mode="signal"):
+def fake_kernel_daemon(tmp, interrupt_mode="signal", args=(), flags=""):
     """An execd whose "fake" language is tests/fakekernel/ (a scriptable
-    kernel for the faults a real one will not produce on request)."""
+    kernel for the faults a real one will not produce on request), with
+    execd's args and the kernel's FAKEKERNEL_FLAGS."""
     import lib
     d = os.path.join(tmp, "kernels", "fake")
     os.makedirs(d)
@@ -633,7 +634,22 @@ def fake_kernel_daemon(tmp, interrupt_mode="signal"):
             lib.ROOT, "tests", "fakekernel", "fakekernel.py"), "-f",
             "{connection_file}"], "display_name": "Fake",
             "language": "fake", "interrupt_mode": interrupt_mode}, f)
-    return Execd(env={"JUPYTER_PATH": tmp})
+    return Execd(*args, env={"JUPYTER_PATH": tmp, "FAKEKERNEL_FLAGS": flags})
+
+
+def test_a_context_is_not_culled_while_its_kernel_starts():
+    """Idle time counts from the kernel's ready, not its launch: a kernel
+    slower to start than --context-idle-timeout (a loaded machine, a
+    JVM) is not deleted before it could ever be used."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, fake_kernel_daemon(
+            tmp, args=("--context-idle-timeout", "2"),
+            flags="--slow-start 4") as d:
+        c = new_context(d, "fake")
+        st, evs = run_code(d, "print still-here", id=c["id"])
+        assert texts(evs, "stdout") == "still-here\n", evs
+        # Once used and left alone, it goes as any idle context.
+        assert wait_for(lambda: d.get_json("/code/contexts")[1] == [], 15)
 
 
 def test_interrupted_kernel_that_never_replies_ends_the_run():
