@@ -54,6 +54,7 @@
 #define TITLE_MAX	1024
 
 static pthread_mutex_t	 mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t	 parse_mu = PTHREAD_MUTEX_INITIALIZER; /* key names */
 static Display		*dpy;
 static bool		 dead;		/* the server went away */
 static int		 xerr;		/* last protocol error code, or 0 */
@@ -1033,6 +1034,21 @@ computer_op_run(struct computer_op *op)
 		op->rc = computer_type(op->text, op->text_len, e, el);
 		break;
 	case COMPUTER_OP_KEYS:
+		/*
+		 * Names are resolved here, on the worker: a name Xlib does
+		 * not know makes it read its keysym database from disk.
+		 * One parse at a time, since that load is not thread-safe.
+		 */
+		if (op->text != NULL) {
+			pthread_mutex_lock(&parse_mu);
+			op->ncombo = computer_keys_parse(op->text, op->combo,
+			    COMPUTER_COMBOS_MAX, e, el);
+			pthread_mutex_unlock(&parse_mu);
+			if (op->ncombo < 0) {
+				op->rc = op->ncombo;
+				break;
+			}
+		}
 		op->rc = computer_keys(op->combo, op->ncombo, e, el);
 		break;
 	case COMPUTER_OP_WINDOWS:

@@ -13,9 +13,12 @@
  * again), -EINVAL bad input (off screen, unknown key name), -ENOENT no
  * such window, -EIO what the server refused; each with a message in err.
  * computer_keys_parse() and computer_text_keysyms() keep no state and
- * take no lock (fuzzed); computer_keys_parse() reads Xlib's keysym table,
- * so call it from one thread only (the loop's); everything else takes
- * the module's lock.
+ * take no lock (fuzzed).  computer_keys_parse() may read Xlib's keysym
+ * database from disk (a name not in Xlib's built-in table), so it is no
+ * call for the loop thread: front ends hand the names to
+ * computer_op_run() (COMPUTER_OP_KEYS with text), which parses them on
+ * the worker, one parse at a time.  Everything else takes the module's
+ * lock.
  */
 #ifndef EXECD_COMPUTER_H
 #define EXECD_COMPUTER_H
@@ -130,7 +133,9 @@ struct computer_op {
 	/* inputs */
 	struct computer_shot	 shot;
 	struct computer_mouse	 mouse;
-	char			*text;		/* type: malloc'd, taken */
+	/* type: the text; keys: the names, parsed on the worker into
+	 * combo (400 before any key is pressed); malloc'd, taken */
+	char			*text;
 	size_t			 text_len;
 	struct computer_combo	 combo[COMPUTER_COMBOS_MAX];
 	int			 ncombo;

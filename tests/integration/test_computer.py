@@ -420,3 +420,37 @@ def test_computer_stuck_x_server_is_504_and_recovers():
             os.kill(x.proc.pid, signal.SIGCONT)
         wait_for(lambda: d.get_json("/computer/screen")[0] == 200,
                  "the display to answer again")
+
+
+def test_computer_key_names_are_resolved_off_the_loop():
+    # A name Xlib does not know reads its keysym database ($XKEYSYMDB)
+    # from disk; a FIFO with no writer holds that read.  It must hold one
+    # request on a worker, never the loop: /ping answers meanwhile, and
+    # once the database arrives the request is answered (400, unknown).
+    import threading
+    with tempfile.TemporaryDirectory() as tmp, Xvfb("640x480") as x:
+        fifo = os.path.join(tmp, "XKeysymDB")
+        os.mkfifo(fifo)
+        with Execd(env={"DISPLAY": x.display, "XKEYSYMDB": fifo}) as d:
+            out = {}
+
+            def press():
+                out["r"] = d.request("POST", "/computer/keyboard",
+                                     body={"keys": "ctrl+nosuchkey"},
+                                     timeout=60)
+            t = threading.Thread(target=press, daemon=True)
+            t.start()
+            time.sleep(1)
+            try:
+                assert d.request("GET", "/ping", timeout=20)[0] == 200
+            finally:
+                # Release the reader whatever happened.
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK) \
+                    if t.is_alive() else None
+                if fd is not None:
+                    os.write(fd, b"! none\n")
+                    os.close(fd)
+            t.join(60)
+            st, _, body = out["r"]
+            assert st == 400 and b"nosuchkey" in body, (st, body)
+            assert d.request("GET", "/ping")[0] == 200

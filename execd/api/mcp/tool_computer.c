@@ -200,13 +200,8 @@ mcp_key(struct mcp_call *c, const json_t *args)
 {
 	struct computer_op *op = xcalloc(1, sizeof(*op));
 
+	/* Parsed on the worker: names may need Xlib's database. */
 	op->kind = COMPUTER_OP_KEYS;
-	op->ncombo = computer_keys_parse(mcp_arg_str(args, "keys", ""),
-	    op->combo, COMPUTER_COMBOS_MAX, op->err, sizeof(op->err));
-	if (op->ncombo < 0) {
-		mcp_call_fail(c, "%s", op->err);
-		computer_op_free(op);
-		return;
-	}
+	op->text = xstrdup(mcp_arg_str(args, "keys", ""));
 	op_start(c, op);
 }

@@ -3,7 +3,8 @@
  * screenshots, mouse, keyboard and windows (computer.h).
  *
  * A handler checks its input on the loop thread (400 before anything
- * runs), then the call runs on a worker, since X calls may block, and
+ * runs; key names are resolved on the worker, still before any key is
+ * pressed), then the call runs on a worker, since X calls may block, and
  * its result is answered from the loop.  No display is 503 UNAVAILABLE
  * naming what is missing; a window that does not exist is 404; an X
  * server that does not answer within --fs-timeout is 504.
@@ -278,14 +279,9 @@ route_computer_keyboard(struct http_req *req)
 		op->text = xmalloc(op->text_len + 1);
 		memcpy(op->text, json_string_value(text), op->text_len + 1);
 	} else {
+		/* Parsed on the worker: names may need Xlib's database. */
 		op->kind = COMPUTER_OP_KEYS;
-		op->ncombo = computer_keys_parse(keys, op->combo,
-		    COMPUTER_COMBOS_MAX, err, sizeof(err));
-		if (op->ncombo < 0) {
-			http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
-			computer_op_free(op);
-			return;
-		}
+		op->text = xstrdup(keys);
 	}
 	op_start(req, op);
 }
