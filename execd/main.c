@@ -148,6 +148,7 @@ main(int argc, char **argv)
 		    argc - conf.ignored_from > 1 ? "s" : "",
 		    argv[conf.ignored_from]);
 	app.conf = live = &conf;
+	computer_set_display(conf.display);	/* before any worker */
 	/* Before any thread: it changes execd's environment. */
 	if (lifecycle_load(err, sizeof(err)) < 0) {
 		log_warnx("lifecycle hooks: %s", err);

@@ -45,7 +45,7 @@ enum opt_id {
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
 	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR, O_ISO_UPPER,
 	O_ISO_UPPER_MAX,
-	O_KERNEL_FORK,
+	O_KERNEL_FORK, O_DISPLAY,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
 
@@ -135,6 +135,9 @@ static const struct opt opts[] = {
 	    "WebSocket handshakes to the Jupyter Server API and calls to "
 	    "/mcp are accepted; otherwise only pages of execd's own host "
 	    "(Jupyter Server's rule) or of loopback (MCP's) are" },
+	{ "display", O_DISPLAY, "EXECD_DISPLAY", "DISPLAY", NULL,
+	    "the X display the /computer routes and the MCP computer tools "
+	    "drive (e.g. :0); default: $DISPLAY" },
 	{ "busy-poll", O_BUSY_POLL, "EXECD_BUSY_POLL", "USEC", "64",
 	    "before sleeping, keep polling up to this long while requests "
 	    "and answers have been coming that soon (the window adapts, and "
@@ -600,6 +603,10 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			c->kernel_transport = KERNEL_TCP;
 		else
 			goto bad;
+		return 0;
+	case O_DISPLAY:
+		free(c->display);
+		c->display = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
 	case O_ALLOW_ORIGIN:
 		free(c->allow_origin);
@@ -1069,6 +1076,8 @@ conf_reset(struct conf *c)
 	c->pool = NULL;
 	free(c->allow_origin);
 	c->allow_origin = NULL;
+	free(c->display);
+	c->display = NULL;
 	free(c->config);
 	c->config = NULL;
 	for (size_t i = 0; i < CONF_MAX_OPTS; i++) {

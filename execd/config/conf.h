@@ -74,6 +74,7 @@ struct conf {
 	char		 jupyter_addr[64];
 	uint16_t	 jupyter_port;
 	char		*allow_origin;	/* --allow-origin, or NULL */
+	char		*display;	/* --display, or NULL: $DISPLAY */
 	char		*token;		/* NULL: none; wiped at exit */
 	enum log_level	 log_level;
 	size_t		 max_body;

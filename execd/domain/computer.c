@@ -14,7 +14,7 @@
  * Nothing is spawned (no xdotool, no xwd): one connection serves every
  * request, held under one lock.
  *
- * The connection: opened on first use from $DISPLAY; an I/O error (the
+ * The connection: opened on first use from --display or $DISPLAY; an I/O error (the
  * server went away) marks it dead through Xlib's exit handler, which
  * returns instead of exiting; the call that met it fails with -ENXIO and
  * the next call opens a new one.  Protocol errors (a window that vanished)
@@ -59,6 +59,7 @@ static Display		*dpy;
 static bool		 dead;		/* the server went away */
 static int		 xerr;		/* last protocol error code, or 0 */
 static char		 dname[256];	/* the display dpy was opened on */
+static char		 cfg_display[256]; /* --display, or "": $DISPLAY */
 static KeyCode		 spare[SPARE_MAX];
 static KeySym		 spare_sym[SPARE_MAX];
 static int		 nspare, spare_next;
@@ -262,10 +263,18 @@ on_ioexit(Display *d, void *arg)
 	dead = true;	/* return: Xlib calls on d now fail at once */
 }
 
+void
+computer_set_display(const char *name)
+{
+	snprintf(cfg_display, sizeof(cfg_display), "%s",
+	    name != NULL ? name : "");
+}
+
 const char *
 computer_display_name(void)
 {
-	const char *s = getenv("DISPLAY");
+	const char *s = cfg_display[0] != '\0' ? cfg_display :
+	    getenv("DISPLAY");
 
 	return s != NULL && *s != '\0' ? s : NULL;
 }
@@ -319,7 +328,8 @@ open_locked(char *err, size_t errlen)
 	if (dpy != NULL)
 		return 0;
 	if (name == NULL) {
-		snprintf(err, errlen, "no X display: DISPLAY is not set");
+		snprintf(err, errlen, "no X display: DISPLAY is not set "
+		    "and no --display given");
 		return -ENXIO;
 	}
 	XSetErrorHandler(on_xerror);

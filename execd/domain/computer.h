@@ -2,10 +2,11 @@
  * computer.h -- the screen, mouse and keyboard of an X display, for agents
  * that drive a desktop (the /computer routes and the MCP computer tools).
  *
- * The module owns one connection to the X server that $DISPLAY names,
- * opened on first use, opened again when the server went away, and
- * serialised by a mutex: every call below may block on the server, so
- * callers run them on a worker (work.h), never on the loop thread.  No
+ * The module owns one connection to the X server that --display (else
+ * $DISPLAY) names, opened on first use, opened again when the server
+ * went away, and serialised by a mutex: every call below may block on
+ * the server, so callers run them on a worker (work.h), never on the
+ * loop thread.  No
  * display is never fatal: calls fail with -ENXIO and a message naming
  * what is missing.
  *
@@ -90,7 +91,12 @@ int	computer_keys_parse(const char *s, struct computer_combo *out,
 int	computer_text_keysyms(const char *s, size_t n, uint32_t *out,
 	    size_t max, char *err, size_t errlen);
 
-/* The display execd uses ($DISPLAY), or NULL. */
+/*
+ * The display to drive: name (--display; NULL or "": $DISPLAY).  Call
+ * before any worker runs.
+ */
+void	computer_set_display(const char *name);
+/* The display execd uses (--display, else $DISPLAY), or NULL. */
 const char *computer_display_name(void);
 
 int	computer_screen(struct computer_screen *, char *err, size_t errlen);

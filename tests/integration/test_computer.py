@@ -454,3 +454,23 @@ def test_computer_key_names_are_resolved_off_the_loop():
             st, _, body = out["r"]
             assert st == 400 and b"nosuchkey" in body, (st, body)
             assert d.request("GET", "/ping")[0] == 200
+
+
+def test_computer_display_option_names_the_display():
+    # --display (and the policy key) win over $DISPLAY, which here names
+    # no server at all.
+    with Xvfb("320x200") as x:
+        with Execd("--display", x.display,
+                   env={"DISPLAY": ":9999"}) as d:
+            st, v = d.get_json("/computer/screen")
+            assert st == 200, v
+            assert (v["width"], v["height"], v["display"]) == \
+                (320, 200, x.display)
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write("display: \"%s\"\n" % x.display)
+            f.flush()
+            d = Execd("--config", f.name)
+            d.env.pop("DISPLAY", None)
+            with d:
+                st, v = d.get_json("/computer/screen")
+                assert st == 200 and v["display"] == x.display, v
