@@ -51,6 +51,7 @@
 #include "domain/ckpt.h"
 #include "domain/rungate.h"
 #include "domain/computer.h"
+#include "domain/service.h"
 #include "domain/command.h"
 #include "domain/context.h"
 #include "domain/lifecycle.h"
@@ -211,6 +212,7 @@ main(int argc, char **argv)
 		log_warnx("metrics: %s", err);
 	/* The domain, each module over the ones before it. */
 	command_init(app.loop, cmd_dir, conf.grace_ms);
+	service_start(app.loop, &conf);
 	command_retain(conf.keep_commands, conf.keep_commands_size);
 	session_init(app.loop, cmd_dir, conf.grace_ms);
 	isolated_init(app.loop, conf.iso_upper_root != NULL ?
@@ -246,6 +248,7 @@ main(int argc, char **argv)
 	free(routes);
 	jupyter_shutdown();
 	mcp_shutdown();
+	service_shutdown();
 	context_shutdown();
 	idem_shutdown();
 	ckpt_shutdown();

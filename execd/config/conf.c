@@ -1100,6 +1100,20 @@ conf_reset(struct conf *c)
 	}
 	memset(c->mcp_servers, 0, sizeof(c->mcp_servers));
 	c->nmcp_servers = 0;
+	for (size_t i = 0; i < c->nservices; i++) {
+		struct conf_service *v = &c->services[i];
+
+		for (size_t k = 0; v->argv != NULL && v->argv[k] != NULL; k++)
+			free(v->argv[k]);
+		for (size_t k = 0; v->env != NULL && v->env[k] != NULL; k++)
+			free(v->env[k]);
+		free(v->argv);
+		free(v->env);
+		free(v->cwd);
+		free(v->ready);
+	}
+	memset(c->services, 0, sizeof(c->services));
+	c->nservices = 0;
 	conf_forget_token(c);
 }
 
@@ -1314,6 +1328,9 @@ static int	read_limits(struct rd *);
 static int	read_languages(struct rd *);
 static int	read_kind(struct rd *, const char *, const char *);
 static int	read_mcp_servers(struct rd *);
+static int	read_services(struct rd *);
+static int	read_service(struct rd *, struct conf_service *,
+		    const yaml_mark_t *);
 static int	read_mcp_server(struct rd *, struct conf_mcp_server *,
 		    const yaml_mark_t *);
 static int	read_words(struct rd *, const char *, bool, char ***);
@@ -1504,9 +1521,9 @@ static int
 read_top(struct rd *r)
 {
 	yaml_event_t key;
-	/* the last two: limits, mcp_servers */
-	yaml_mark_t seen[CONF_MAX_OPTS + 2];
-	bool have[CONF_MAX_OPTS + 2] = { false };
+	/* the last three: limits, mcp_servers, services */
+	yaml_mark_t seen[CONF_MAX_OPTS + 3];
+	bool have[CONF_MAX_OPTS + 3] = { false };
 	struct conf_key k;
 	const char *s;
 	char name[64];
@@ -1523,6 +1540,8 @@ read_top(struct rd *r)
 			i = CONF_MAX_OPTS;
 		else if (strcmp(name, "mcp_servers") == 0)
 			i = CONF_MAX_OPTS + 1;
+		else if (strcmp(name, "services") == 0)
+			i = CONF_MAX_OPTS + 2;
 		else
 			for (i = 0; conf_key_get(i, &k) == 0; i++)
 				if (strlen(s) < sizeof(name) &&
@@ -1543,6 +1562,7 @@ read_top(struct rd *r)
 		seen[i] = key.start_mark;
 		rc = i == CONF_MAX_OPTS ? read_limits(r) :
 		    i == CONF_MAX_OPTS + 1 ? read_mcp_servers(r) :
+		    i == CONF_MAX_OPTS + 2 ? read_services(r) :
 		    read_option(r, &key);
 		if (rc < 0)
 			goto out;
@@ -1844,6 +1864,146 @@ read_mcp_server(struct rd *r, struct conf_mcp_server *m,
 	if (m->url != NULL && (m->env != NULL || m->cwd != NULL))
 		return fail(r, at, "mcp_servers.%s: env and cwd are for a "
 		    "command, not a url", m->name);
+	return 0;
+out:
+	yaml_event_delete(&key);
+	return rc;
+}
+
+/*
+ * services: names to what runs them, in the order they start.  The
+ * checks a service's start would meet late are made here: a bad entry
+ * stops execd at start with the file's line and column.
+ */
+static int
+read_services(struct rd *r)
+{
+	struct conf_service *v;
+	yaml_event_t ev;
+	const char *s;
+	size_t n;
+	int rc;
+
+	if ((rc = map_start(r, "services wants a mapping of service "
+	    "names")) < 0)
+		return rc;
+	while ((rc = map_key(r, &ev, "a service name must be a name")) > 0) {
+		s = (const char *)ev.data.scalar.value;
+		n = strlen(s);
+		if (n == 0 || n >= sizeof(v->name) || n != ev.data.scalar.length
+		    || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+		    n) {
+			rc = fail(r, &ev.start_mark, "a service's name is 1 to "
+			    "31 of a-z, 0-9, _ and -, not '%.64s'", s);
+			goto out;
+		}
+		for (size_t i = 0; i < r->c->nservices; i++)
+			if (strcmp(r->c->services[i].name, s) == 0) {
+				rc = fail(r, &ev.start_mark, "'services.%s' "
+				    "given twice", s);
+				goto out;
+			}
+		if (r->c->nservices == CONF_SERVICES) {
+			rc = fail(r, &ev.start_mark, "more than %d services",
+			    CONF_SERVICES);
+			goto out;
+		}
+		v = &r->c->services[r->c->nservices++];
+		memcpy(v->name, s, n + 1);
+		if ((rc = read_service(r, v, &ev.start_mark)) < 0)
+			goto out;
+		yaml_event_delete(&ev);
+	}
+	return rc;
+out:
+	yaml_event_delete(&ev);
+	return rc;
+}
+
+/* One service: command, env, cwd, after, ready, restart. */
+static int
+read_service(struct rd *r, struct conf_service *v, const yaml_mark_t *at)
+{
+	yaml_event_t key, val;
+	char what[96];
+	const char *k, *x;
+	bool have_after = false, have_restart = false;
+	int rc;
+
+	snprintf(what, sizeof(what), "services.%s wants a mapping of "
+	    "command, env, cwd, after, ready and restart", v->name);
+	if ((rc = map_start(r, what)) < 0)
+		return rc;
+	while ((rc = map_key(r, &key, "a key must be a name")) > 0) {
+		k = (const char *)key.data.scalar.value;
+		snprintf(what, sizeof(what), "services.%s.%.16s", v->name, k);
+		if ((strcmp(k, "command") == 0 && v->argv != NULL) ||
+		    (strcmp(k, "env") == 0 && v->env != NULL) ||
+		    (strcmp(k, "cwd") == 0 && v->cwd != NULL) ||
+		    (strcmp(k, "ready") == 0 && v->ready != NULL) ||
+		    (strcmp(k, "after") == 0 && have_after) ||
+		    (strcmp(k, "restart") == 0 && have_restart)) {
+			rc = fail(r, &key.start_mark, "'%s' given twice", what);
+			goto out;
+		}
+		if (strcmp(k, "command") == 0 || strcmp(k, "env") == 0) {
+			rc = read_words(r, what, k[0] == 'e', k[0] == 'e' ?
+			    &v->env : &v->argv);
+		} else if (strcmp(k, "cwd") == 0 || strcmp(k, "ready") == 0 ||
+		    strcmp(k, "after") == 0 || strcmp(k, "restart") == 0) {
+			if ((rc = scalar_value(r, what, &val)) < 0)
+				goto out;
+			x = (const char *)val.data.scalar.value;
+			if ((strcmp(k, "cwd") == 0 || strcmp(k, "ready") ==
+			    0) && x[0] != '/') {
+				rc = fail(r, &val.start_mark, "%s: an absolute "
+				    "path", what);
+			} else if (k[0] == 'c') {
+				v->cwd = xstrdup(x);
+			} else if (strcmp(k, "ready") == 0) {
+				v->ready = xstrdup(x);
+			} else if (k[0] == 'a') {
+				size_t i;
+
+				have_after = true;
+				for (i = 0; i + 1 < r->c->nservices; i++)
+					if (strcmp(r->c->services[i].name,
+					    x) == 0)
+						break;
+				if (i + 1 < r->c->nservices)
+					snprintf(v->after, sizeof(v->after),
+					    "%s", x);
+				else
+					rc = fail(r, &val.start_mark, "%s: "
+					    "'%.64s' is no service given "
+					    "before this one", what, x);
+			} else {
+				have_restart = true;
+				if (strcmp(x, "always") == 0)
+					v->restart = CONF_RESTART_ALWAYS;
+				else if (strcmp(x, "on-failure") == 0)
+					v->restart = CONF_RESTART_ON_FAILURE;
+				else if (strcmp(x, "never") == 0)
+					v->restart = CONF_RESTART_NEVER;
+				else
+					rc = fail(r, &val.start_mark, "%s: "
+					    "always, on-failure or never, not "
+					    "'%.64s'", what, x);
+			}
+			yaml_event_delete(&val);
+		} else {
+			rc = fail(r, &key.start_mark, "unknown key '%.64s' of "
+			    "a service (command, env, cwd, after, ready, "
+			    "restart)", k);
+		}
+		if (rc < 0)
+			goto out;
+		yaml_event_delete(&key);
+	}
+	if (rc < 0)
+		return rc;
+	if (v->argv == NULL)
+		return fail(r, at, "services.%s needs a command", v->name);
 	return 0;
 out:
 	yaml_event_delete(&key);

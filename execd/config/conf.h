@@ -31,6 +31,7 @@
 #define CONF_FILE_MAX	(1 << 20)	/* largest policy file read, in bytes */
 #define CONF_MCP_SERVERS 16	/* mcp_servers of the policy file, at most */
 #define CONF_MCP_ARGS	256	/* words of one's command, env entries */
+#define CONF_SERVICES	16	/* services of the policy file, at most */
 
 /* Who children run as when a request names no uid. */
 struct conf_user {
@@ -53,6 +54,27 @@ struct conf_mcp_server {
 	char		**env;		/* "NAME=VALUE", NULL-ended; or NULL */
 	char		*cwd;		/* or NULL */
 	char		*url;		/* or NULL (then argv is set) */
+};
+
+/*
+ * One service of the policy file's services, which execd starts in the
+ * file's order and restarts when it ends (service.h).
+ */
+enum conf_restart {
+	CONF_RESTART_ALWAYS,	/* whatever the status */
+	CONF_RESTART_ON_FAILURE,	/* not after exit status 0 */
+	CONF_RESTART_NEVER
+};
+
+struct conf_service {
+	char		 name[32];	/* [a-z0-9_-] */
+	char		**argv;		/* the command, NULL-ended */
+	char		**env;		/* "NAME=VALUE", NULL-ended; or NULL */
+	char		*cwd;		/* or NULL */
+	char		 after[32];	/* an earlier service's name, or "" */
+	char		*ready;		/* a path there once it is ready, or
+					   NULL: ready once started */
+	enum conf_restart restart;
 };
 
 /* --line-endings: what foreground command output texts end with. */
@@ -117,6 +139,8 @@ struct conf {
 	size_t		 nlang_limits;
 	struct conf_mcp_server mcp_servers[CONF_MCP_SERVERS];
 	size_t		 nmcp_servers;
+	struct conf_service services[CONF_SERVICES];
+	size_t		 nservices;
 	struct conf_user user;		/* default identity of children */
 	bool		 cgroups_off;	/* limits by rlimits only */
 	bool		 runtime_init;	/* held until POST /internal/init */
@@ -209,7 +233,11 @@ const char *conf_key_value(const struct conf *, size_t i);
  * the kinds of job (command, session, context, pty) and "languages" (a
  * mapping of language names) to mappings of limits.h's keys; and
  * "mcp_servers", a mapping of server names to mappings of command (a
- * list), env (a mapping), cwd, or url (conf_mcp_url_check).  An unknown
+ * list), env (a mapping), cwd, or url (conf_mcp_url_check); and
+ * "services", a mapping of service names (started in the file's order)
+ * to mappings of command (a list), env, cwd, after (the name of a service
+ * given before), ready (an absolute path) and restart (always,
+ * on-failure or never).  An unknown
  * key, a value of the wrong shape (a list or mapping where one value is
  * due, or the reverse) or a value the option refuses is an error that
  * names the file, line and column; the first one stops the reading.

@@ -24,6 +24,8 @@ static void	put_value(FILE *, const char *);
 static void	put_comment(FILE *, const char *);
 static void	put_limits(FILE *, const struct limits *);
 static void	put_mcp_servers(FILE *, const struct conf *);
+static void	put_services(FILE *, const struct conf *);
+static void	put_words(FILE *, const char *, char *const *, bool);
 
 /* Read the file at path over c; see conf.h. */
 int
@@ -192,6 +194,77 @@ put_mcp_servers(FILE *f, const struct conf *c)
 	}
 }
 
+/* A command (a list) or env (a mapping) of a service, in block style. */
+static void
+put_words(FILE *f, const char *key, char *const *w, bool env)
+{
+	const char *eq;
+	char name[256];
+
+	if (w == NULL || w[0] == NULL)
+		return;
+	fprintf(f, "    %s:\n", key);
+	for (size_t k = 0; w[k] != NULL; k++) {
+		if (!env) {
+			fputs("      - ", f);
+			put_value(f, w[k]);
+			fputc('\n', f);
+			continue;
+		}
+		eq = strchr(w[k], '=');
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - w[k]), w[k]);
+		fputs("      ", f);
+		put_value(f, name);
+		fputs(": ", f);
+		put_value(f, eq + 1);
+		fputc('\n', f);
+	}
+}
+
+/* services, in their order. */
+static void
+put_services(FILE *f, const struct conf *c)
+{
+	static const char *const restarts[] = { "always", "on-failure",
+	    "never" };
+	const struct conf_service *v;
+
+	fputc('\n', f);
+	put_comment(f, "Services execd starts in this order as jobs under "
+	    "the policy of commands, restarts with backoff when they end "
+	    "(restart: always, on-failure or never), stops when it stops, "
+	    "and reports at GET /services; after: an earlier service that "
+	    "must be running and ready first; ready: a path that exists "
+	    "once a service is ready.  See docs/desktop.md.");
+	if (c->nservices == 0) {
+		fputs("# services:\n", f);
+		return;
+	}
+	fputs("services:\n", f);
+	for (size_t i = 0; i < c->nservices; i++) {
+		v = &c->services[i];
+		fprintf(f, "  %s:\n", v->name);
+		put_words(f, "command", v->argv, false);
+		put_words(f, "env", v->env, true);
+		if (v->cwd != NULL) {
+			fputs("    cwd: ", f);
+			put_value(f, v->cwd);
+			fputc('\n', f);
+		}
+		if (v->after[0] != '\0') {
+			fputs("    after: ", f);
+			put_value(f, v->after);
+			fputc('\n', f);
+		}
+		if (v->ready != NULL) {
+			fputs("    ready: ", f);
+			put_value(f, v->ready);
+			fputc('\n', f);
+		}
+		fprintf(f, "    restart: %s\n", restarts[v->restart]);
+	}
+}
+
 /* The options in force as a policy file; see policy.h. */
 void
 policy_print(const struct conf *c, FILE *f)
@@ -239,4 +312,5 @@ policy_print(const struct conf *c, FILE *f)
 		put_limits(f, &c->lang_limits[i].l);
 	}
 	put_mcp_servers(f, c);
+	put_services(f, c);
 }

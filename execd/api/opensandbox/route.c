@@ -318,6 +318,9 @@ const struct http_route route_table[] = {
 	    "the top-level windows: id, title, class, geometry", NULL, NULL },
 	{ "POST", "/computer/windows/{id}/focus", 0, route_computer_focus,
 	    "raise and focus a window", NULL, NULL },
+	{ "GET", "/services", 0, route_services,
+	    "the policy file's services: state, pid, restarts, last exit",
+	    NULL, NULL },
 	{ "*", "/proxy/{port}/{path}", HTTP_R_STREAM | HTTP_R_PREFIX,
 	    route_proxy, "any method: forward to 127.0.0.1:{port}/{path}, "
 	    "streamed, WebSockets tunnelled", NULL, NULL },

@@ -76,6 +76,9 @@ void	route_computer_keyboard(struct http_req *);
 void	route_computer_windows(struct http_req *);
 void	route_computer_focus(struct http_req *);
 
+/* route_services.c: the supervised services of the policy file. */
+void	route_services(struct http_req *);
+
 /* route_proxy.c: the reverse proxy to servers on 127.0.0.1. */
 void	route_proxy(struct http_req *);
 

@@ -1,0 +1,206 @@
+"""Supervised services of the policy file (services:, GET /services).
+
+Each test writes a policy file naming small sh services that record
+what they do in a temporary directory; execd starts them, restarts them
+and stops them.  Bounds are generous: a loaded machine only slows them.
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from lib import EXECD, Execd
+
+
+def policy(tmp, text):
+    path = os.path.join(tmp, "execd.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def services(d):
+    st, v = d.get_json("/services")
+    assert st == 200, v
+    return {s["name"]: s for s in v["services"]}, [s["name"] for s in
+                                                   v["services"]]
+
+
+def wait_for(fn, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.1)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie not yet reaped by whoever adopted it is gone too.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_services_start_in_order_restart_and_stop_with_execd():
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "log")
+        ready = os.path.join(tmp, "first.ready")
+        path = policy(tmp, """\
+services:
+  first:
+    command: [sh, -c, 'sleep 1; echo first >> "$LOG"; touch "$READY"; exec sleep 1000']
+    env: {LOG: "%s", READY: "%s"}
+    ready: "%s"
+  second:
+    command: [sh, -c, 'echo "second $WHO" >> "$LOG"; exec sleep 1000']
+    env: {LOG: "%s", WHO: it}
+    after: first
+""" % (log, ready, ready, log))
+        d = Execd("--config", path).start()
+        try:
+            by, order = services(d)
+            assert order == ["first", "second"]
+            # second waits for first to be ready.
+            assert by["second"]["state"] == "waiting", by
+            assert by["second"]["pid"] is None
+            by = wait_for(lambda: (lambda b: b["second"]["state"] ==
+                                   "running" and b)(services(d)[0]),
+                          "second to run")
+            text = wait_for(lambda: (lambda t: t.count("\n") >= 2 and t)(
+                open(log).read()), "second's line")
+            assert text.split("\n")[:2] == ["first", "second it"], text
+            for name in ("first", "second"):
+                s = by[name]
+                assert s["pid"] > 0 and alive(s["pid"]), s
+                assert s["restarts"] == 0 and s["last_exit"] is None, s
+                assert s["ready"] is True, s
+                assert s["since"].endswith("Z"), s
+            # kill -9: started again, after a backoff, with a new pid.
+            old = by["second"]["pid"]
+            os.kill(old, signal.SIGKILL)
+            s = wait_for(lambda: (lambda s: s["state"] == "running" and
+                                  s["pid"] != old and s)(
+                                      services(d)[0]["second"]),
+                         "second to run again")
+            assert s["restarts"] == 1, s
+            assert "signal 9" in s["last_exit"], s
+            assert by["first"]["pid"] == services(d)[0]["first"]["pid"]
+            pids = [s["pid"], by["first"]["pid"]]
+        finally:
+            rc = d.stop()
+        assert rc == 0, d.read_log()[-2000:]
+        # Stopped with execd: none is left running.
+        wait_for(lambda: not any(alive(p) for p in pids),
+                 "the services to be gone", timeout=15)
+        assert "service second (pid %d) ended: killed by signal 9" % old \
+            in d.read_log()
+
+
+def test_services_back_off_and_follow_their_restart_policy():
+    with tempfile.TemporaryDirectory() as tmp:
+        count = os.path.join(tmp, "count")
+        path = policy(tmp, """\
+services:
+  failing:
+    command: [sh, -c, 'echo x >> "$COUNT"; echo oops >&2; exit 3']
+    env: {COUNT: "%s"}
+  once:
+    command: [sh, -c, 'exit 0']
+    restart: on-failure
+  never:
+    command: [sh, -c, 'exit 4']
+    restart: never
+""" % count)
+        with Execd("--config", path) as d:
+            t0 = time.monotonic()
+            wait_for(lambda: services(d)[0]["failing"]["restarts"] >= 2,
+                     "failing to be started again twice")
+            time.sleep(2)
+            by = services(d)[0]
+            elapsed = time.monotonic() - t0
+            f = by["failing"]
+            # Backoff 0.5 s, 1 s, 2 s, 4 s ...: a handful of starts, not
+            # the thousands an immediate restart would make.
+            with open(count) as fh:
+                starts = len(fh.read().split())
+            assert 3 <= starts <= 2 + elapsed / 0.5, (starts, elapsed)
+            assert f["last_exit"] == "exit status 3", f
+            assert f["state"] in ("backoff", "running"), f
+            for name, why in (("once", "exit status 0"),
+                              ("never", "exit status 4")):
+                s = by[name]
+                assert s["state"] == "exited" and s["restarts"] == 0, s
+                assert s["last_exit"] == why and s["pid"] is None, s
+            assert "service failing" in d.read_log()
+            assert "oops" in d.read_log()
+
+
+def test_services_bad_entries_stop_execd_with_their_line_and_column():
+    cases = [
+        ("services: [a]\n", ":1:11: services wants a mapping"),
+        ("services:\n  A: {command: [x]}\n",
+         ":2:3: a service's name is 1 to 31 of a-z"),
+        ("services:\n  a: {cwd: /}\n", ":2:3: services.a needs a command"),
+        ("services:\n  a: {command: [x], after: b}\n",
+         ":2:28: services.a.after: 'b' is no service given before"),
+        ("services:\n  a: {command: [x]}\n  b: {command: [y], after: b}\n",
+         ":3:28: services.b.after: 'b' is no service given before"),
+        ("services:\n  a: {command: [x], restart: sometimes}\n",
+         ":2:30: services.a.restart: always, on-failure or never"),
+        ("services:\n  a: {command: [x], ready: rel}\n",
+         ":2:28: services.a.ready: an absolute path"),
+        ("services:\n  a: {command: [x], colour: red}\n",
+         ":2:21: unknown key 'colour' of a service"),
+        ("services:\n  a: {command: [x]}\n  a: {command: [y]}\n",
+         ":3:3: 'services.a' given twice"),
+        ("services:\n  a: {command: []}\n",
+         ":2:17: services.a.command: an empty list"),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for text, want in cases:
+            path = policy(tmp, text)
+            r = subprocess.run([EXECD, "--config", path,
+                                "--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 2, (text, r)
+            assert ("execd: " + path + want) in r.stderr, (text, r.stderr)
+            assert "listening" not in r.stderr, r.stderr
+
+
+def test_services_in_print_config_read_back_the_same():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = policy(tmp, """\
+services:
+  x:
+    command: [Xvfb, ":99", -screen, "0", 1280x800x24]
+    ready: /tmp/.X11-unix/X99
+  wm:
+    command: [openbox]
+    env: {DISPLAY: ":99"}
+    cwd: /
+    after: x
+    restart: on-failure
+""")
+        r = subprocess.run([EXECD, "--config", path, "--print-config"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r
+        assert "\nservices:\n  x:\n" in r.stdout, r.stdout
+        again = policy(tmp, r.stdout)
+        r2 = subprocess.run([EXECD, "--config", again, "--print-config"],
+                            capture_output=True, text=True, timeout=30)
+        assert r2.returncode == 0 and r2.stdout == r.stdout, r2
+        assert "restart: on-failure" in r.stdout
+        assert "after: x" in r.stdout
+        # None: a commented key, and GET /services is an empty list.
+        with Execd() as d:
+            st, v = d.get_json("/services")
+            assert st == 200 and v == {"services": []}, v
