@@ -758,6 +758,7 @@ begin_shutdown(void)
 	isolated_shutdown();
 	session_shutdown();
 	pty_shutdown();
+	service_stop();
 	n = child_signal_all(SIGTERM);
 	if (n > 0)
 		log_info("sent SIGTERM to %d children", n);

@@ -52,6 +52,7 @@ static struct loop		*L;
 static const struct conf	*C;
 static struct svc		*svcs;
 static size_t			 nsvcs;
+static bool			 stopping;	/* service_stop() was called */
 
 static void	try_start(struct svc *);
 static void	on_timer(struct loop *, uint64_t, void *);
@@ -143,13 +144,18 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 		s->ntail--;
 	if (s->ntail > 200)
 		from = s->ntail - 200;
-	log_warnx("service %s (pid %d) ended: %s%s%.*s", cf->name,
+	log_msg(stopping ? LOG_L_INFO : LOG_L_WARN, __func__, 0, "service %s "
+	    "(pid %d) ended: %s%s%.*s", cf->name,
 	    (int)s->pid, s->last, s->ntail > 0 ? "; its output ends: " : "",
 	    (int)(s->ntail - from), s->tail + from);
 	s->job = NULL;
 	s->pid = 0;
 	s->ready = false;
 	job_free(j);
+	if (stopping) {
+		set_state(s, S_STOPPED);
+		return;
+	}
 	again = cf->restart == CONF_RESTART_ALWAYS ||
 	    (cf->restart == CONF_RESTART_ON_FAILURE &&
 	    !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
@@ -296,6 +302,21 @@ service_list(void)
 		json_array_append_new(arr, o);
 	}
 	return arr;
+}
+
+void
+service_stop(void)
+{
+	stopping = true;
+	for (size_t i = 0; i < nsvcs; i++) {
+		struct svc *s = &svcs[i];
+
+		if (s->timer != 0)
+			loop_timer_cancel(L, s->timer);
+		s->timer = 0;
+		if (s->state == S_WAITING || s->state == S_BACKOFF)
+			set_state(s, S_STOPPED);
+	}
 }
 
 void

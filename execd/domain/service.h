@@ -37,7 +37,12 @@ void	 service_start(struct loop *, const struct conf *c);
  * since: when the state began, RFC 3339.
  */
 json_t	*service_list(void);
-/* At exit: every service stopped (its whole tree, SIGKILL), state freed. */
+/*
+ * Shutdown begins: none is started again; those running end with the
+ * rest of execd's children (SIGTERM, then SIGKILL after the grace).
+ */
+void	 service_stop(void);
+/* At exit: any still running killed (its whole tree, SIGKILL), freed. */
 void	 service_shutdown(void);
 
 #endif
