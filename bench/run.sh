@@ -52,6 +52,12 @@
 # (/usr/bin/python3, standard library only).  The terminal rows run
 # bench/pty_bench.py (/usr/bin/python3 with Debian's python3-websocket;
 # BENCH_PTY_KEYS keystrokes per side, default 500).
+# The desktop rows run bench/desktop_bench.py (/usr/bin/python3, standard
+# library only; Debian's xvfb, xterm, x11-xserver-utils, x11-apps (xwd),
+# netpbm and xdotool): on one Xvfb of 1280x800, GET /computer/screenshot
+# against xwd -root | xwdtopnm | pnmtopng, and a click through POST
+# /computer/mouse against xdotool click 1 (BENCH_DESKTOP_N each, default
+# 40).
 # The checkpoint row runs bench/ckpt_bench.py (/usr/bin/python3, standard
 # library only, and tar): POST /files/checkpoint and /files/restore of a
 # tree with 10 files changed between them against tar c and tar x of it.
@@ -140,6 +146,8 @@ CKPT_FILES=${BENCH_CKPT_FILES:-10000}
 ISO_SESS_MAX_RATIO=3 # issue 30: overlay session create+true+delete <= 3x /command
 ISO_COMMIT_MAX_RATIO=0.1 # issue 30: commit of 10 files <= 0.1x of cp -a
 ISO_SESS_N=${BENCH_ISO_SESS_N:-50}
+DESKTOP_MAX_RATIO=1.0 # issue 29: a screenshot, a click <= 1.0x of the shell's
+DESKTOP_N=${BENCH_DESKTOP_N:-40}
 
 T=
 PIDS=
@@ -916,6 +924,24 @@ else
 		"$(verdict_le "$RATIO" "$ISO_COMMIT_MAX_RATIO")"
 	note "isolated session create over $CKPT_FILES files (records the tree): $(us_ms "$5" 0) ms"
 fi
+
+# --- 29: the desktop: a screenshot and a click vs the shell's tools --------
+
+# "shot_api shot_shell click_api click_shell", medians in microseconds
+run_bg 600 "$T/desktop.out" "$T/desktop.log" \
+	/usr/bin/python3 "$HERE/desktop_bench.py" "$EXECD" "$DESKTOP_N" ||
+	fail "desktop: $(tail -c 600 "$T/desktop.log")"
+# shellcheck disable=SC2046 # split the numbers into words
+set -- $(cat "$T/desktop.out")
+[ $# -eq 4 ] || fail "desktop_bench.py printed '$(cat "$T/desktop.out")'"
+RATIO=$(calc "sprintf(\"%.3f\", $1 / $2)")
+row "screenshot 1280x800 PNG" "$(us_ms "$1" 1) ms" \
+	"$(us_ms "$2" 1) ms xwd|pnmtopng" "$RATIO" \
+	"ratio <= $DESKTOP_MAX_RATIO" "$(verdict_le "$RATIO" "$DESKTOP_MAX_RATIO")"
+RATIO=$(calc "sprintf(\"%.3f\", $3 / $4)")
+row "click (POST /computer/mouse)" "$(us_ms "$3" 2) ms" \
+	"$(us_ms "$4" 2) ms xdotool" "$RATIO" \
+	"ratio <= $DESKTOP_MAX_RATIO" "$(verdict_le "$RATIO" "$DESKTOP_MAX_RATIO")"
 
 # --- 15: /proxy: a large download and a small request vs nginx direct ------
 

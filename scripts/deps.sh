@@ -36,7 +36,10 @@ xterm x11-xserver-utils"
 case "${1:-}" in
 build) pkgs="$build" ;;
 run) pkgs="$build $run" ;;
-bench) pkgs="wrk nginx-light python3-jupyter-server python3-websocket" ;;
+# xvfb, xterm, x11-xserver-utils, x11-apps (xwd), netpbm and xdotool:
+# the desktop rows' display and the shell's screenshot and click.
+bench) pkgs="wrk nginx-light python3-jupyter-server python3-websocket xvfb
+xterm x11-xserver-utils x11-apps netpbm xdotool" ;;
 *) pkgs="$build $run $tests" ;;
 esac
 
