@@ -23,6 +23,9 @@
 #    volume mounted at /opt/opensandbox, then the user's container running
 #    from it.  The code-interpreter image started on its own; a data
 #    task in it (tests/datastack.py) and its DATA_STACK=0 variant (4d).
+#    The desktop image started on its own (4f): the viewer through /proxy
+#    (the page, the WebSocket to the VNC server), a screenshot, its
+#    services, and headless Chromium viewing it (tests/sdk/desktop-view.mjs).
 # 5. An SDK smoke test (tests/sdk/smoke.mjs, the real TypeScript SDK)
 #    against each running execd.
 #
@@ -227,7 +230,13 @@ if [ ! -f "$b/node_modules/.package-lock.json" ] || [ -n "$(find \
 		fail "npm ci in $b (playwright-core for the code-interpreter image)"
 	fi
 fi
-# execd first: code-interpreter starts from it.
+# The SDK's modules: the smoke tests', and playwright-core, which the
+# desktop image takes from the context.
+if [ ! -d tests/sdk/node_modules ]; then
+	(cd tests/sdk && npm ci --no-audit --no-fund) >"$W/npm.log" 2>&1 ||
+	    fail "npm ci in tests/sdk"
+fi
+# execd first: code-interpreter and desktop start from it.
 build execd
 for d in images/*/; do
 	d=${d%/}
@@ -278,10 +287,6 @@ smoke() {
 
 # 4a. The Docker runtime's flow.
 note "Docker flow"
-if [ ! -d tests/sdk/node_modules ]; then
-	(cd tests/sdk && npm ci --no-audit --no-fund) >"$W/npm.log" 2>&1 ||
-	    fail "npm ci in tests/sdk"
-fi
 out=$W/out
 rm -rf "$out"
 mkdir -p "$out"
@@ -524,5 +529,125 @@ EOF
 		fi
 		dk rm -f "iso-$v" >/dev/null 2>&1
 	done
+fi
+
+# 4f. The desktop image: its services, the noVNC viewer through execd's
+# /proxy (the page, and the websockify WebSocket to the VNC server's RFB
+# greeting, for control on 6080 and view only on 6081), a screenshot
+# through the API, and headless Chromium opening the viewer as a person
+# would; its screenshot is kept as build/docker/desktop-view.png.  With
+# the host network the image's loopback ports (5900, 5901, 6080, 6081)
+# are the host's: they must be free here.
+if dk image inspect "$tag-desktop" >/dev/null 2>&1; then
+	note "desktop"
+	p=$(port)
+	tok=desktop-token-$$
+	dk run -d --name desktop --network host --shm-size 256m \
+	    -e EXECD_LISTEN="127.0.0.1:$p" -e EXECD_ACCESS_TOKEN="$tok" \
+	    "$tag-desktop" >/dev/null
+	if ping "$p" "$tok"; then
+		pass "desktop: execd answers, with the access token"
+		/usr/bin/python3 - "$p" "$tok" <<'PY' >"$W/desktop.log" 2>&1
+import base64, http.client, json, os, socket, struct, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+H = {"X-EXECD-ACCESS-TOKEN": tok}
+
+
+def get(path, hdrs=H):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path, headers=hdrs)
+    r = c.getresponse()
+    return r.status, r.read()
+
+
+def check(ok, what):
+    print(("PASS " if ok else "FAIL ") + what, flush=True)
+
+
+def rfb(vport):
+    """The first WebSocket message through /proxy/VPORT/websockify."""
+    s = socket.create_connection(("127.0.0.1", port), 30)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET /proxy/%d/websockify HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
+               "Sec-WebSocket-Protocol: binary\r\n"
+               "X-EXECD-ACCESS-TOKEN: %s\r\n\r\n" % (vport, key, tok))
+              .encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 101"):
+        s.close()
+        return head.decode("latin1")[:80]
+    while len(rest) < 14:
+        b = s.recv(4096)
+        if not b:
+            break
+        rest += b
+    s.close()
+    # One binary frame from the server (unmasked): the RFB greeting.
+    return rest[2:14].decode("latin1") if rest[:1] == b"\x82" else repr(rest)
+
+
+# The services come up after execd: wait (bounded) for the viewer page.
+end = time.monotonic() + 60
+while True:
+    st, body = get("/proxy/6080/vnc.html")
+    if st == 200 or time.monotonic() > end:
+        break
+    time.sleep(0.5)
+check(st == 200 and b"noVNC" in body,
+      "desktop: vnc.html through /proxy/6080 (%d, %d bytes)" % (st, len(body)))
+check(get("/proxy/6080/vnc.html", {})[0] == 401,
+      "desktop: the viewer without the token is 401")
+for vport in (6080, 6081):
+    v = ""
+    for _ in range(60):
+        v = rfb(vport)
+        if v.startswith("RFB "):
+            break
+        time.sleep(0.5)
+    check(v.startswith("RFB 003."), "desktop: websockify handshake through "
+          "/proxy/%d, the VNC server's greeting %r" % (vport, v))
+st, png = get("/computer/screenshot")
+w, h = struct.unpack(">II", png[16:24]) if png[:4] == b"\x89PNG" else (0, 0)
+check(st == 200 and (w, h) == (1280, 800),
+      "desktop: GET /computer/screenshot (%d, %dx%d PNG)" % (st, w, h))
+st, body = get("/services")
+sv = {s["name"]: s for s in json.loads(body)["services"]} if st == 200 else {}
+up = [n for n in ("xvfb", "wm", "vnc", "vnc-view", "novnc", "novnc-view")
+      if sv.get(n, {}).get("state") == "running"]
+bg = sv.get("background", {}).get("last_exit")
+check(len(up) == 6 and bg == "exit status 0", "desktop: GET /services: "
+      "running %s; background: %s" % (",".join(up), bg))
+PY
+		cat "$W/desktop.log"
+		passed=$((passed + $(grep -c '^PASS ' "$W/desktop.log")))
+		failed=$((failed + $(grep -c '^FAIL ' "$W/desktop.log")))
+		grep -q 'desktop: GET /services' "$W/desktop.log" ||
+		    fail "desktop: the checks did not finish (build/docker/desktop.log)"
+		rm -f "$W/desktop-view.png"
+		if EXECD_URL="127.0.0.1:$p" EXECD_TOKEN="$tok" VIEW_PORT=6080 \
+		    VIEW_SHOT="$W/desktop-view.png" VIEW_RGB=2e6f8e \
+		    timeout 300 node tests/sdk/desktop-view.mjs \
+		    >"$W/desktop-view.log" 2>&1; then
+			pass "desktop: Chromium shows the desktop through" \
+			    "/proxy/6080 ($(tail -n 1 "$W/desktop-view.log"))"
+		else
+			cat "$W/desktop-view.log"
+			fail "desktop: Chromium through /proxy/6080" \
+			    "(build/docker/desktop-view.png)"
+		fi
+	else
+		dk logs desktop 2>&1 | tail -n 20
+		fail "desktop: execd does not answer"
+	fi
+	dk logs desktop >"$W/desktop-container.log" 2>&1
+	dk rm -f desktop >/dev/null 2>&1
 fi
 finish
