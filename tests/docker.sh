@@ -561,7 +561,7 @@ def get(path, hdrs=H):
 
 
 def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
+    print(("PASS docker: " if ok else "FAIL docker: ") + what, flush=True)
 
 
 def rfb(vport):
@@ -636,12 +636,10 @@ PY
 		    VIEW_SHOT="$W/desktop-view.png" VIEW_RGB=2e6f8e \
 		    timeout 300 node tests/sdk/desktop-view.mjs \
 		    >"$W/desktop-view.log" 2>&1; then
-			pass "desktop: Chromium shows the desktop through" \
-			    "/proxy/6080 ($(tail -n 1 "$W/desktop-view.log"))"
+			pass "desktop: Chromium shows the desktop through /proxy/6080 ($(tail -n 1 "$W/desktop-view.log"))"
 		else
 			cat "$W/desktop-view.log"
-			fail "desktop: Chromium through /proxy/6080" \
-			    "(build/docker/desktop-view.png)"
+			fail "desktop: Chromium through /proxy/6080 (build/docker/desktop-view.png)"
 		fi
 	else
 		dk logs desktop 2>&1 | tail -n 20
