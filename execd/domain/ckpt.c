@@ -379,7 +379,8 @@ ckpt_walk(char *abs, size_t alen, char *rel, size_t rlen, ckpt_walk_fn *fn,
 		names[nn++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, nn, sizeof(*names), by_name);
+	if (nn > 0)	/* names is NULL then */
+		qsort(names, nn, sizeof(*names), by_name);
 	for (i = 0; i < nn && rc == 0; i++) {
 		if ((size_t)snprintf(abs + al, alen - al, "/%s", names[i]) >=
 		    alen - al || (size_t)snprintf(rel + rl, rlen - rl, "%s%s",

@@ -110,6 +110,67 @@ ts_eq(const struct timespec *a, const struct timespec *b)
 }
 
 /*
+ * openat2's resolution without it (a kernel before 5.6, or valgrind,
+ * which does not know the call): rel one component at a time from dfd,
+ * each opened O_NOFOLLOW, so that a link anywhere on the way fails
+ * (ELOOP or ENOTDIR) as RESOLVE_NO_SYMLINKS does, and ".." is refused
+ * (EXDEV) as RESOLVE_BENEATH refuses it.  flags hold O_NOFOLLOW.
+ */
+static int
+open_by_steps(int dfd, const char *rel, int flags)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = rel, *end;
+	int cur = dfd, next, e;
+	size_t n;
+
+	if (*p == '/') {
+		errno = EXDEV;
+		return -1;
+	}
+	for (;;) {
+		while (*p == '/')
+			p++;
+		end = p + strcspn(p, "/");
+		n = (size_t)(end - p);
+		if (n > NAME_MAX) {
+			errno = ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(comp, n > 0 ? p : ".", n > 0 ? n : 1);
+		comp[n > 0 ? n : 1] = '\0';
+		if (strcmp(comp, "..") == 0) {
+			errno = EXDEV;
+			goto fail;
+		}
+		while (*end == '/')
+			end++;
+		if (*end == '\0') {
+			next = openat(cur, comp, flags);
+			e = errno;
+			if (cur != dfd)
+				close(cur);
+			errno = e;
+			return next;
+		}
+		next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (next < 0)
+			goto fail;
+		if (cur != dfd)
+			close(cur);
+		cur = next;
+		p = end;
+	}
+fail:
+	e = errno;
+	if (cur != dfd)
+		close(cur);
+	errno = e;
+	return -1;
+}
+
+/*
  * rel under root, opened without following a symbolic link on the way
  * nor at its end (O_PATH | O_NOFOLLOW gives the link itself): code in
  * the session may swap a directory of its upper for a link to anywhere
@@ -128,6 +189,8 @@ open_beneath(const char *root, const char *rel, int flags)
 	if ((dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -1;
 	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)
+		fd = open_by_steps(dfd, rel, (int)how.flags);
 	e = errno;
 	close(dfd);
 	errno = e;
@@ -192,7 +255,8 @@ base_find(struct tree *t, const char *rel)
 static void
 base_sort(struct tree *t)
 {
-	qsort(t->b, t->nb, sizeof(*t->b), by_rel);
+	if (t->nb > 0)	/* t->b is NULL then */
+		qsort(t->b, t->nb, sizeof(*t->b), by_rel);
 	t->sorted = t->nb;
 }
 
