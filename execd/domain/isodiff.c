@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../../fs/fs_info.h"
+#include "../../fs/fs_tree.h"
 #include "../../util/utf8.h"
 #include "../core/xmalloc.h"
 #include "ckpt.h"
@@ -902,33 +903,13 @@ still(struct tree *t, const char *rel, const char *full, bool tree)
 	return k.ok;
 }
 
+/* rm -rf path (fs_tree.h: links inside are never followed). */
 static int
-rm_one(const char *p)
+rm_one(const char *path)
 {
-	struct stat st;
-	struct dirent *de;
-	char c[PATH_MAX];
-	DIR *d;
-	int rc = 0;
+	char err[64];
 
-	if (lstat(p, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(p) < 0 && errno != ENOENT ? -errno : 0;
-	if ((d = opendir(p)) == NULL)
-		return -errno;
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		rc = join(c, sizeof(c), p, de->d_name);
-		if (rc == 0)
-			rc = rm_one(c);
-	}
-	closedir(d);
-	if (rc == 0 && rmdir(p) < 0 && errno != ENOENT)
-		rc = -errno;
-	return rc;
+	return fs_tree_remove(path, err, sizeof(err));
 }
 
 /* A free temporary name beside path. */
