@@ -288,6 +288,128 @@ cred_lookup(uid_t uid, gid_t gid, struct cred *out, char *err,
 	return 0;
 }
 
+/*
+ * Blank-separated decimal ids of p..end into v (at most max): their
+ * count, or -EINVAL (not an id; (uid_t)-1 is none), -E2BIG (over max).
+ */
+static int
+parse_ids(const char *p, const char *end, gid_t *v, size_t max)
+{
+	unsigned long long x;
+	size_t n = 0;
+
+	for (;;) {
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == end)
+			return (int)n;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (x = 0; p < end && *p >= '0' && *p <= '9'; p++)
+			if ((x = x * 10 + (unsigned)(*p - '0')) >= 0xffffffffULL)
+				return -EINVAL;
+		if (n == max)
+			return -E2BIG;
+		v[n++] = (gid_t)x;
+	}
+}
+
+/* See cred.h. */
+int
+cred_parse_status(const char *text, size_t len, struct cred *out)
+{
+	static __thread gid_t groups[CRED_NGROUPS];
+	const char *p = text, *end = text + len, *le;
+	gid_t ids[4];
+	int n, got = 0, ng = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	for (; p < end; p = le < end ? le + 1 : end) {
+		le = memchr(p, '\n', (size_t)(end - p));
+		if (le == NULL)
+			le = end;
+		if (le - p >= 4 && memcmp(p, "Uid:", 4) == 0) {
+			if (parse_ids(p + 4, le, ids, 4) != 4)
+				return -EINVAL;
+			uid = (uid_t)ids[3];	/* the filesystem uid */
+			got |= 1;
+		} else if (le - p >= 4 && memcmp(p, "Gid:", 4) == 0) {
+			if (parse_ids(p + 4, le, ids, 4) != 4)
+				return -EINVAL;
+			gid = ids[3];
+			got |= 2;
+		} else if (le - p >= 7 && memcmp(p, "Groups:", 7) == 0) {
+			if ((n = parse_ids(p + 7, le, groups, CRED_NGROUPS)) < 0)
+				return n;
+			ng = n;
+			got |= 4;
+		}
+	}
+	if (got != 7)
+		return -EINVAL;
+	out->uid = uid;
+	out->gid = gid;
+	out->ngroups = (size_t)ng;
+	memcpy(out->groups, groups, (size_t)ng * sizeof(gid_t));
+	return 0;
+}
+
+/* See cred.h. */
+int
+cred_of_pid(pid_t pid, struct cred *out, char *err, size_t errlen)
+{
+	char p[64], *buf;
+	struct cred *acct;
+	size_t len = 0, cap = 4096;
+	ssize_t r;
+	int fd, rc;
+
+	snprintf(p, sizeof(p), "/proc/%ld/status", (long)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(err, errlen, "%s: %s", p, strerror(-rc));
+		return rc;
+	}
+	buf = xmalloc(cap);
+	for (;;) {
+		if (len == cap) {
+			if (cap >= PWBUF_MAX) {
+				rc = -E2BIG;
+				goto out;
+			}
+			buf = xrealloc(buf, cap *= 2);
+		}
+		if ((r = read(fd, buf + len, cap - len)) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	memset(out, 0, sizeof(*out));
+	if ((rc = cred_parse_status(buf, len, out)) < 0)
+		goto out;
+	/* Home as the account's (its groups are the process's, not these). */
+	acct = xmalloc(sizeof(*acct));
+	rc = cred_lookup(out->uid, out->gid, acct, err, errlen);
+	if (rc == 0 || rc == -E2BIG)
+		memcpy(out->home, acct->home, sizeof(out->home));
+	free(acct);
+	free(buf);
+	close(fd);
+	return rc == -E2BIG ? 0 : rc;
+out:
+	snprintf(err, errlen, "%s: %s", p, rc == -E2BIG ? "too long, or too many groups" :
+	    strerror(-rc));
+	free(buf);
+	close(fd);
+	return rc;
+}
+
 /* Take c on this thread; see cred.h. */
 int
 cred_enter(const struct cred *c)

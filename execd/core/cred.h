@@ -60,6 +60,20 @@ int	 cred_lookup(uid_t uid, gid_t gid, struct cred *out, char *err,
  */
 int	 cred_root(int dirfd, struct cred *out);
 /*
+ * The identity process pid has now, as the kernel checks its file
+ * accesses (its filesystem uid and gid, its supplementary groups, read
+ * from /proc/<pid>/status), with home from the user database as
+ * cred_lookup() finds it.  0, or -errno with why in err (-ESRCH: no such
+ * process).  May block on the user database.
+ */
+int	 cred_of_pid(pid_t pid, struct cred *out, char *err, size_t errlen);
+/*
+ * The ids of a /proc/<pid>/status text (len bytes, not NUL-terminated)
+ * into out's uid, gid, ngroups and groups (the rest untouched): 0, or
+ * -EINVAL (a line missing or malformed), -E2BIG (too many groups).
+ */
+int	 cred_parse_status(const char *text, size_t len, struct cred *out);
+/*
  * Take c on the calling thread (NULL: nothing).  0, or -errno with the
  * thread unchanged: not privileged to take it, or a non-root identity
  * that would keep an effective capability (-EPERM).

@@ -854,6 +854,12 @@ isolated_root(struct isosess *s)
 	return fd;
 }
 
+pid_t
+isolated_pid(const struct isosess *s)
+{
+	return session_pid(s->sh);
+}
+
 /* The inode of pid's mount namespace, 0 if unknown. */
 static ino_t
 mnt_ns(pid_t pid)

@@ -99,6 +99,11 @@ struct isodiff	*isolated_changes(struct isosess *, struct isodiff_req *q,
  * as used now.  The descriptor, or -errno (-ESRCH: no shell).
  */
 int		 isolated_root(struct isosess *);
+/*
+ * The pid of the session's shell now (0: none), whose identity the file
+ * routes take (cred_of_pid).
+ */
+pid_t		 isolated_pid(const struct isosess *);
 /* The shell is gone and could not be started again. */
 bool		 isolated_dead(const struct isosess *);
 

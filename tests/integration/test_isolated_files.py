@@ -216,3 +216,71 @@ def test_bad_input():
         st, _, body = t.d.request("GET", route(sid, "files/info?path=" +
                                                q(t.ws)))
         expect_error(st, body, 404, "SESSION_NOT_FOUND")
+
+
+def test_routes_act_as_the_sessions_uid():
+    with Iso() as t:
+        ws = t.ws
+        with open(ws + "/secret", "w") as f:
+            f.write("root only\n")
+        os.chmod(ws + "/secret", 0o600)
+        os.mkdir(ws + "/private", 0o700)
+        with open(ws + "/private/in", "w") as f:
+            f.write("x\n")
+        sid = t.create({"workspace": {"path": ws}, "uid": 1000,
+                        "gid": 1000})
+        # What the session's shell cannot read, its file routes cannot.
+        out, evs = t.run(sid, "cat secret 2>&1; ls private 2>&1")
+        assert all("Permission denied" in o for o in out), out
+        st, _, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(ws + "/secret")))
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        assert b"root only" not in body
+        st, _, body = t.d.request("GET", route(sid, "directories/list?path=" +
+                                               q(ws + "/private")))
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        st, _, body = t.d.request("POST", route(sid, "files/replace"), body={
+            ws + "/secret": {"old": "root", "new": "user"}})
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        # Nor write where the shell cannot.
+        st, _, body = upload(t, sid, [({"path": ws + "/private/new"}, b"n")])
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        st, _, body = t.d.request("POST", route(sid, "directories"),
+                                  body={ws + "/private/d": {"mode": 755}})
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        st, _, body = t.d.request("DELETE", route(sid, "files?path=" +
+                                                  q(ws + "/private/in")))
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        st, _, body = t.d.request("POST", route(sid, "files/permissions"),
+                                  body={ws + "/secret": {"mode": 644}})
+        expect_error(st, body, 403, "PERMISSION_DENIED")
+        # What it writes is the session uid's, as the shell's own files.
+        st, _, body = upload(t, sid, [({"path": ws + "/up.txt"}, b"u")])
+        assert st == 200, body
+        st, _, body = t.d.request("POST", route(sid, "directories"),
+                                  body={ws + "/mine": {"mode": 755}})
+        assert st == 200, body
+        out, evs = t.run(sid, "stat -c '%u:%g %n' up.txt mine")
+        assert out == ["1000:1000 up.txt", "1000:1000 mine"], evs
+        st, info = t.d.get_json(route(sid, "files/info?path=" +
+                                      q(ws + "/up.txt")))
+        assert st == 200, info
+        # Outside, nothing changed.
+        assert sorted(os.listdir(ws)) == ["kept.txt", "private", "secret"]
+        assert os.stat(ws + "/secret").st_mode & 0o777 == 0o600
+
+
+def test_root_session_routes_read_root_only_files():
+    with Iso() as t:
+        ws = t.ws
+        with open(ws + "/secret", "w") as f:
+            f.write("root only\n")
+        os.chmod(ws + "/secret", 0o600)
+        sid = t.create()
+        st, _, body = t.d.request("GET", route(sid, "files/download?path=" +
+                                               q(ws + "/secret")))
+        assert st == 200 and body == b"root only\n", (st, body)
+        st, _, body = upload(t, sid, [({"path": ws + "/r.txt"}, b"r")])
+        assert st == 200, body
+        out, evs = t.run(sid, "stat -c '%u' r.txt")
+        assert out == ["0"], evs

@@ -14,6 +14,10 @@
  * relative symlinks beneath the directory, another thread meanwhile sees
  * execd's "/", a copy keeps the root open after the original is dropped,
  * and leaving gives the thread its "/" and working directory back.
+ * A process's identity (cred_of_pid, cred_parse_status): this process's
+ * filesystem ids and groups as getgroups() has them, a pid with no
+ * process -ESRCH; the filesystem field of the Uid and Gid lines, an empty
+ * Groups line, lines missing, malformed, or ids out of range refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -239,10 +243,64 @@ done:
 	t_tmpdir_free(out);
 }
 
+static void
+test_of_pid(void)
+{
+	static const char st[] = "Name:\tbash\nUid:\t0\t1000\t0\t1001\n"
+	    "Gid:\t5\t6\t7\t8\nGroups:\t4 24  27 \nNgid:\t0\n";
+	static const char unended[] = "Groups:\nUid: 1 1 1 2\nGid: 3 3 3 4";
+	static const char *const bad[] = {
+		"Uid:\t1 2 3 4\nGid:\t1 2 3 4\n",		/* no Groups */
+		"Uid:\t1 2 3\nGid:\t1 2 3 4\nGroups:\n",	/* 3 ids */
+		"Uid:\t1 2 3 4 5\nGid:\t1 2 3 4\nGroups:\n",
+		"Uid:\t1 2 3 x\nGid:\t1 2 3 4\nGroups:\n",
+		"Uid:\t1 2 3 4\nGid:\t1 2 3 -4\nGroups:\n",
+		"Uid:\t1 2 3 4294967295\nGid:\t1 2 3 4\nGroups:\n",
+		"Uid:\t1 2 3 99999999999999999999\nGid:\t1 2 3 4\nGroups:\n",
+		"Uid:\t1 2 3 4\nGid:\t1 2 3 4\nGroups:\t1 2a\n",
+		"",
+	};
+	gid_t groups[CRED_NGROUPS];
+	struct cred c;
+	char err[256], *many;
+	size_t n;
+	int ng = getgroups(CRED_NGROUPS, groups);
+
+	memset(&c, 0, sizeof(c));
+	T_EQ_INT(cred_parse_status(st, sizeof(st) - 1, &c), 0);
+	T_EQ_INT(c.uid, 1001);
+	T_EQ_INT(c.gid, 8);
+	T_EQ_INT(c.ngroups, 3);
+	T_OK(c.groups[0] == 4 && c.groups[1] == 24 && c.groups[2] == 27);
+	/* The last line need not end; an empty Groups line is none. */
+	T_EQ_INT(cred_parse_status(unended, strlen(unended), &c), 0);
+	T_OK(c.uid == 2 && c.gid == 4 && c.ngroups == 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_EQ_INT(cred_parse_status(bad[i], strlen(bad[i]), &c),
+		    -EINVAL);
+	/* One group more than an identity may hold. */
+	many = malloc(64 + (CRED_NGROUPS + 1) * 3);
+	n = (size_t)sprintf(many, "Uid: 0 0 0 0\nGid: 0 0 0 0\nGroups:");
+	for (int i = 0; i <= CRED_NGROUPS; i++)
+		n += (size_t)sprintf(many + n, " %d", i % 10);
+	T_EQ_INT(cred_parse_status(many, n, &c), -E2BIG);
+	free(many);
+	/* This process, as the kernel has it. */
+	T_EQ_INT(cred_of_pid(getpid(), &c, err, sizeof(err)), 0);
+	T_EQ_INT(c.uid, geteuid());
+	T_EQ_INT(c.gid, getegid());
+	T_EQ_INT(c.ngroups, ng);
+	for (int i = 0; i < ng && (size_t)i < c.ngroups; i++)
+		T_EQ_INT(c.groups[i], groups[i]);
+	T_OK(c.home[0] == '/' && c.root == NULL);
+	T_EQ_INT(cred_of_pid(0x3fffffff, &c, err, sizeof(err)), -ESRCH);
+}
+
 static const struct t_case cases[] = {
 	{ "lookup", test_lookup },
 	{ "enter_and_leave", test_enter_and_leave },
 	{ "root", test_root },
+	{ "of_pid", test_of_pid },
 };
 
 int

@@ -13,7 +13,10 @@
  *
  * The eleven file routes under /session/{id}/ are the ordinary handlers
  * (route_fs.c, route_upload.c, route_download.c), run while the thread
- * acts in the session shell's root (cred.h's cred_root): every client
+ * acts as the session's shell: with its filesystem uid, gid and groups
+ * (cred_of_pid; so the kernel allows the routes what it allows the
+ * shell, and what they create is the shell's uid's, as the identity
+ * routes of route_fs_as.c) and in its root (cred_root): every client
  * path, and every lookup their walks make, is resolved beneath that root
  * as the session sees it -- its overlays (writes land in the upper), its
  * read-only binds (EROFS, answered as the ordinary routes answer it), its
@@ -526,19 +529,24 @@ route_iso_commit(struct http_req *req)
 
 /*
  * The file routes on a session's view.  Each is its ordinary handler,
- * called while the thread acts in the session's root; the jobs it hands
- * to workers, and an upload's later steps, take that root again (work.c,
- * route_upload.c), as they take a /v1/filesystem/{uid}/{gid} identity.
+ * called while the thread acts as the session's shell, in its root; the
+ * jobs it hands to workers, and an upload's later steps, take that
+ * identity again (work.c, route_upload.c), as they take a
+ * /v1/filesystem/{uid}/{gid} one.
  */
 static void
 in_session(struct http_req *req, http_handler *fn)
 {
 	struct isosess *s;
-	struct cred *c;
+	struct cred *c, *who;
+	char err[256];
+	pid_t pid;
 	int fd, rc;
 
 	if (unavailable(req) || (s = session_of(req)) == NULL)
 		return;
+	/* The shell's pid and root, read together on this (loop) thread. */
+	pid = isolated_pid(s);
 	if ((fd = isolated_root(s)) < 0) {
 		http_reply_error(req, 500, "RUNTIME_ERROR", "session root: %s",
 		    fd == -ESRCH ? "session process has exited" :
@@ -552,9 +560,26 @@ in_session(struct http_req *req, http_handler *fn)
 		free(c);
 		return;
 	}
+	/* Who the shell is: its uid, gid and groups, its home for "~". */
+	who = xmalloc(sizeof(*who));
+	if ((rc = cred_of_pid(pid, who, err, sizeof(err))) < 0) {
+		http_reply_error(req, 500, "RUNTIME_ERROR", "session identity: "
+		    "%s", rc == -ESRCH ? "session process has exited" : err);
+		free(who);
+		cred_free(c);
+		return;
+	}
+	c->uid = who->uid;
+	c->gid = who->gid;
+	c->ngroups = who->ngroups;
+	memcpy(c->groups, who->groups, who->ngroups * sizeof(gid_t));
+	memcpy(c->home, who->home, sizeof(c->home));
+	free(who);
 	if ((rc = cred_enter(c)) < 0)
 		http_reply_error(req, 500, "RUNTIME_ERROR", "cannot act in the "
-		    "session's root: %s", strerror(-rc));
+		    "session's root as uid %lu gid %lu: %s",
+		    (unsigned long)c->uid, (unsigned long)c->gid,
+		    strerror(-rc));
 	else {
 		fn(req);
 		cred_leave(c);
