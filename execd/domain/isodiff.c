@@ -952,8 +952,32 @@ copy_fd(int in, int out)
 }
 
 /*
- * The upper's non-directory rel (under upper) made at tmp with its mode,
- * owner and mtime; what is read must be the entry the walk saw.
+ * The permission bits a commit gives the real entry of up: the upper's,
+ * but a non-directory's setuid and setgid bits, which would let code of
+ * the session (as root, or as its uid) leave a program that runs with
+ * its privilege in the real tree.  A directory keeps setgid: its files
+ * take its group, which grants nothing.  (File capabilities, the
+ * security.capability attribute, are not copied: no attribute is.)
+ */
+static mode_t
+commit_mode(const struct stat *up)
+{
+	mode_t m = up->st_mode & 07777;
+
+	return S_ISDIR(up->st_mode) ? m : m & ~(mode_t)(S_ISUID | S_ISGID);
+}
+
+/* m's bits as fs_mode_decimal's digits, the special ones first: 4755. */
+static int
+mode4(mode_t m)
+{
+	return (int)(((m >> 9) & 7) * 1000 + fs_mode_decimal(m & 0777));
+}
+
+/*
+ * The upper's non-directory rel (under upper) made at tmp with its mode
+ * (commit_mode), owner and mtime; what is read must be the entry the
+ * walk saw.
  */
 static int
 make_tmp(const char *upper, const char *rel, const struct stat *up,
@@ -966,7 +990,8 @@ make_tmp(const char *upper, const char *rel, const struct stat *up,
 	int in, out, rc = 0;
 
 	if (!S_ISREG(up->st_mode) && !S_ISLNK(up->st_mode)) {
-		if (mknod(tmp, up->st_mode, up->st_rdev) < 0 ||
+		if (mknod(tmp, (up->st_mode & S_IFMT) | commit_mode(up),
+		    up->st_rdev) < 0 ||
 		    lchown(tmp, up->st_uid, up->st_gid) < 0)
 			return -errno;
 		return 0;
@@ -1000,7 +1025,7 @@ make_tmp(const char *upper, const char *rel, const struct stat *up,
 	rc = copy_fd(in, out);
 	close(in);
 	if (rc == 0 && (fchown(out, up->st_uid, up->st_gid) < 0 ||
-	    fchmod(out, up->st_mode & 07777) < 0 || futimens(out, ts) < 0))
+	    fchmod(out, commit_mode(up)) < 0 || futimens(out, ts) < 0))
 		rc = -errno;
 	if (close(out) < 0 && rc == 0)
 		rc = -errno;
@@ -1105,7 +1130,7 @@ selected(const char *full, struct isodiff_req *q)
 json_t *
 isodiff_commit(struct isodiff *d, struct isodiff_req *q)
 {
-	json_t *applied = NULL, *conflicts, *failed, *o = NULL;
+	json_t *applied = NULL, *conflicts, *failed, *stripped, *o = NULL;
 	char full[PATH_MAX], up[PATH_MAX];
 	struct chgs cs;
 	struct stat st;
@@ -1120,6 +1145,7 @@ isodiff_commit(struct isodiff *d, struct isodiff_req *q)
 	applied = json_array();
 	conflicts = json_array();
 	failed = json_array();
+	stripped = json_array();
 	for (size_t i = 0; i < d->n; i++) {
 		struct tree *t = &d->t[i];
 
@@ -1131,6 +1157,7 @@ isodiff_commit(struct isodiff *d, struct isodiff_req *q)
 			json_decref(applied);
 			json_decref(conflicts);
 			json_decref(failed);
+			json_decref(stripped);
 			o = scan_error(q, q->uppers[i], rc);
 			goto out;
 		}
@@ -1167,12 +1194,18 @@ isodiff_commit(struct isodiff *d, struct isodiff_req *q)
 					set_committed(t, c->rel, &st);
 			}
 			json_array_append_new(applied, json_string(full));
+			if (c->kind != DELETED && commit_mode(&c->up) !=
+			    (c->up.st_mode & 07777))
+				json_array_append_new(stripped, json_pack(
+				    "{s:s,s:i,s:i}", "path", full, "mode",
+				    mode4(c->up.st_mode), "committed_mode",
+				    mode4(commit_mode(&c->up))));
 		}
 		chgs_free(&cs);
 		base_sort(t);
 	}
-	o = json_pack("{s:o,s:o,s:o}", "applied", applied, "conflicts",
-	    conflicts, "failed", failed);
+	o = json_pack("{s:o,s:o,s:o,s:o}", "applied", applied, "conflicts",
+	    conflicts, "failed", failed, "stripped", stripped);
 out:
 	pthread_mutex_unlock(&d->mtx);
 	return o;

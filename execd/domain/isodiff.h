@@ -60,8 +60,10 @@ struct isodiff_req {
 json_t	*isodiff_diff(struct isodiff *, struct isodiff_req *);
 /*
  * Apply the changes (of paths, when given); {"applied": [...],
- * "conflicts": [{"path", "reason"}], "failed": [{"path", "error"}]}, or
- * NULL with status, code and err set (bad paths, an upper unreadable).
+ * "conflicts": [{"path", "reason"}], "failed": [{"path", "error"}],
+ * "stripped": [{"path", "mode", "committed_mode"}]} (entries applied
+ * without their setuid and setgid bits), or NULL with status, code and
+ * err set (bad paths, an upper unreadable).
  */
 json_t	*isodiff_commit(struct isodiff *, struct isodiff_req *);
 

@@ -261,7 +261,7 @@ def test_bad_input():
         expect_error(st, data, 400, "INVALID_REQUEST_BODY")
         # Nothing changed, nothing committed: an empty answer.
         assert commit(t, sid) == {"applied": [], "conflicts": [],
-                                  "failed": []}
+                                  "failed": [], "stripped": []}
 
 
 def test_commit_never_writes_through_a_link_out_of_the_tree():
@@ -291,3 +291,59 @@ def test_commit_never_writes_through_a_link_out_of_the_tree():
         with open(f) as fh:
             assert fh.read() == "x\n"
         assert os.listdir(outside) == []
+
+
+CAP_XATTR = "security.capability"
+
+
+def test_commit_strips_setuid_setgid_and_file_capabilities():
+    """A root session can make setuid, setgid and capable files in its
+    upper; a commit writes them into the real workspace without those
+    bits or the capability, and says so."""
+    with Iso() as t:
+        ws = t.ws
+        p = lambda rel: os.path.join(ws, rel)  # noqa: E731
+        sid = t.create()
+        # A file capability as setcap writes it (revision 2, effective,
+        # cap_net_raw permitted).
+        cap = "\\x01\\x00\\x00\\x02\\x00\\x20\\x00\\x00" + "\\x00" * 12
+        out, evs = t.run(sid, (
+            "cp /bin/true suid && chmod 4755 suid; "
+            "cp /bin/true sgid && chmod 2750 sgid; "
+            "cp /bin/true both && chmod 6711 both; "
+            "echo plain > plain && chmod 755 plain; "
+            "mkdir gdir && chmod 2775 gdir; "
+            "cp /bin/true capped && /usr/bin/python3 -c \"import os; "
+            "os.setxattr('capped', '%s', b'%s')\" && echo capped; "
+            "stat -c '%%a %%n' suid sgid both gdir") % (CAP_XATTR, cap))
+        assert out == ["capped", "4755 suid", "2750 sgid", "6711 both",
+                       "2775 gdir"], evs
+        res = commit(t, sid)
+        assert res["conflicts"] == [] and res["failed"] == [], res
+        assert sorted(res["applied"]) == sorted(
+            p(n) for n in ("suid", "sgid", "both", "plain", "gdir",
+                           "capped")), res
+        stripped = {e["path"]: e for e in res["stripped"]}
+        assert stripped == {
+            p("suid"): {"path": p("suid"), "mode": 4755,
+                        "committed_mode": 755},
+            p("sgid"): {"path": p("sgid"), "mode": 2750,
+                        "committed_mode": 750},
+            p("both"): {"path": p("both"), "mode": 6711,
+                        "committed_mode": 711}}, res
+        for name, mode in (("suid", 0o755), ("sgid", 0o750),
+                           ("both", 0o711), ("plain", 0o755),
+                           ("capped", 0o755)):
+            st = os.stat(p(name))
+            assert st.st_mode & 0o7777 == mode, (name, oct(st.st_mode))
+            assert st.st_uid == 0, name
+        # A directory's setgid (its files take its group) is no privilege.
+        assert os.stat(p("gdir")).st_mode & 0o7777 == 0o2775
+        try:
+            os.getxattr(p("capped"), CAP_XATTR)
+            raise AssertionError("file capability committed")
+        except OSError:
+            pass
+        # The session's own copy keeps what it made.
+        out, evs = t.run(sid, "stat -c '%a' suid")
+        assert out == ["4755"], evs
