@@ -34,14 +34,28 @@
  * A thread that cannot give an identity back would go on as that user or
  * worse: cred_leave() then stops execd.
  *
- * A root (cred_root(), the isolated sessions' file routes) is per thread
- * too: the thread first gives itself its own root and working directory
- * (unshare(CLONE_FS), once; the rest of execd keeps sharing theirs), then
- * chroots into the root's descriptor for the stretch and back into its
- * own "/" (held open meanwhile) after it.  So every lookup of the stretch
- * -- the handler's, the fs/ walks of a search or a listing, a symlink's
- * absolute target, ".." -- stays beneath the root, with no change to the
- * code that resolves them.
+ * A root (cred_root()) is per thread too: the thread first gives itself
+ * its own root and working directory (unshare(CLONE_FS); the rest of
+ * execd keeps sharing theirs), then chroots into the root's descriptor
+ * for the stretch and back into its own "/" (held open meanwhile) after
+ * it.  So every lookup of the stretch -- the handler's, the fs/ walks of
+ * a search or a listing, a symlink's absolute target, ".." -- stays
+ * beneath the root, with no change to the code that resolves them.
+ *
+ * A view (cred_view(), the isolated sessions' file routes) is a root
+ * that is a mount namespace: a private copy of the session shell's, made
+ * on the calling thread (setns into the shell's, unshare(CLONE_NEWNS),
+ * every mount made private so that nothing done in the copy propagates,
+ * then every procfs mount detached, checked by reading mountinfo again).
+ * A chroot alone would leave the session's /proc in reach, and a link the
+ * session plants to /proc/self/root, /proc/<pid>/cwd or /proc/<pid>/fd/N
+ * is a "magic link" the kernel follows to wherever it points, past any
+ * root: with no procfs in the view there is none to follow, for every
+ * lookup of every route, as chroot contains the others.  A thread enters
+ * the copy with setns (which needs a filesystem context of its own) and
+ * goes back to its namespace, "/" and working directory after.  The copy
+ * lives while a cred names it (the descriptor), so a request's; it holds
+ * the session's mounts meanwhile, in no process's namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +67,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,14 +99,15 @@ static __thread struct {
 	gid_t		 egid;
 	size_t		 ngroups;
 	gid_t		 groups[CRED_NGROUPS];
-	bool		 fs_own;	/* unshare(CLONE_FS) done */
 	int		 old_root;	/* while in a root: "/" and ".", */
 	int		 old_cwd;	/* to go back to */
+	int		 old_ns;	/* and, in a view, the mount namespace */
 } T;
 
 struct cred_root {
 	atomic_uint	 refs;
 	int		 fd;
+	bool		 ns;		/* fd: a mount namespace (cred_view) */
 };
 
 static bool	 same_groups(const gid_t *, size_t, const gid_t *, size_t);
@@ -150,23 +167,55 @@ keep_undumpable(void)
 	(void)prctl(PR_SET_DUMPABLE, 0);
 }
 
+/*
+ * The thread's own filesystem context (root, cwd).  Each time: a thread
+ * created since by one that had its own (pthread_create shares it with
+ * CLONE_FS) shares it again, and would follow its chroot, while setns
+ * refuses a shared one.  Free when it is not shared.
+ */
+static int
+own_fs(void)
+{
+	return unshare(CLONE_FS) < 0 ? -errno : 0;
+}
+
+/* Back from a mount namespace entered from ns, to root and cwd. */
+static void
+ns_back(int ns, int root, int cwd)
+{
+	if (setns(ns, CLONE_NEWNS) < 0 || fchdir(root) < 0 ||
+	    chroot(".") < 0 || fchdir(cwd) < 0)
+		fatal("cannot leave a mount namespace");
+}
+
 /* Act in r as the thread's root; 0 or -errno with nothing changed. */
 static int
 root_enter(const struct cred_root *r)
 {
 	int rc;
 
-	if (!T.fs_own) {
-		if (unshare(CLONE_FS) < 0)
-			return -errno;
-		T.fs_own = true;
-	}
+	if ((rc = own_fs()) < 0)
+		return rc;
+	T.old_ns = -1;
 	if ((T.old_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
 	if ((T.old_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		rc = -errno;
 		close(T.old_root);
 		return rc;
+	}
+	if (r->ns) {
+		/* setns gives the thread the namespace's root and cwd. */
+		if ((T.old_ns = open("/proc/thread-self/ns/mnt", O_RDONLY |
+		    O_CLOEXEC)) < 0 || setns(r->fd, CLONE_NEWNS) < 0) {
+			rc = -errno;
+			if (T.old_ns >= 0)
+				close(T.old_ns);
+			close(T.old_root);
+			close(T.old_cwd);
+			return rc;
+		}
+		return 0;
 	}
 	if (fchdir(r->fd) < 0 || chroot(".") < 0) {
 		rc = -errno;
@@ -182,11 +231,242 @@ root_enter(const struct cred_root *r)
 static void
 root_leave(void)
 {
-	if (fchdir(T.old_root) < 0 || chroot(".") < 0 ||
+	if (T.old_ns >= 0) {
+		ns_back(T.old_ns, T.old_root, T.old_cwd);
+		close(T.old_ns);
+		T.old_ns = -1;
+	} else if (fchdir(T.old_root) < 0 || chroot(".") < 0 ||
 	    fchdir(T.old_cwd) < 0)
 		fatal("cannot leave a root directory");
 	close(T.old_root);
 	close(T.old_cwd);
+}
+
+/* Unescape mountinfo's \ooo in p..end into out; 0 or -EINVAL. */
+static int
+unescape(const char *p, const char *end, char *out, size_t outlen)
+{
+	size_t n = 0;
+	unsigned v;
+
+	for (; p < end; p++) {
+		if (*p != '\\')
+			v = (unsigned char)*p;
+		else {
+			if (end - p < 4 || p[1] < '0' || p[1] > '3' ||
+			    p[2] < '0' || p[2] > '7' || p[3] < '0' || p[3] > '7')
+				return -EINVAL;
+			v = (unsigned)(p[1] - '0') * 64 + (unsigned)(p[2] - '0') *
+			    8 + (unsigned)(p[3] - '0');
+			p += 3;
+		}
+		if (v == 0 || n + 1 >= outlen)
+			return -EINVAL;
+		out[n++] = (char)v;
+	}
+	out[n] = '\0';
+	return out[0] == '/' ? 0 : -EINVAL;
+}
+
+/* See cred.h. */
+int
+cred_proc_mounts(const char *text, size_t len,
+    void (*fn)(const char *, void *), void *arg)
+{
+	static __thread char path[PATH_MAX];
+	const char *p = text, *end = text + len, *le, *f[8], *fe[8];
+	const char *t, *te;
+	size_t nf;
+	int count = 0;
+
+	for (; p < end; p = le < end ? le + 1 : end) {
+		if ((le = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			le = end;
+		if (le == p)
+			continue;
+		/* Fields 0-5, then optional ones up to "-", then the type. */
+		t = p;
+		nf = 0;
+		for (;;) {
+			while (t < le && *t == ' ')
+				t++;
+			if (t == le)
+				return -EINVAL;
+			te = memchr(t, ' ', (size_t)(le - t));
+			if (te == NULL)
+				te = le;
+			if (nf >= 6 && te - t == 1 && *t == '-')
+				break;
+			if (nf < 8) {
+				f[nf] = t;
+				fe[nf] = te;
+			}
+			nf++;
+			t = te;
+		}
+		if (nf < 6)
+			return -EINVAL;
+		t = te;
+		while (t < le && *t == ' ')
+			t++;
+		te = memchr(t, ' ', (size_t)(le - t));
+		if (te == NULL)
+			te = le;
+		if (t == te)
+			return -EINVAL;
+		if (unescape(f[4], fe[4], path, sizeof(path)) < 0)
+			return -EINVAL;
+		if (te - t == 4 && memcmp(t, "proc", 4) == 0) {
+			if (fn != NULL)
+				fn(path, arg);
+			count++;
+		}
+	}
+	return count;
+}
+
+static void
+detach(const char *path, void *arg)
+{
+	/* A mount under one detached before is gone with it: no matter. */
+	(void)arg;
+	(void)umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+}
+
+/* The whole of fd, from its start, into *buf (freed by the caller). */
+static ssize_t
+read_all(int fd, char **buf)
+{
+	size_t len = 0, cap = 16384;
+	ssize_t r;
+
+	*buf = xmalloc(cap);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= PWBUF_MAX * 16)
+				return -E2BIG;
+			*buf = xrealloc(*buf, cap *= 2);
+		}
+		if ((r = read(fd, *buf + len, cap - len)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return (ssize_t)len;
+		len += (size_t)r;
+	}
+}
+
+/*
+ * On the calling thread, in pid's mount namespace: a private copy of it
+ * with no procfs mounted, as a namespace descriptor in *nsfd.  The
+ * thread is back in its own namespace, root and cwd after.
+ */
+static int
+make_view(pid_t pid, int *nsfd, char *err, size_t errlen)
+{
+	int target = -1, self = -1, oroot = -1, ocwd = -1, mi = -1, rc;
+	const char *step = "";
+	struct stat a, b;
+	char p[64], *text = NULL;
+	ssize_t n;
+
+	*nsfd = -1;
+	if ((rc = own_fs()) < 0) {
+		snprintf(err, errlen, "unshare(CLONE_FS): %s", strerror(-rc));
+		return rc;
+	}
+	snprintf(p, sizeof(p), "/proc/%ld/root", (long)pid);
+	if (stat(p, &a) < 0) {
+		rc = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(err, errlen, "%s: %s", p, strerror(-rc));
+		return rc;
+	}
+	snprintf(p, sizeof(p), "/proc/%ld/ns/mnt", (long)pid);
+	if ((target = open(p, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (self = open("/proc/thread-self/ns/mnt", O_RDONLY |
+	    O_CLOEXEC)) < 0 ||
+	    (oroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (ocwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(err, errlen, "%s: %s", p, strerror(-rc));
+		goto out;
+	}
+	if (setns(target, CLONE_NEWNS) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "setns: %s", strerror(-rc));
+		goto out;
+	}
+	/* In pid's namespace now: from here on, always come back. */
+	rc = 0;
+	if (unshare(CLONE_NEWNS) < 0)
+		step = "unshare(CLONE_NEWNS)", rc = -errno;
+	/* Private first: a detach must not reach the namespaces copied. */
+	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		step = "private mounts", rc = -errno;
+	else if (stat("/", &b) < 0)
+		step = "/", rc = -errno;
+	else if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		step = "the process's root is not its namespace's",
+		    rc = -EXDEV;
+	else if ((*nsfd = open("/proc/thread-self/ns/mnt", O_RDONLY |
+	    O_CLOEXEC)) < 0 || (mi = open("/proc/thread-self/mountinfo",
+	    O_RDONLY | O_CLOEXEC)) < 0)
+		step = "/proc/thread-self", rc = -errno;
+	else if ((n = read_all(mi, &text)) < 0)
+		step = "mountinfo", rc = (int)n;
+	else if ((rc = cred_proc_mounts(text, (size_t)n, detach, NULL)) < 0)
+		step = "mountinfo";
+	else {
+		/* The same file, read again: what is left mounted now. */
+		free(text);
+		if ((n = read_all(mi, &text)) < 0)
+			step = "mountinfo", rc = (int)n;
+		else if ((rc = cred_proc_mounts(text, (size_t)n, NULL,
+		    NULL)) != 0)
+			step = rc < 0 ? "mountinfo" :
+			    "a procfs mount could not be detached",
+			    rc = rc < 0 ? rc : -EBUSY;
+	}
+	ns_back(self, oroot, ocwd);
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s", step, strerror(-rc));
+out:
+	free(text);
+	if (rc < 0 && *nsfd >= 0) {
+		close(*nsfd);
+		*nsfd = -1;
+	}
+	if (mi >= 0)
+		close(mi);
+	if (target >= 0)
+		close(target);
+	if (self >= 0)
+		close(self);
+	if (oroot >= 0)
+		close(oroot);
+	if (ocwd >= 0)
+		close(ocwd);
+	return rc < 0 ? rc : 0;
+}
+
+/* See cred.h. */
+int
+cred_view(pid_t pid, struct cred *out, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	if ((rc = make_view(pid, &fd, err, errlen)) < 0)
+		return rc;
+	if ((rc = cred_root(fd, out)) < 0) {
+		snprintf(err, errlen, "getgroups: %s", strerror(-rc));
+		return rc;
+	}
+	out->root->ns = true;
+	return 0;
 }
 
 /* See cred.h. */
@@ -210,6 +490,7 @@ cred_root(int dirfd, struct cred *out)
 	out->root = xmalloc(sizeof(*out->root));
 	atomic_init(&out->root->refs, 1);
 	out->root->fd = dirfd;
+	out->root->ns = false;
 	return 0;
 }
 

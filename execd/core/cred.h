@@ -22,8 +22,9 @@
 #define CRED_NGROUPS	1024	/* supplementary groups one identity may hold */
 
 /*
- * A root directory to act in (cred_root()): an O_PATH descriptor shared,
- * by count, by every copy of a cred that names it.
+ * A root directory to act in (cred_root()), or a mount namespace
+ * (cred_view()): a descriptor shared, by count, by every copy of a cred
+ * that names it.
  */
 struct cred_root;
 
@@ -73,6 +74,27 @@ int	 cred_of_pid(pid_t pid, struct cred *out, char *err, size_t errlen);
  * -EINVAL (a line missing or malformed), -E2BIG (too many groups).
  */
 int	 cred_parse_status(const char *text, size_t len, struct cred *out);
+/*
+ * The view of process pid's files with no procfs in it, as a root for
+ * out (execd's identity, as cred_root() gives it): a private copy of
+ * pid's mount namespace from which every procfs mount is detached, so
+ * that no path a thread resolves in it can meet a "magic link" (a
+ * /proc/<pid>/root, cwd, exe or fd/N, which the kernel follows to
+ * wherever it points, past any root).  A thread holding out enters that
+ * namespace (setns) instead of chrooting.  pid's root must be its
+ * namespace's (no pivot_root or chroot), else -EXDEV.  0, or -errno with
+ * why in err (-ESRCH: no such process).  The calling thread takes its own
+ * filesystem context (unshare(CLONE_FS)) if it has not yet.
+ */
+int	 cred_view(pid_t pid, struct cred *out, char *err, size_t errlen);
+/*
+ * The mount points of the procfs mounts of a /proc/<pid>/mountinfo text
+ * (len bytes), unescaped, to fn in order: their count, or -EINVAL (a
+ * line malformed: fewer fields, no "-" separator, a mount point not
+ * absolute, a bad escape) with fn called for those before it only.
+ */
+int	 cred_proc_mounts(const char *text, size_t len,
+	    void (*fn)(const char *path, void *arg), void *arg);
 /*
  * Take c on the calling thread (NULL: nothing).  0, or -errno with the
  * thread unchanged: not privileged to take it, or a non-root identity

@@ -284,3 +284,101 @@ def test_root_session_routes_read_root_only_files():
         assert st == 200, body
         out, evs = t.run(sid, "stat -c '%u' r.txt")
         assert out == ["0"], evs
+
+
+def refused(st, body):
+    """A 4xx with the routes' JSON error, and nothing of the host's."""
+    assert 400 <= st < 500, (st, body)
+    obj = json.loads(body)
+    assert obj.get("code") and "message" in obj, obj
+    assert b"host only" not in body, body
+
+
+def test_magic_links_through_proc_are_refused():
+    fd, secret = tempfile.mkstemp(prefix="execd-iso-magic-", dir="/tmp")
+    os.write(fd, b"host only\n")
+    os.close(fd)
+    hostdir = tempfile.mkdtemp(prefix="execd-iso-magicdir-", dir="/tmp")
+    name = os.path.basename(secret)
+    try:
+        with Iso() as t:
+            sid = t.create()
+            ws = t.ws
+            # Links through procfs: to execd's root as its threads see
+            # /proc/self, to execd's by pid, to a descriptor table.
+            out, evs = t.run(sid, "ln -s /proc/self/root/tmp self_tmp; "
+                             "ln -s /proc/%d/root/tmp execd_tmp; "
+                             "ln -s /proc/self/fd fds; echo ok"
+                             % t.d.proc.pid)
+            assert out == ["ok"], evs
+            for p in (ws + "/self_tmp/" + name, ws + "/execd_tmp/" + name,
+                      "/proc/self/root" + secret):
+                st, _, body = t.d.request(
+                    "GET", route(sid, "files/download?path=" + q(p)))
+                refused(st, body)
+                st, _, body = t.d.request(
+                    "GET", route(sid, "files/info?path=" + q(p)))
+                refused(st, body)
+            for p in (ws + "/self_tmp", ws + "/execd_tmp", ws + "/fds"):
+                st, _, body = t.d.request(
+                    "GET", route(sid, "directories/list?path=" + q(p)))
+                refused(st, body)
+            st, _, body = upload(t, sid, [({"path": ws + "/self_tmp/up"},
+                                           b"planted")])
+            refused(st, body)
+            st, _, body = t.d.request("POST", route(sid, "directories"),
+                                      body={ws + "/execd_tmp/mk":
+                                            {"mode": 755}})
+            refused(st, body)
+            st, _, body = t.d.request("POST", route(sid, "files/mv"), body=[
+                {"src": ws + "/kept.txt", "dest": ws + "/self_tmp/mv"}])
+            refused(st, body)
+            st, _, body = t.d.request("POST", route(sid, "files/mv"), body=[
+                {"src": ws + "/self_tmp/" + name, "dest": ws + "/got"}])
+            refused(st, body)
+            st, _, body = t.d.request("POST", route(sid, "files/permissions"),
+                                      body={ws + "/self_tmp/" + name:
+                                            {"mode": 777}})
+            refused(st, body)
+            st, _, body = t.d.request("POST", route(sid, "files/replace"),
+                                      body={ws + "/self_tmp/" + name:
+                                            {"old": "host", "new": "gone"}})
+            refused(st, body)
+            st, _, body = t.d.request("GET", route(
+                sid, "files/search?path=%s&pattern=%s" % (
+                    q(ws + "/self_tmp"), q(name))))
+            assert st >= 400 or json.loads(body) == [], (st, body)
+            if st >= 400:
+                refused(st, body)
+            # A delete of what is not there succeeds, as ever (the file
+            # and the directory are checked to be still there below).
+            st, _, body = t.d.request("DELETE", route(
+                sid, "files?path=" + q(ws + "/self_tmp/" + name)))
+            if st != 200:
+                refused(st, body)
+            st, _, body = t.d.request("DELETE", route(
+                sid, "directories?path=" + q(ws + "/execd_tmp/" +
+                                             os.path.basename(hostdir))))
+            if st != 200:
+                refused(st, body)
+            # execd goes on, and the session's own files still work.
+            st, _, body = t.d.request("GET", route(sid, "files/download?"
+                                                   "path=" + q(ws +
+                                                               "/kept.txt")))
+            assert st == 200 and body == b"original\n", (st, body)
+            st, _ = t.d.get_json("/ping")
+            assert st == 200
+            # The session's own /proc is untouched.
+            out, evs = t.run(sid, "head -1 /proc/self/status; "
+                             "readlink self_tmp")
+            assert out == ["Name:\thead", "/proc/self/root/tmp"], evs
+        # Nothing outside was read or written.
+        with open(secret, "rb") as f:
+            assert f.read() == b"host only\n"
+        assert os.stat(secret).st_mode & 0o777 == 0o600
+        assert os.path.isdir(hostdir)
+        for n in ("up", "mk", "mv", "got"):
+            assert not os.path.exists(os.path.join("/tmp", n)), n
+    finally:
+        os.unlink(secret)
+        os.rmdir(hostdir)

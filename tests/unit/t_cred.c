@@ -18,6 +18,13 @@
  * filesystem ids and groups as getgroups() has them, a pid with no
  * process -ESRCH; the filesystem field of the Uid and Gid lines, an empty
  * Groups line, lines missing, malformed, or ids out of range refused.
+ * A view (cred_view, cred_proc_mounts): the procfs mount points of a
+ * mountinfo text, unescaped, and malformed lines refused; as root, a
+ * thread in the view of this process has no /proc (a magic link such as
+ * /proc/self/root does not resolve) but the rest of the tree, another
+ * thread meanwhile has /proc, and leaving gives the thread its
+ * namespace, "/" and working directory back; a copy works on a worker
+ * thread; a pid with no process is -ESRCH.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +32,8 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -296,11 +305,108 @@ test_of_pid(void)
 	T_EQ_INT(cred_of_pid(0x3fffffff, &c, err, sizeof(err)), -ESRCH);
 }
 
+static char	 seen_mounts[4][64];
+static int	 nseen;
+
+static void
+seen_mount(const char *path, void *arg)
+{
+	(void)arg;
+	if (nseen < 4)
+		snprintf(seen_mounts[nseen], sizeof(seen_mounts[0]), "%s", path);
+	nseen++;
+}
+
+static void *
+view_thread(void *arg)
+{
+	struct cred *c = arg;
+	struct stat st;
+	intptr_t ok;
+
+	char g;
+
+	(void)!read(gate[0], &g, 1);
+	if (cred_enter(c) < 0)
+		return (void *)0;
+	ok = stat("/proc/self", &st) < 0 && errno == ENOENT &&
+	    stat("/etc", &st) == 0;
+	cred_leave(c);
+	return (void *)(intptr_t)(ok && stat("/proc/self", &st) == 0);
+}
+
+static void
+test_view(void)
+{
+	static const char mi[] =
+	    "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+	    "21 20 0:5 / /proc rw,nosuid master:2 - proc proc rw\n"
+	    "22 21 0:6 / /proc/sys ro - proc proc ro\n"
+	    "23 20 0:7 / /a\\040b\\134c rw shared:1 - proc none rw\n"
+	    "24 20 0:8 / /procfs rw - tmpfs proc rw\n";
+	static const char *const bad[] = {
+		"1 2 3:4 / /p rw proc proc rw\n",	/* no "-" */
+		"1 2 3:4 / /p - proc proc rw\n",	/* a field short */
+		"1 2 3:4 / p rw - proc proc rw\n",	/* relative */
+		"1 2 3:4 / /p\\0 rw - proc proc rw\n",	/* short escape */
+		"1 2 3:4 / /p\\000 rw - proc proc rw\n",	/* NUL */
+		"1 2 3:4 / /p rw -\n",			/* no type */
+	};
+	char err[256], cwd[4096], now[4096];
+	struct cred c, *dup;
+	struct stat st;
+	pthread_t th;
+	void *ok = NULL;
+
+	nseen = 0;
+	T_EQ_INT(cred_proc_mounts(mi, sizeof(mi) - 1, seen_mount, NULL), 3);
+	T_EQ_INT(nseen, 3);
+	T_EQ_STR(seen_mounts[0], "/proc");
+	T_EQ_STR(seen_mounts[1], "/proc/sys");
+	T_EQ_STR(seen_mounts[2], "/a b\\c");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_EQ_INT(cred_proc_mounts(bad[i], strlen(bad[i]), NULL, NULL),
+		    -EINVAL);
+	T_EQ_INT(cred_proc_mounts("", 0, NULL, NULL), 0);
+	if (geteuid() != 0)
+		return;
+	T_EQ_INT(cred_view(0x3fffffff, &c, err, sizeof(err)), -ESRCH);
+	T_OK(getcwd(cwd, sizeof(cwd)) != NULL);
+	T_EQ_INT(cred_view(getpid(), &c, err, sizeof(err)), 0);
+	T_EQ_INT(c.uid, geteuid());
+	T_EQ_INT(cred_enter(&c), 0);
+	dup = cred_dup_current();
+	cred_leave(&c);
+	/*
+	 * A thread made by one in a view would start in it (it shares the
+	 * namespaces and, CLONE_FS, the root of its maker): made outside.
+	 */
+	T_EQ_INT(pipe(gate), 0);
+	T_EQ_INT(pthread_create(&th, NULL, view_thread, dup), 0);
+	T_EQ_INT(cred_enter(&c), 0);
+	T_OK(stat("/proc/self", &st) < 0 && errno == ENOENT);
+	T_OK(stat("/proc/self/root/etc", &st) < 0);
+	T_OK(stat("/etc", &st) == 0);
+	/* The copy, on the other thread, while this one is in it too. */
+	T_EQ_INT(write(gate[1], "x", 1), 1);
+	T_EQ_INT(pthread_join(th, &ok), 0);
+	T_OK(ok != NULL);
+	close(gate[0]);
+	close(gate[1]);
+	cred_leave(&c);
+	T_OK(stat("/proc/self", &st) == 0);
+	T_OK(getcwd(now, sizeof(now)) != NULL);
+	T_EQ_STR(now, cwd);
+	cred_free(dup);
+	cred_root_drop(&c);
+}
+
 static const struct t_case cases[] = {
 	{ "lookup", test_lookup },
 	{ "enter_and_leave", test_enter_and_leave },
 	{ "root", test_root },
 	{ "of_pid", test_of_pid },
+	{ "view", test_view },
 };
 
 int

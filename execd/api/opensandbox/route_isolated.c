@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../../util/buf.h"
 #include "../../core/cred.h"
@@ -545,7 +546,7 @@ in_session(struct http_req *req, http_handler *fn)
 
 	if (unavailable(req) || (s = session_of(req)) == NULL)
 		return;
-	/* The shell's pid and root, read together on this (loop) thread. */
+	/* The shell's view and identity, read together on this thread. */
 	pid = isolated_pid(s);
 	if ((fd = isolated_root(s)) < 0) {
 		http_reply_error(req, 500, "RUNTIME_ERROR", "session root: %s",
@@ -553,10 +554,11 @@ in_session(struct http_req *req, http_handler *fn)
 		    strerror(-fd));
 		return;
 	}
+	close(fd);	/* isolated_root: the session is in use */
 	c = xmalloc(sizeof(*c));
-	if ((rc = cred_root(fd, c)) < 0) {
-		http_reply_error(req, 500, "RUNTIME_ERROR", "session root: %s",
-		    strerror(-rc));
+	if ((rc = cred_view(pid, c, err, sizeof(err))) < 0) {
+		http_reply_error(req, 500, "RUNTIME_ERROR", "session view: %s",
+		    rc == -ESRCH ? "session process has exited" : err);
 		free(c);
 		return;
 	}
