@@ -405,7 +405,7 @@ make_view(pid_t pid, int *nsfd, char *err, size_t errlen)
 	if (unshare(CLONE_NEWNS) < 0)
 		step = "unshare(CLONE_NEWNS)", rc = -errno;
 	/* Private first: a detach must not reach the namespaces copied. */
-	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	else if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
 		step = "private mounts", rc = -errno;
 	else if (stat("/", &b) < 0)
 		step = "/", rc = -errno;
