@@ -60,6 +60,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <pwd.h>
@@ -70,6 +71,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -325,12 +327,65 @@ cred_proc_mounts(const char *text, size_t len,
 	return count;
 }
 
+/* The mount points cred_proc_mounts finds, kept. */
+struct mpaths {
+	char	**v;
+	size_t	  n;
+};
+
 static void
-detach(const char *path, void *arg)
+keep_path(const char *path, void *arg)
 {
-	/* A mount under one detached before is gone with it: no matter. */
-	(void)arg;
-	(void)umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+	struct mpaths *m = arg;
+
+	m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
+	m->v[m->n++] = xstrdup(path);
+}
+
+/*
+ * Detach the procfs mount at path, by what path is now: opened without
+ * following a link at its end, checked to be procfs, and detached
+ * through its descriptor (/proc/thread-self/fd/N), so that code renaming
+ * the directories above it meanwhile cannot make execd detach another
+ * filesystem of the view (an overlay, say: writes would then go to its
+ * lower).  A mount under one detached before is gone with it; what is
+ * left is the caller's to find.
+ */
+static void
+detach(const char *path)
+{
+	struct statfs sf;
+	char p[64];
+	int fd;
+
+	if ((fd = open(path, O_PATH | O_NOFOLLOW | O_DIRECTORY |
+	    O_CLOEXEC)) < 0)
+		return;
+	if (fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC) {
+		snprintf(p, sizeof(p), "/proc/thread-self/fd/%d", fd);
+		(void)umount2(p, MNT_DETACH);
+	}
+	close(fd);
+}
+
+/*
+ * Detach every procfs mount text names, the last mounted first, so that
+ * /proc, the way to the descriptors, goes last.
+ */
+static int
+detach_all(const char *text, size_t len)
+{
+	struct mpaths m = { NULL, 0 };
+	int rc;
+
+	rc = cred_proc_mounts(text, len, keep_path, &m);
+	for (size_t i = m.n; i-- > 0;) {
+		if (rc >= 0)
+			detach(m.v[i]);
+		free(m.v[i]);
+	}
+	free(m.v);
+	return rc;
 }
 
 /* The whole of fd, from its start, into *buf (freed by the caller). */
@@ -418,7 +473,7 @@ make_view(pid_t pid, int *nsfd, char *err, size_t errlen)
 		step = "/proc/thread-self", rc = -errno;
 	else if ((n = read_all(mi, &text)) < 0)
 		step = "mountinfo", rc = (int)n;
-	else if ((rc = cred_proc_mounts(text, (size_t)n, detach, NULL)) < 0)
+	else if ((rc = detach_all(text, (size_t)n)) < 0)
 		step = "mountinfo";
 	else {
 		/* The same file, read again: what is left mounted now. */

@@ -24,20 +24,25 @@
  * /proc/self/root does not resolve) but the rest of the tree, another
  * thread meanwhile has /proc, and leaving gives the thread its
  * namespace, "/" and working directory back; a copy works on a worker
- * thread; a pid with no process is -ESRCH.
+ * thread; a pid with no process is -ESRCH; the view of a child with a
+ * second procfs mounted has neither.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../execd/core/cred.h"
@@ -335,6 +340,52 @@ view_thread(void *arg)
 	return (void *)(intptr_t)(ok && stat("/proc/self", &st) == 0);
 }
 
+/*
+ * The view of a child whose namespace has a second procfs (under a
+ * directory of the test's): neither is in it, the directory is.
+ */
+static void
+view_of_child(void)
+{
+	char *dir = t_tmpdir(), *mnt = strdup(t_path(dir, "p")), err[256];
+	char self[4200];
+	int ready[2];
+	struct cred c;
+	struct stat st;
+	pid_t pid;
+	char b;
+
+	T_EQ_INT(mkdir(mnt, 0755), 0);
+	T_EQ_INT(pipe(ready), 0);
+	if ((pid = fork()) == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("proc", mnt, "proc", 0, NULL) < 0)
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	T_OK(pid > 0);
+	close(ready[1]);
+	T_EQ_INT(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	T_EQ_INT(cred_view(pid, &c, err, sizeof(err)), 0);
+	snprintf(self, sizeof(self), "%s/self", mnt);
+	T_EQ_INT(cred_enter(&c), 0);
+	T_OK(stat(self, &st) < 0 && errno == ENOENT);
+	T_OK(stat("/proc/self", &st) < 0 && errno == ENOENT);
+	T_OK(stat(mnt, &st) == 0 && S_ISDIR(st.st_mode));
+	cred_leave(&c);
+	cred_root_drop(&c);
+	/* Not in this namespace: the child's mount stays the child's. */
+	T_OK(stat(self, &st) < 0 && errno == ENOENT);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	free(mnt);
+	t_tmpdir_free(dir);
+}
+
 static void
 test_view(void)
 {
@@ -399,6 +450,7 @@ test_view(void)
 	T_EQ_STR(now, cwd);
 	cred_free(dup);
 	cred_root_drop(&c);
+	view_of_child();
 }
 
 static const struct t_case cases[] = {
