@@ -98,6 +98,9 @@ static uint64_t		 t_sweep;
 static bool		 probed;
 static bool		 can_mountns, can_overlay, can_netns, can_setuid;
 static char		 why_not[PATH_MAX + 512];
+/* uid_mode "userns": its own probe, and its own reason. */
+static bool		 can_userns, can_userns_net, userns_full;
+static char		 why_not_userns[PATH_MAX + 512];
 
 static const char *const allowed_roots[] = {
 	"/workspace", "/mnt", "/media", "/data", NULL
@@ -106,6 +109,7 @@ static const char *const allowed_roots[] = {
 static void	 sweep(struct loop *, uint64_t, void *);
 static void	 teardown(struct isosess *);
 static void	 ensure_probed(void);
+static void	 probe_mountns(void);
 static void	 note_ns(struct isosess *);
 static int	 take_base(const struct isoreq *, struct isolated_paths *,
 		    char *, size_t);
@@ -274,12 +278,119 @@ has_cap(int cap)
 }
 
 /*
+ * The user namespace a userns session's shell gets (see isoplan.h):
+ * every id as itself when execd may set any, else uid (gid) inside as
+ * execd's euid (egid) outside.
+ */
+static void
+userns_of(struct isoplan_userns *u, bool has_uid, uid_t uid, bool has_gid,
+    gid_t gid)
+{
+	memset(u, 0, sizeof(*u));
+	u->on = true;
+	u->full = userns_full;
+	u->uid_out = geteuid();
+	u->gid_out = getegid();
+	u->uid = has_uid ? uid : u->uid_out;
+	u->gid = has_gid ? gid : has_uid ? (gid_t)uid : u->gid_out;
+}
+
+/*
+ * uid_mode "userns" tried once as a session would have it, in a child
+ * that dies with what it made: a user namespace, a mount namespace it
+ * owns with an overlay mount in it (userxattr: Linux 5.11), a network
+ * namespace.  The child's exit status is 64 * stage + errno.
+ */
+static void
+probe_userns(void)
+{
+	char dir[PATH_MAX + 32], l[PATH_MAX + 40];
+	struct isoplan plan;
+	pid_t pid;
+	int st, rc, step, stage, e;
+
+	userns_full = has_cap(CAP_SETUID) && has_cap(CAP_SETGID);
+	snprintf(dir, sizeof(dir), "%s/.probe-%ld-u", upper_root,
+	    (long)getpid());
+	snprintf(l, sizeof(l), "%s/l", dir);
+	memset(&plan, 0, sizeof(plan));
+	userns_of(&plan.userns, false, 0, false, 0);
+	if (mkdir(dir, 0700) < 0 || mkdir(l, 0700) < 0 ||
+	    isoplan_overlay(&plan, l, dir, false, 0700, geteuid(),
+	    getegid()) < 0 || mkdir(plan.step[0].upper, 0700) < 0 ||
+	    mkdir(plan.step[0].work, 0700) < 0) {
+		snprintf(why_not_userns, sizeof(why_not_userns), "cannot make "
+		    "directories under the upper root %s: %s", upper_root,
+		    strerror(errno));
+		isoplan_free(&plan);
+		rm_tree(dir);
+		return;
+	}
+	if ((pid = fork()) == 0) {
+		rc = isoplan_apply(&plan, &step);
+		e = errno > 0 && errno < 64 ? errno : EIO;
+		stage = rc == 0 ? 0 : step == -2 ? 1 : step == -1 ? 2 : 3;
+		if (rc == 0)	/* 1: no network namespace */
+			_exit(unshare(CLONE_NEWNET) < 0 ? 1 : 0);
+		_exit(64 * stage + e);
+	}
+	isoplan_free(&plan);
+	if (pid < 0) {
+		snprintf(why_not_userns, sizeof(why_not_userns), "fork: %s",
+		    strerror(errno));
+		rm_tree(dir);
+		return;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	rm_tree(dir);
+	rc = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+	stage = rc / 64;
+	e = rc % 64;
+	if (rc == 0 || rc == 1) {
+		can_userns = true;
+		can_userns_net = rc == 0;
+		return;
+	}
+	switch (rc == 255 ? 0 : stage) {
+	case 1:
+		snprintf(why_not_userns, sizeof(why_not_userns), "execd cannot "
+		    "make a user namespace here (%s): the kernel's "
+		    "user.max_user_namespaces (or Debian's "
+		    "kernel.unprivileged_userns_clone) is 0, or a seccomp or "
+		    "AppArmor profile refuses unshare", strerror(e));
+		break;
+	case 2:
+		snprintf(why_not_userns, sizeof(why_not_userns), "execd cannot "
+		    "make a mount namespace in a user namespace "
+		    "(%s)", strerror(e));
+		break;
+	case 3:
+		snprintf(why_not_userns, sizeof(why_not_userns), "an overlay "
+		    "mount in a user namespace fails (%s): it needs Linux "
+		    "5.11 or later, and an upper root (%s) on a filesystem "
+		    "that can be an overlay's upper", strerror(e), upper_root);
+		break;
+	default:
+		snprintf(why_not_userns, sizeof(why_not_userns), "the user "
+		    "namespace probe ended abnormally");
+	}
+}
+
+/*
  * Try, in a child that dies with what it made: a mount namespace, an
  * overlay mount in it (on dirs under upper_root), a network namespace.
  * Its exit status says how far it got.
  */
 static void
 probe(void)
+{
+	probe_mountns();
+	probe_userns();
+}
+
+static void
+probe_mountns(void)
 {
 	char dir[PATH_MAX + 32], l[PATH_MAX + 40], u[PATH_MAX + 40],
 	    w[PATH_MAX + 40], m[PATH_MAX + 40], opts[4 * PATH_MAX + 200];
@@ -416,6 +527,13 @@ bool
 isolated_available(void)
 {
 	ensure_probed();
+	return (can_mountns && can_overlay) || can_userns;
+}
+
+/* Sessions with setuid (execd's own user namespace) can be made. */
+static bool
+setpriv_ok(void)
+{
 	return can_mountns && can_overlay;
 }
 
@@ -433,19 +551,30 @@ json_t *
 isolated_capabilities(void)
 {
 	json_t *o;
+	char msg[sizeof(why_not) + sizeof(why_not_userns) + 64];
 
 	ensure_probed();
 	o = json_pack("{s:b,s:s,s:b,s:b,s:b,s:b}",
 	    "available", isolated_available(), "isolator", "execd",
-	    "setpriv_available", can_setuid, "userns_available", 0,
+	    "setpriv_available", setpriv_ok() && can_setuid,
+	    "userns_available", can_userns,
 	    "commit_supported", isolated_available(), "diff_supported",
 	    isolated_available());
-
-	if (!isolated_available())
-		json_object_set_new(o, "message", json_string(why_not));
+	msg[0] = '\0';
+	if (!setpriv_ok())
+		snprintf(msg, sizeof(msg), "%s", why_not);
 	else if (!can_netns)
-		json_object_set_new(o, "message", json_string("no network "
-		    "namespaces here: share_net false is refused"));
+		snprintf(msg, sizeof(msg), "no network namespaces here: "
+		    "share_net false is refused");
+	if (!can_userns) {
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+		    "%suid_mode userns: %s", msg[0] != '\0' ? "; " : "",
+		    why_not_userns);
+		json_object_set_new(o, "userns_message",
+		    json_string(why_not_userns));
+	}
+	if (msg[0] != '\0')
+		json_object_set_new(o, "message", json_string(msg));
 	return o;
 }
 
@@ -688,6 +817,7 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 	struct isosess *s;
 	size_t order[ISOREQ_MAX], n = 0;
 	const char *cwd = NULL;
+	bool userns;
 
 	*status = 400;
 	*code = "RUNTIME_ERROR";
@@ -697,21 +827,33 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 		snprintf(err, errlen, "isolation unavailable");
 		return NULL;
 	}
-	if (r->uid_userns == 1) {
+	/*
+	 * No uid_mode: setuid in execd's namespace where it can make one,
+	 * else a user namespace.
+	 */
+	userns = r->uid_userns == 1 || (r->uid_userns < 0 && !setpriv_ok());
+	if (userns && !can_userns) {
 		*status = 503;
 		*code = "NOT_SUPPORTED";
 		snprintf(err, errlen, "uid_mode \"userns\" is not available: "
-		    "execd makes sessions with setuid only");
+		    "%s", why_not_userns);
 		return NULL;
 	}
-	if ((r->has_uid || r->has_gid) && !can_setuid) {
+	if (!userns && !setpriv_ok()) {
+		*status = 503;
+		*code = "NOT_SUPPORTED";
+		snprintf(err, errlen, "uid_mode \"setpriv\" is not available: "
+		    "%s", why_not);
+		return NULL;
+	}
+	if (!userns && (r->has_uid || r->has_gid) && !can_setuid) {
 		*status = 503;
 		*code = "NOT_SUPPORTED";
 		snprintf(err, errlen, "uid_mode \"setpriv\" is not available: "
 		    "execd lacks CAP_SETUID");
 		return NULL;
 	}
-	if (r->share_net == 0 && !can_netns) {
+	if (r->share_net == 0 && !(userns ? can_userns_net : can_netns)) {
 		*status = 503;
 		*code = "NOT_SUPPORTED";
 		snprintf(err, errlen, "share_net false is not available: no "
@@ -729,6 +871,9 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 	s->plan->private_tmp = r->strict;
 	s->plan->private_net = r->share_net == 0;
 	s->plan->upper_max = upper_max;
+	if (userns)
+		userns_of(&s->plan->userns, r->has_uid, r->uid, r->has_gid,
+		    r->gid);
 	s->dir = xasprintf("%s/%s", upper_root, s->id);
 	*status = 500;
 	if (mkdir(s->dir, 0711) < 0) {
@@ -763,12 +908,16 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 			goto fail;
 		}
 	s->how.plan = s->plan;
-	if (r->has_uid || r->has_gid) {
+	if (userns && !s->plan->userns.full) {
+		/* The map made the shell its uid and gid already. */
+		s->how.keep_ids = true;
+	} else if (r->has_uid || r->has_gid) {
 		s->how.set_ids = true;
 		s->how.uid = r->has_uid ? r->uid : 0;
 		s->how.gid = r->has_gid ? r->gid : s->how.uid;
 	}
-	s->env = make_env(r, s->how.set_ids ? s->how.uid : getuid());
+	s->env = make_env(r, s->how.set_ids ? s->how.uid : s->how.keep_ids ?
+	    s->plan->userns.uid : getuid());
 	s->how.envp = s->env;
 	cwd = r->overlay[0].path;
 	if ((s->sh = session_new_how(iso_loop, s->dir, cwd, grace, &s->how,

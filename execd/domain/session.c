@@ -273,6 +273,7 @@ start_shell(struct session *s, char *err, size_t errlen)
 	if (s->how != NULL) {
 		so.plan = s->how->plan;
 		so.set_ids = s->how->set_ids;
+		so.keep_ids = s->how->keep_ids;
 		so.uid = s->how->uid;
 		so.gid = s->how->gid;
 		so.envp = s->how->envp;

@@ -79,6 +79,7 @@ struct isoplan;
 struct session_how {
 	const struct isoplan	*plan;
 	bool			 set_ids;
+	bool			 keep_ids;	/* not the default user */
 	uid_t			 uid;
 	gid_t			 gid;
 	char *const		*envp;

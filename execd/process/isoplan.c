@@ -11,8 +11,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -65,8 +70,10 @@ isoplan_overlay(struct isoplan *p, const char *target, const char *dir,
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	snprintf(s->upper, sizeof(s->upper), "%s/upper", dir);
 	snprintf(s->work, sizeof(s->work), "%s/work", dir);
+	/* In a user namespace, trusted.* xattrs are out of reach. */
 	n = snprintf(s->opts, sizeof(s->opts),
-	    "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", target, dir, dir);
+	    "lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", target, dir, dir,
+	    p->userns.on ? ",userxattr" : "");
 	if (n < 0 || (size_t)n >= sizeof(s->opts))
 		return -ENAMETOOLONG;
 	if (p->upper_max > 0)
@@ -108,16 +115,166 @@ isoplan_bind(struct isoplan *p, const char *source, const char *target,
 	return 0;
 }
 
-/* Bind src on dst; read-only too when ro. */
+/*
+ * Bind src on dst; read-only too when ro.  The remount keeps the flags
+ * the mount had: in a user namespace, those of execd's mounts are locked
+ * and a remount that would clear one fails.
+ */
 static int
 bind_on(const char *src, const char *dst, bool ro)
 {
+	static const struct { unsigned long st, ms; } keep[] = {
+		{ ST_NOSUID, MS_NOSUID }, { ST_NODEV, MS_NODEV },
+		{ ST_NOEXEC, MS_NOEXEC }, { ST_NOATIME, MS_NOATIME },
+		{ ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
+	};
+	unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+	struct statvfs sv;
+
 	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return -1;
-	if (ro && mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
-	    NULL) < 0)
+	if (!ro)
+		return 0;
+	if (statvfs(dst, &sv) == 0)
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+			if (sv.f_flag & keep[i].st)
+				flags |= keep[i].ms;
+	return mount(NULL, dst, NULL, flags, NULL);
+}
+
+/* "in out 1\n" into buf (64 bytes): no stdio in the child. */
+static void
+one_map(char *buf, unsigned long in, unsigned long out)
+{
+	char t[24];
+	size_t n = 0, k;
+
+	for (int i = 0; i < 2; i++) {
+		unsigned long v = i == 0 ? in : out;
+
+		k = 0;
+		do {
+			t[k++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v != 0);
+		while (k > 0)
+			buf[n++] = t[--k];
+		buf[n++] = ' ';
+	}
+	memcpy(buf + n, "1\n", 3);
+}
+
+/* "/proc/PID/NAME" into buf (64 bytes). */
+static void
+proc_path(char *buf, long pid, const char *name)
+{
+	char t[24];
+	size_t n = 6, k = 0;
+
+	memcpy(buf, "/proc/", 6);
+	do {
+		t[k++] = (char)('0' + pid % 10);
+		pid /= 10;
+	} while (pid != 0);
+	while (k > 0)
+		buf[n++] = t[--k];
+	buf[n++] = '/';
+	memcpy(buf + n, name, strlen(name) + 1);
+}
+
+/* Write s to the file p (a /proc map); raw calls only. */
+static int
+put(const char *p, const char *s)
+{
+	int fd, e;
+	ssize_t n;
+
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
 		return -1;
-	return 0;
+	n = write(fd, s, strlen(s));
+	e = errno;
+	close(fd);
+	errno = e;
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/*
+ * A new user namespace for this process, mapped as u says.  A full map
+ * must be written from execd's namespace by a process with CAP_SETUID
+ * there: a helper forked first (a raw clone, no atfork handlers, as
+ * this child may share execd's memory) waits for the namespace, writes
+ * both maps and reports with its exit status.
+ */
+static int
+enter_userns(const struct isoplan_userns *u)
+{
+	char p[64], map[64];
+	int sync[2], st = 0, e = 0;
+	pid_t self = (pid_t)syscall(SYS_getpid), h;
+	char c = 0;
+
+	if (!u->full) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			return -1;
+		/*
+		 * execd is not dumpable, so its children's /proc/self files
+		 * are root's until they exec, and this uid may not write
+		 * them: dumpable for the three writes (spawn.c forks this
+		 * child, so the flag is on its own copy of execd's memory).
+		 */
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+			return -1;
+		/* setgroups before gid_map, or the kernel refuses it. */
+		one_map(map, u->uid, u->uid_out);
+		if (put("/proc/self/setgroups", "deny") < 0 ||
+		    put("/proc/self/uid_map", map) < 0)
+			e = errno;
+		one_map(map, u->gid, u->gid_out);
+		if (e == 0 && put("/proc/self/gid_map", map) < 0)
+			e = errno;
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 && e == 0)
+			e = errno;
+		errno = e;
+		return e != 0 ? -1 : 0;
+	}
+	if (pipe2(sync, O_CLOEXEC) < 0)
+		return -1;
+	if ((h = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL,
+	    NULL)) < 0) {
+		e = errno;
+		close(sync[0]);
+		close(sync[1]);
+		errno = e;
+		return -1;
+	}
+	if (h == 0) {
+		close(sync[1]);
+		if (read(sync[0], &c, 1) != 1)
+			syscall(SYS_exit, 1);
+		proc_path(p, (long)self, "uid_map");
+		if (put(p, "0 0 4294967295\n") < 0)
+			syscall(SYS_exit, 2);
+		proc_path(p, (long)self, "gid_map");
+		if (put(p, "0 0 4294967295\n") < 0)
+			syscall(SYS_exit, 3);
+		syscall(SYS_exit, 0);
+	}
+	close(sync[0]);
+	if (unshare(CLONE_NEWUSER) < 0)
+		e = errno;
+	/* The helper reads 1 byte, or end of file: it gives up. */
+	if (e == 0 && write(sync[1], &c, 1) != 1)
+		e = errno;
+	close(sync[1]);
+	while (waitpid(h, &st, 0) < 0)
+		if (errno != EINTR) {
+			e = e != 0 ? e : errno;
+			break;
+		}
+	if (e == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+		e = EPERM;
+	errno = e;
+	return e != 0 ? -1 : 0;
 }
 
 /* The upper and work directories of an overlay on a tmpfs of its own. */
@@ -158,6 +315,9 @@ isoplan_apply(const struct isoplan *p, int *step)
 {
 	const struct isoplan_step *s;
 
+	*step = -2;
+	if (p->userns.on && enter_userns(&p->userns) < 0)
+		return -1;
 	*step = -1;
 	if (unshare(CLONE_NEWNS | (p->private_net ? CLONE_NEWNET : 0)) < 0)
 		return -1;
@@ -174,8 +334,14 @@ isoplan_apply(const struct isoplan *p, int *step)
 				return -1;
 			/* FALLTHROUGH */
 		case ISOPLAN_OVERLAY:
-			/* The merged root looks as the real one. */
-			if (chown(s->upper, s->uid, s->gid) < 0 ||
+			/*
+			 * The merged root looks as the real one; in a user
+			 * namespace of one id, an owner it does not map
+			 * cannot be given: the upper keeps its own.
+			 */
+			if ((chown(s->upper, s->uid, s->gid) < 0 &&
+			    !(p->userns.on && !p->userns.full &&
+			    (errno == EINVAL || errno == EPERM))) ||
 			    chmod(s->upper, s->mode) < 0)
 				return -1;
 			if (mount("overlay", s->target, "overlay", 0,

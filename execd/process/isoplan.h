@@ -9,7 +9,8 @@
  * memory until it execs: isoplan_apply makes system calls only, no
  * allocation and no stdio.
  *
- * What it does, in order: a new mount namespace (and a new network
+ * What it does, in order: a new user namespace first when asked (see
+ * struct isoplan_userns), a new mount namespace (and a new network
  * namespace with lo up when asked), every mount in it made a slave of
  * execd's (what execd mounts later still reaches the session; nothing
  * the session mounts reaches execd); then each step in the order given
@@ -49,10 +50,27 @@ struct isoplan_step {
 	gid_t		 gid;
 };
 
+/*
+ * A user namespace (uid_mode "userns"): made first, the mount and
+ * network namespaces then owned by it.  full: execd may set any ids
+ * (CAP_SETUID and CAP_SETGID), and every id inside is the same id
+ * outside, the map written by a short-lived helper child still in
+ * execd's namespace; else the process maps one uid and one gid of its
+ * own: uid inside is execd's euid outside, gid its egid (setgroups
+ * denied, as the kernel wants of such a map).
+ */
+struct isoplan_userns {
+	bool			 on;
+	bool			 full;
+	uid_t			 uid, uid_out;
+	gid_t			 gid, gid_out;
+};
+
 /* Zeroed to start with; isoplan_free() it. */
 struct isoplan {
 	bool			 private_tmp;
 	bool			 private_net;
+	struct isoplan_userns	 userns;
 	unsigned long long	 upper_max;	/* bytes of a tmpfs upper; 0:
 						   the kernel's default */
 	size_t			 n;
@@ -82,7 +100,8 @@ bool	isoplan_path_ok(const char *p);
 
 /*
  * In the child: apply p.  0, or -1 with errno set and the number of the
- * step that failed in *step (-1: the namespaces, n: /tmp).
+ * step that failed in *step (-2: the user namespace, -1: the others, n:
+ * /tmp).
  */
 int	isoplan_apply(const struct isoplan *p, int *step);
 

@@ -548,7 +548,9 @@ clone_child(void *arg)
 	 * a futex wake) when the child execs or ends: wait_child.
 	 */
 	errno = EINVAL;
-	if (stack != NULL)
+	/* A user namespace's child makes itself dumpable a moment (see
+	 * isoplan.c): not with execd's memory. */
+	if (stack != NULL && !(st->o->plan != NULL && st->o->plan->userns.on))
 		c = clone(start_child, (char *)stack + CHILD_STACK,
 		    CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID |
 		    CLONE_CHILD_CLEARTID | SIGCHLD, arg, &st->pid, NULL,
