@@ -32,6 +32,7 @@ struct rd {
 	unsigned	 line;
 	char		*err;
 	size_t		 errlen;
+	bool		 booleans;	/* TOML_BOOLEANS */
 };
 
 static int	 fail(struct rd *, const char *, ...)
@@ -436,8 +437,16 @@ value(struct rd *r, json_t **out)
 	if (c == '{')
 		return fail(r, "inline tables are not supported");
 	if ((r->end - r->p >= 4 && memcmp(r->p, "true", 4) == 0) ||
-	    (r->end - r->p >= 5 && memcmp(r->p, "false", 5) == 0))
-		return fail(r, "booleans are not supported");
+	    (r->end - r->p >= 5 && memcmp(r->p, "false", 5) == 0)) {
+		size_t n = *r->p == 't' ? 4 : 5;
+
+		if (!r->booleans)
+			return fail(r, "booleans are not supported");
+		/* The word whole: end_of_line refuses "truex" after it. */
+		*out = n == 4 ? json_true() : json_false();
+		r->p += n;
+		return 0;
+	}
 	if (isdigit((unsigned char)c) || c == '+' || c == '-' ||
 	    (r->end - r->p >= 3 && (memcmp(r->p, "inf", 3) == 0 ||
 	    memcmp(r->p, "nan", 3) == 0)))
@@ -450,7 +459,16 @@ value(struct rd *r, json_t **out)
 int
 toml_parse(const char *s, size_t n, json_t **out, char *err, size_t errlen)
 {
-	struct rd r = { s, s + n, 1, err, errlen };
+	return toml_parse_flags(s, n, 0, out, err, errlen);
+}
+
+/* See toml.h. */
+int
+toml_parse_flags(const char *s, size_t n, unsigned flags, json_t **out,
+    char *err, size_t errlen)
+{
+	struct rd r = { s, s + n, 1, err, errlen,
+	    (flags & TOML_BOOLEANS) != 0 };
 	json_t *root = json_object(), *aot = json_object(), *cur = root, *v;
 	const unsigned char *u = (const unsigned char *)s;
 	char *k;
@@ -564,6 +582,8 @@ dump_pair(struct buf *b, const char *k, const json_t *v)
 		dump_string(b, json_string_value(v), json_string_length(v));
 	} else if (json_is_integer(v)) {
 		buf_addi(b, (long long)json_integer_value(v));
+	} else if (json_is_boolean(v)) {
+		buf_adds(b, json_is_true(v) ? "true" : "false");
 	} else if (json_is_array(v)) {
 		buf_adds(b, "[");
 		json_array_foreach(v, i, e) {

@@ -27,11 +27,18 @@
  */
 int	 toml_parse(const char *s, size_t n, json_t **out, char *err,
 	    size_t errlen);
+/*
+ * toml_parse, and with TOML_BOOLEANS in flags booleans too (true and
+ * false, as JSON's), where toml_parse refuses them.
+ */
+#define TOML_BOOLEANS	0x1
+int	 toml_parse_flags(const char *s, size_t n, unsigned flags,
+	    json_t **out, char *err, size_t errlen);
 
 /*
- * v (an object that toml_parse could have returned: values that are
- * strings (NUL written \u0000), integers, arrays of strings, objects
- * of those, or non-empty arrays of such objects) as TOML text that
+ * v (an object that toml_parse_flags could have returned: values that
+ * are strings (NUL written \u0000), integers, booleans, arrays of
+ * strings, objects of those, or non-empty arrays of such objects) as TOML text that
  * toml_parse reads back equal: root keys first, then a header per
  * table.  A new string,
  * or NULL with errno EINVAL when v holds anything else.

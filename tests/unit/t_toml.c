@@ -14,14 +14,14 @@
 
 /* s read as TOML, as compact JSON, or "ERR " and the message. */
 static const char *
-rd(const char *s)
+rdf(const char *s, unsigned flags)
 {
 	static char out[1024];
 	char err[256] = "";
 	json_t *v = NULL;
 	char *j;
 
-	if (toml_parse(s, strlen(s), &v, err, sizeof(err)) < 0) {
+	if (toml_parse_flags(s, strlen(s), flags, &v, err, sizeof(err)) < 0) {
 		snprintf(out, sizeof(out), "ERR %s", err);
 		return out;
 	}
@@ -31,6 +31,19 @@ rd(const char *s)
 	free(j);
 	json_decref(v);
 	return out;
+}
+
+static const char *
+rd(const char *s)
+{
+	return rdf(s, 0);
+}
+
+/* With booleans. */
+static const char *
+rdb(const char *s)
+{
+	return rdf(s, TOML_BOOLEANS);
 }
 
 static void
@@ -161,6 +174,12 @@ t_refusals(void)
 	    "ERR line 1: floats and dates are not supported: 07:32:00");
 	T_EQ_STR(rd("a = true"), "ERR line 1: booleans are not supported");
 	T_EQ_STR(rd("a = false"), "ERR line 1: booleans are not supported");
+	T_EQ_STR(rdb("a = true\nb = false # c\n[t]\nc=true"),
+	    "{\"a\":true,\"b\":false,\"t\":{\"c\":true}}");
+	T_EQ_STR(rdb("a = truex"),
+	    "ERR line 1: expected the end of the line, found 'x'");
+	T_EQ_STR(rdb("a = [true]"),
+	    "ERR line 1: an array may hold only strings");
 	T_EQ_STR(rd("a = { b = 1 }"),
 	    "ERR line 1: inline tables are not supported");
 	T_EQ_STR(rd("a = bare"), "ERR line 1: a value must be a string, an "
@@ -202,7 +221,12 @@ t_dump(void)
 	json_decref(back);
 	json_decref(v);
 	/* what the subset cannot hold */
-	v = json_loads("{\"a\":true}", 0, NULL);
+	v = json_loads("{\"a\":true,\"t\":{\"b\":false}}", 0, NULL);
+	s = toml_dump(v);
+	T_EQ_STR(s, "a = true\n\n[t]\nb = false\n");
+	free(s);
+	json_decref(v);
+	v = json_loads("{\"a\":1.5}", 0, NULL);
 	errno = 0;
 	T_OK(toml_dump(v) == NULL && errno == EINVAL);
 	json_decref(v);
