@@ -111,6 +111,48 @@ static void	start_hooks(const struct conf *);
 static void	pre_start_done(int, const char *, void *);
 static void	hooks_failed(const char *);
 
+/*
+ * --print-config: what the isolation configuration sets that is no
+ * option (its upper_root, upper_max_bytes and keep_capabilities are in
+ * the options printed above), as comments.
+ */
+/* s on one comment line: control characters as '?'. */
+static void
+put_flat(const char *s)
+{
+	for (; *s != '\0'; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+static void
+print_iso_config(const struct conf *c)
+{
+	if (c->iso_config == NULL)
+		return;
+	printf("\n# From the isolation configuration ");
+	put_flat(c->iso_config);
+	printf(":\n");
+	if (c->iso.has_allowed) {
+		printf("#   allowed_writable = [");
+		for (size_t i = 0; i < c->iso.nallowed; i++) {
+			printf("%s\"", i > 0 ? ", " : "");
+			put_flat(c->iso.allowed[i]);
+			putchar('"');
+		}
+		printf("]\n");
+	} else {
+		printf("#   allowed_writable = [\"/workspace\", \"/mnt\", "
+		    "\"/media\", \"/data\"] (the default)\n");
+	}
+	if (c->iso.has_diff_max)
+		printf("#   diff_max_bytes = %llu\n", c->iso.diff_max);
+	for (size_t i = 0; i < c->iso.nwarn; i++) {
+		printf("#   not applied: ");
+		put_flat(c->iso.warn[i]);
+		putchar('\n');
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -139,10 +181,13 @@ main(int argc, char **argv)
 		return print_kernels();
 	if (conf.print_config) {
 		policy_print(&conf, stdout);
+		print_iso_config(&conf);
 		conf_reset(&conf);
 		return 0;
 	}
 	log_init(conf.log_level);
+	for (size_t i = 0; i < conf.iso.nwarn; i++)
+		log_warnx("isolation config: %s", conf.iso.warn[i]);
 	if (conf.ignored_from > 0)
 		log_warnx("ignoring %d argument%s after the options, from "
 		    "'%s' on (as upstream execd does)", argc - conf.ignored_from,
@@ -218,6 +263,10 @@ main(int argc, char **argv)
 	isolated_init(app.loop, conf.iso_upper_root != NULL ?
 	    conf.iso_upper_root : ISOLATED_UPPER_ROOT, cmd_dir, conf.grace_ms);
 	isolated_set_upper_max(conf.iso_upper_max);
+	isolated_set_allowed(conf.iso.has_allowed ?
+	    (const char *const *)conf.iso.allowed : NULL, conf.iso.nallowed);
+	if (conf.iso.has_diff_max)
+		isolated_set_diff_max(conf.iso.diff_max);
 	run_init(cmd_dir);
 	idem_init(conf.idem_window_s, conf.idem_keys, conf.stream_cap);
 	setup_checkpoints(&conf);

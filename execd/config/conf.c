@@ -44,7 +44,7 @@ enum opt_id {
 	O_KEEP_COMMANDS, O_KEEP_COMMANDS_SIZE, O_LINE_ENDINGS,
 	O_LIFECYCLE_STATUS, O_JUPYTER_LISTEN, O_ALLOW_ORIGIN,
 	O_BATCH_CONC, O_IDEM_WINDOW, O_IDEM_KEYS, O_CKPT_DIR, O_ISO_UPPER,
-	O_ISO_UPPER_MAX,
+	O_ISO_UPPER_MAX, O_ISO_CONFIG,
 	O_KERNEL_FORK, O_DISPLAY,
 	O_CONFIG, O_PRINT_CONFIG, O_HELP, O_VERSION
 };
@@ -172,6 +172,14 @@ static const struct opt opts[] = {
 	    "upper directory, on a tmpfs of that size: a write past it fails "
 	    "with ENOSPC in the session); 0: no cap, and persistent uppers "
 	    "on the upper root's disk" },
+	{ "isolation-config", O_ISO_CONFIG, "EXECD_ISOLATION_CONFIG", "FILE",
+	    NULL,
+	    "upstream's isolation configuration (TOML): upper_root, "
+	    "upper_max_bytes, diff_max_bytes, allowed_writable, "
+	    "[hardening] keep_capabilities; the options above, the "
+	    "command line and EXECD_* go over it; a bad file, or one asking "
+	    "for what execd does not do ([seccomp] deny, Landlock, eBPF), "
+	    "stops execd at start with its line (docs/isolation.md)" },
 	{ "kernel-transport", O_KERNEL_TRANSPORT, "EXECD_KERNEL_TRANSPORT",
 	    "auto|ipc|tcp", "auto",
 	    "how kernels listen: Unix sockets beside the connection file, or "
@@ -588,11 +596,17 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 			goto bad;
 		free(c->iso_upper_root);
 		c->iso_upper_root = xstrdup(v);
+		c->iso_given |= CONF_GIVEN_UPPER_ROOT;
 		return 0;
 	case O_ISO_UPPER_MAX:
 		if (parse_size(v, &c->iso_upper_max) < 0 ||
 		    (c->iso_upper_max > 0 && c->iso_upper_max < 4096))
 			goto bad;
+		c->iso_given |= CONF_GIVEN_UPPER_MAX;
+		return 0;
+	case O_ISO_CONFIG:
+		free(c->iso_config);
+		c->iso_config = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
 	case O_KERNEL_TRANSPORT:
 		if (strcmp(v, "auto") == 0)
@@ -643,6 +657,7 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		c->sandbox.no_new_privs = strcmp(v, "yes") == 0;
 		return 0;
 	case O_CAPS:
+		c->iso_given |= CONF_GIVEN_CAPS;
 		if (strcmp(v, "default") == 0) {
 			c->sandbox.caps = sandbox_default_caps;
 			return 0;
@@ -755,6 +770,50 @@ is_ignored(const char *name, size_t n)
  * argv options are "-name", "--name", with "=VALUE" or the next argument
  * as the value; names must be spelled in full.
  */
+/* Apply v to option id as a file's text would be (copied). */
+static int
+apply_copy(struct conf *c, enum opt_id id, const char *v, char *err,
+    size_t errlen)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].id == id) {
+			if (apply(c, &opts[i], v, err, errlen) < 0)
+				return -EINVAL;
+			keep_text(c, i, xstrdup(v), true);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/*
+ * The isolation configuration file: under every other source, so what
+ * they gave stays; diff_max_bytes and allowed_writable stay in c->iso.
+ */
+static int
+iso_config_load(struct conf *c, char *err, size_t errlen)
+{
+	char num[32], e[256];
+	int rc;
+
+	if ((rc = isoconf_load(c->iso_config, &c->iso, err, errlen)) < 0)
+		return rc;
+	if (c->iso.upper_root != NULL &&
+	    !(c->iso_given & CONF_GIVEN_UPPER_ROOT) &&
+	    apply_copy(c, O_ISO_UPPER, c->iso.upper_root, e, sizeof(e)) < 0)
+		goto bad;
+	snprintf(num, sizeof(num), "%llu", c->iso.upper_max);
+	if (c->iso.has_upper_max && !(c->iso_given & CONF_GIVEN_UPPER_MAX) &&
+	    apply_copy(c, O_ISO_UPPER_MAX, num, e, sizeof(e)) < 0)
+		goto bad;
+	if (c->iso.caps != NULL && !(c->iso_given & CONF_GIVEN_CAPS) &&
+	    apply_copy(c, O_CAPS, c->iso.caps, e, sizeof(e)) < 0)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: %s", c->iso_config, e);
+	return -EINVAL;
+}
+
 int
 conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 {
@@ -772,6 +831,7 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		if (opts[i].def != NULL &&
 		    (rc = apply(c, &opts[i], opts[i].def, err, errlen)) < 0)
 			return rc;
+	c->iso_given = 0;	/* defaults are not given */
 	/* The file goes over the defaults, under what follows. */
 	if ((path = config_path(argc, argv)) != NULL &&
 	    (rc = conf_file_load(c, path, err, errlen)) < 0)
@@ -860,6 +920,9 @@ conf_parse(struct conf *c, int argc, char **argv, char *err, size_t errlen)
 		if (o != NULL && o->id == O_TOKEN)
 			wipe(v);
 	}
+	if (c->iso_config != NULL &&
+	    (rc = iso_config_load(c, err, errlen)) < 0)
+		return rc;
 	if (!c->addr_given)
 		snprintf(c->addr, sizeof(c->addr), "%s",
 		    c->token != NULL ? "0.0.0.0" : "127.0.0.1");
@@ -1070,6 +1133,9 @@ conf_reset(struct conf *c)
 	c->checkpoint_dir = NULL;
 	free(c->iso_upper_root);
 	c->iso_upper_root = NULL;
+	free(c->iso_config);
+	c->iso_config = NULL;
+	isoconf_free(&c->iso);
 	free(c->lifecycle_status);
 	c->lifecycle_status = NULL;
 	free(c->pool);

@@ -22,6 +22,7 @@
 #include "../domain/kernel.h"
 #include "../process/limits.h"
 #include "../process/sandbox.h"
+#include "isoconf.h"
 
 #define EXECD_VERSION	"0.1.0"
 #define EXECD_PORT	44772
@@ -116,6 +117,12 @@ struct conf {
 	char		*iso_upper_root; /* isolated sessions' uppers;
 					    NULL: ISOLATED_UPPER_ROOT */
 	size_t		 iso_upper_max;	/* bytes per upper; 0: no cap */
+	char		*iso_config;	/* --isolation-config, or NULL */
+	struct isoconf	 iso;		/* what it says (isoconf.h) */
+	unsigned	 iso_given;	/* CONF_GIVEN_*: set over the file */
+#define CONF_GIVEN_UPPER_ROOT	0x1
+#define CONF_GIVEN_UPPER_MAX	0x2
+#define CONF_GIVEN_CAPS		0x4
 	enum kernel_transport kernel_transport;
 	bool		 kernel_fork_off;	/* --kernel-fork off */
 	unsigned	 kernel_ready_s;

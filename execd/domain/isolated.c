@@ -102,9 +102,15 @@ static char		 why_not[PATH_MAX + 512];
 static bool		 can_userns, can_userns_net, userns_full;
 static char		 why_not_userns[PATH_MAX + 512];
 
-static const char *const allowed_roots[] = {
+static const char *const default_roots[] = {
 	"/workspace", "/mnt", "/media", "/data", NULL
 };
+/* Where binds may come from: default_roots, or the configuration's
+ * (set at start, before any worker reads it). */
+static const char *const *allowed_roots = default_roots;
+static char	**allowed_own;
+/* The most bytes of contents a ?path= diff shows. */
+static unsigned long long diff_max = ULLONG_MAX;
 
 static void	 sweep(struct loop *, uint64_t, void *);
 static void	 teardown(struct isosess *);
@@ -510,6 +516,43 @@ isolated_set_upper_max(unsigned long long bytes)
 }
 
 void
+isolated_set_allowed(const char *const *roots, size_t n)
+{
+	for (size_t i = 0; allowed_own != NULL && allowed_own[i] != NULL; i++)
+		free(allowed_own[i]);
+	free(allowed_own);
+	allowed_own = NULL;
+	allowed_roots = default_roots;
+	if (roots == NULL)
+		return;
+	allowed_own = xcalloc(n + 1, sizeof(*allowed_own));
+	for (size_t i = 0; i < n; i++)
+		allowed_own[i] = xstrdup(roots[i]);
+	allowed_roots = (const char *const *)allowed_own;
+}
+
+void
+isolated_set_diff_max(unsigned long long bytes)
+{
+	diff_max = bytes;
+}
+
+void
+isolated_diff_trim(json_t *d)
+{
+	const json_t *o = json_object_get(d, "old_content"),
+	    *n = json_object_get(d, "new_content");
+	size_t len = (o != NULL ? json_string_length(o) : 0) +
+	    (n != NULL ? json_string_length(n) : 0);
+
+	if ((o == NULL && n == NULL) || len <= diff_max)
+		return;
+	json_object_del(d, "old_content");
+	json_object_del(d, "new_content");
+	json_object_set_new(d, "text", json_false());
+}
+
+void
 isolated_shutdown(void)
 {
 	struct isosess *s;
@@ -521,6 +564,7 @@ isolated_shutdown(void)
 	loop_timer_cancel(iso_loop, t_sweep);
 	t_sweep = 0;
 	closing = true;
+	isolated_set_allowed(NULL, 0);
 }
 
 bool

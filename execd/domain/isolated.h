@@ -44,6 +44,18 @@ void	isolated_init(struct loop *, const char *upper_root,
  * overlay's directory for persistent ones (in memory then, not on disk).
  */
 void	isolated_set_upper_max(unsigned long long bytes);
+/*
+ * Where binds may come from (after symlinks): the n roots (copied), or,
+ * with NULL, /workspace, /mnt, /media and /data.  At start.
+ */
+void	isolated_set_allowed(const char *const *roots, size_t n);
+/*
+ * The most bytes of contents (old and new together) a diff of one path
+ * shows; past it they are left out and "text" is false.  At start.
+ */
+void	isolated_set_diff_max(unsigned long long bytes);
+/* Apply that to d, the answer of a diff of one path (any thread). */
+void	isolated_diff_trim(json_t *d);
 /* Tear every session down (shutdown). */
 void	isolated_shutdown(void);
 /* Sessions can be made here. */

@@ -8,13 +8,16 @@
  * strings, integers, booleans (when read), arrays of strings, tables
  * of those or non-empty arrays of such tables; it is written back
  * (toml_dump) and read again equal; and the text written is itself
- * accepted and written the same.
+ * accepted and written the same.  The same text read as the isolation
+ * configuration (execd/config/isoconf.c) is refused with its line or
+ * taken within the bounds isoconf.h gives.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "../../execd/config/isoconf.h"
 #include "../../execd/core/toml.h"
 #include "fz.h"
 
@@ -91,10 +94,42 @@ one(const uint8_t *data, size_t size, unsigned flags)
 	json_decref(v);
 }
 
+/*
+ * The isolation configuration read from it: refused with "f:N: why",
+ * N within the input's lines, or taken with what isoconf.h promises.
+ */
+static void
+isolation(const uint8_t *data, size_t size)
+{
+	struct isoconf c;
+	char err[512] = "";
+	size_t lines = 1;
+	unsigned long n;
+
+	if (isoconf_parse("f", (const char *)data, size, &c, err,
+	    sizeof(err)) < 0) {
+		CHECK(strncmp(err, "f:", 2) == 0);
+		n = strtoul(err + 2, NULL, 10);
+		for (size_t i = 0; i < size; i++)
+			lines += data[i] == '\n';
+		CHECK(n >= 1 && n <= lines);
+		CHECK(c.upper_root == NULL && c.allowed == NULL &&
+		    c.caps == NULL);
+		return;
+	}
+	CHECK(c.upper_root == NULL || c.upper_root[0] == '/');
+	CHECK(!c.has_upper_max || c.upper_max == 0 || c.upper_max >= 4096);
+	for (size_t i = 0; i < c.nallowed; i++)
+		CHECK(c.allowed[i][0] == '/');
+	CHECK(c.nwarn <= ISOCONF_WARNINGS);
+	isoconf_free(&c);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	one(data, size, 0);
 	one(data, size, TOML_BOOLEANS);
+	isolation(data, size);
 	return 0;
 }

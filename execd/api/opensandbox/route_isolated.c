@@ -417,6 +417,8 @@ change_work(void *arg)
 
 	c->out = c->commit ? isodiff_commit(c->d, &c->q) :
 	    isodiff_diff(c->d, &c->q);
+	if (!c->commit && c->q.path != NULL && c->out != NULL)
+		isolated_diff_trim(c->out);	/* diff_max_bytes */
 }
 
 static void
