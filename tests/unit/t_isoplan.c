@@ -83,8 +83,22 @@ test_kinds_in_order_and_cap(void)
 	isoplan_free(&p);
 }
 
+/* In a user namespace, overlayfs keeps its xattrs in user.*. */
+static void
+test_userns_options(void)
+{
+	struct isoplan p = { 0 };
+
+	p.userns.on = true;
+	T_EQ_INT(isoplan_overlay(&p, "/w", "/u/s/0", false, 0755, 0, 0), 0);
+	T_EQ_STR(p.step[0].opts, "lowerdir=/w,upperdir=/u/s/0/upper,"
+	    "workdir=/u/s/0/work,userxattr");
+	isoplan_free(&p);
+}
+
 static const struct t_case cases[] = {
 	{ "overlay options", test_overlay_options },
+	{ "overlay options in a user namespace", test_userns_options },
 	{ "paths refused", test_paths_refused },
 	{ "kinds in order, and the cap", test_kinds_in_order_and_cap },
 };
