@@ -288,6 +288,34 @@ has_cap(int cap)
  * every id as itself when execd may set any, else uid (gid) inside as
  * execd's euid (egid) outside.
  */
+/*
+ * The identity map of every id execd's own user namespace has, from its
+ * map file (/proc/self/uid_map): each range "inside outside count" as
+ * "inside inside count", so that a map the kernel takes is written even
+ * when execd itself runs in a user namespace of some ids only.
+ */
+static void
+identity_map(const char *file, char *out, size_t outlen)
+{
+	FILE *f = fopen(file, "re");
+	unsigned long a, b, n;
+	size_t len = 0;
+	int k;
+
+	snprintf(out, outlen, "0 0 4294967295\n");
+	if (f == NULL)
+		return;
+	while (fscanf(f, "%lu %lu %lu", &a, &b, &n) == 3) {
+		k = snprintf(out + len, outlen - len, "%lu %lu %lu\n", a, a, n);
+		if (k < 0 || (size_t)k >= outlen - len) {
+			snprintf(out, outlen, "0 0 4294967295\n");
+			break;
+		}
+		len += (size_t)k;
+	}
+	fclose(f);
+}
+
 static void
 userns_of(struct isoplan_userns *u, bool has_uid, uid_t uid, bool has_gid,
     gid_t gid)
@@ -295,6 +323,12 @@ userns_of(struct isoplan_userns *u, bool has_uid, uid_t uid, bool has_gid,
 	memset(u, 0, sizeof(*u));
 	u->on = true;
 	u->full = userns_full;
+	if (u->full) {
+		identity_map("/proc/self/uid_map", u->uid_map,
+		    sizeof(u->uid_map));
+		identity_map("/proc/self/gid_map", u->gid_map,
+		    sizeof(u->gid_map));
+	}
 	u->uid_out = geteuid();
 	u->gid_out = getegid();
 	u->uid = has_uid ? uid : u->uid_out;

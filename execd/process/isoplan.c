@@ -252,10 +252,10 @@ enter_userns(const struct isoplan_userns *u)
 		if (read(sync[0], &c, 1) != 1)
 			syscall(SYS_exit, 1);
 		proc_path(p, (long)self, "uid_map");
-		if (put(p, "0 0 4294967295\n") < 0)
+		if (put(p, u->uid_map) < 0)
 			syscall(SYS_exit, 2);
 		proc_path(p, (long)self, "gid_map");
-		if (put(p, "0 0 4294967295\n") < 0)
+		if (put(p, u->gid_map) < 0)
 			syscall(SYS_exit, 3);
 		syscall(SYS_exit, 0);
 	}

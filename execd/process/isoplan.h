@@ -64,6 +64,10 @@ struct isoplan_userns {
 	bool			 full;
 	uid_t			 uid, uid_out;
 	gid_t			 gid, gid_out;
+	/* full: the maps to write ("0 0 4294967295\n" in the initial
+	 * namespace; in another, each of its ranges as itself) */
+	char			 uid_map[512];
+	char			 gid_map[512];
 };
 
 /* Zeroed to start with; isoplan_free() it. */
