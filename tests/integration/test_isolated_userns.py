@@ -146,4 +146,17 @@ def test_userns_session_as_unprivileged_execd():
         assert not os.path.exists(os.path.join(t.ws, "other.txt"))
         st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
         assert st == 200, data
+        # persist false: the upper on a tmpfs of the shell's namespace,
+        # which execd reads through /proc/<shell>/root.
+        sid = t.create({"overlays": [{"path": t.ws, "mode": "overlay",
+                                      "persist": False}]})
+        out, evs = t.run(sid, "echo e > eph.txt; cat eph.txt")
+        assert out == ["e"], evs
+        st, h, data = t.d.request("GET", ISO + "/session/%s/diff" % sid)
+        ch = [c["path"] for o in json.loads(data)["overlays"]
+              for c in o["changes"]]
+        assert ch == [t.ws + "/eph.txt"], data
+        assert not os.path.exists(os.path.join(t.ws, "eph.txt"))
+        st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
+        assert st == 200, data
         assert wait_for(lambda: os.listdir(t.upper) == [])
