@@ -263,6 +263,7 @@ main(int argc, char **argv)
 	isolated_init(app.loop, conf.iso_upper_root != NULL ?
 	    conf.iso_upper_root : ISOLATED_UPPER_ROOT, cmd_dir, conf.grace_ms);
 	isolated_set_upper_max(conf.iso_upper_max);
+	isolated_set_limits(&conf.limits[LIMITS_SESSION]);
 	isolated_set_allowed(conf.iso.has_allowed ?
 	    (const char *const *)conf.iso.allowed : NULL, conf.iso.nallowed);
 	if (conf.iso.has_diff_max)

@@ -109,6 +109,7 @@ static const char *const default_roots[] = {
  * (set at start, before any worker reads it). */
 static const char *const *allowed_roots = default_roots;
 static char	**allowed_own;
+static const struct limits *sess_limits;
 /* The most bytes of contents a ?path= diff shows. */
 static unsigned long long diff_max = ULLONG_MAX;
 
@@ -566,6 +567,12 @@ isolated_set_allowed(const char *const *roots, size_t n)
 }
 
 void
+isolated_set_limits(const struct limits *l)
+{
+	sess_limits = l;
+}
+
+void
 isolated_set_diff_max(unsigned long long bytes)
 {
 	diff_max = bytes;
@@ -986,6 +993,7 @@ isolated_create(struct isoreq *r, const struct isolated_paths *p,
 			goto fail;
 		}
 	s->how.plan = s->plan;
+	s->how.limits = sess_limits;
 	if (userns && !s->plan->userns.full) {
 		/* The map made the shell its uid and gid already. */
 		s->how.keep_ids = true;

@@ -54,6 +54,13 @@ void	isolated_set_allowed(const char *const *roots, size_t n);
  * shows; past it they are left out and "text" is false.  At start.
  */
 void	isolated_set_diff_max(unsigned long long bytes);
+/*
+ * The limits of session shells (the policy's "session" kind, which
+ * outlives every session and is updated in place on reload): isolated
+ * shells get them too, and their cgroup.
+ */
+struct limits;
+void	isolated_set_limits(const struct limits *l);
 /* Apply that to d, the answer of a diff of one path (any thread). */
 void	isolated_diff_trim(json_t *d);
 /* Tear every session down (shutdown). */

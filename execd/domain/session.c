@@ -174,8 +174,8 @@ session_new_how(struct loop *loop, const char *dir, const char *cwd,
     unsigned grace_ms, const struct session_how *how, char *err,
     size_t errlen)
 {
-	struct session *s = make(loop, dir, cwd, grace_ms, NULL, false, err,
-	    errlen, how);
+	struct session *s = make(loop, dir, cwd, grace_ms, how->limits, false,
+	    err, errlen, how);
 
 	return s;
 }

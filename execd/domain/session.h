@@ -78,6 +78,7 @@ struct session	*session_new(struct loop *, const char *dir, const char *cwd,
 struct isoplan;
 struct session_how {
 	const struct isoplan	*plan;
+	const struct limits	*limits;	/* NULL: none */
 	bool			 set_ids;
 	bool			 keep_ids;	/* not the default user */
 	uid_t			 uid;

@@ -630,10 +630,12 @@ start_one(const struct spawn_opts *o, pid_t *pid, char *err, size_t errlen)
 
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return -EINVAL;
-	if (cgroup_wanted(o->limits) &&
-	    (e = cgroup_new(o->limits, &cg, err, errlen)) < 0)
+	/* A child born under the filter could not mount: an isolated
+	 * shell joins a cgroup of its own, never a resident's. */
+	if (cgroup_wanted(o->limits) && (e = o->plan != NULL ?
+	    cgroup_new_empty(o->limits, &cg, err, errlen) :
+	    cgroup_new(o->limits, &cg, err, errlen)) < 0)
 		return e;
-	/* A child born under the filter could not mount: no plan there. */
 	if (o->plan != NULL && cgroup_born_in(cg)) {
 		snprintf(err, errlen, "an isolated shell cannot start in a "
 		    "cgroup's resident");

@@ -160,3 +160,30 @@ def test_userns_session_as_unprivileged_execd():
         st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
         assert st == 200, data
         assert wait_for(lambda: os.listdir(t.upper) == [])
+
+
+def test_isolated_shells_get_the_session_limits_and_a_cgroup():
+    """Every child's limits and cgroup, the isolated shells' too, in
+    both modes; the cgroup goes with the session."""
+    with Iso("--limit", "session.processes=64,session.memory=256MiB,"
+             "session.open_files=512") as t:
+        for mode in ("setpriv", "userns"):
+            sid = t.create({"workspace": {"path": t.ws}, "uid": 1000,
+                            "uid_mode": mode})
+            out, evs = t.run(sid, "ulimit -n; ulimit -c; "
+                             "cat /proc/self/cgroup")
+            assert out[:2] == ["512", "0"], (mode, out)
+            # v1: "N:pids:/execd-P/job-J"; v2: "0::/.../job-J".
+            jobs = {line.split(":")[1]: line.split(":", 2)[2]
+                    for line in out[2:] if "/job-" in line}
+            if not jobs:
+                # No writable cgroup here: rlimits only, as for any job.
+                assert "rlimits only" in t.d.read_log(), out
+                continue
+            pids = ("/sys/fs/cgroup/pids" + jobs["pids"]) if "pids" in \
+                jobs else ("/sys/fs/cgroup" + jobs[""])
+            with open(pids + "/pids.max") as f:
+                assert int(f.read()) >= 64, pids
+            st, h, data = t.d.request("DELETE", ISO + "/session/" + sid)
+            assert st == 200, data
+            assert wait_for(lambda: not os.path.exists(pids)), pids
