@@ -70,10 +70,10 @@ isoplan_overlay(struct isoplan *p, const char *target, const char *dir,
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	snprintf(s->upper, sizeof(s->upper), "%s/upper", dir);
 	snprintf(s->work, sizeof(s->work), "%s/work", dir);
-	/* In a user namespace, trusted.* xattrs are out of reach. */
+	/* Mounted in a user namespace, trusted.* xattrs are out of reach. */
 	n = snprintf(s->opts, sizeof(s->opts),
 	    "lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", target, dir, dir,
-	    p->userns.on ? ",userxattr" : "");
+	    p->userns.on && !p->userns.full ? ",userxattr" : "");
 	if (n < 0 || (size_t)n >= sizeof(s->opts))
 		return -ENAMETOOLONG;
 	if (p->upper_max > 0)
@@ -315,8 +315,9 @@ isoplan_apply(const struct isoplan *p, int *step)
 {
 	const struct isoplan_step *s;
 
+	/* One id mapped: only the user namespace's own may mount. */
 	*step = -2;
-	if (p->userns.on && enter_userns(&p->userns) < 0)
+	if (p->userns.on && !p->userns.full && enter_userns(&p->userns) < 0)
 		return -1;
 	*step = -1;
 	if (unshare(CLONE_NEWNS | (p->private_net ? CLONE_NEWNET : 0)) < 0)
@@ -363,6 +364,15 @@ isoplan_apply(const struct isoplan *p, int *step)
 	*step = (int)p->n;
 	if (p->private_tmp && mount("tmpfs", "/tmp", "tmpfs",
 	    MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+		return -1;
+	/*
+	 * Every id mapped: the user namespace last, so that the mount and
+	 * network namespaces stay execd's namespace's (nothing in the
+	 * session has a capability over them, and execd's copies of them
+	 * for the file routes are not locked).
+	 */
+	*step = -2;
+	if (p->userns.on && p->userns.full && enter_userns(&p->userns) < 0)
 		return -1;
 	return 0;
 }

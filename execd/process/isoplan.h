@@ -9,13 +9,13 @@
  * memory until it execs: isoplan_apply makes system calls only, no
  * allocation and no stdio.
  *
- * What it does, in order: a new user namespace first when asked (see
- * struct isoplan_userns), a new mount namespace (and a new network
+ * What it does, in order: a new user namespace first when asked with
+ * one id mapped (see struct isoplan_userns), a new mount namespace (and a new network
  * namespace with lo up when asked), every mount in it made a slave of
  * execd's (what execd mounts later still reaches the session; nothing
  * the session mounts reaches execd); then each step in the order given
  * (parents before the paths nested in them); then a private tmpfs on
- * /tmp when asked.
+ * /tmp when asked; then the user namespace with every id mapped.
  */
 #ifndef EXECD_ISOPLAN_H
 #define EXECD_ISOPLAN_H
@@ -51,13 +51,15 @@ struct isoplan_step {
 };
 
 /*
- * A user namespace (uid_mode "userns"): made first, the mount and
- * network namespaces then owned by it.  full: execd may set any ids
+ * A user namespace (uid_mode "userns").  full: execd may set any ids
  * (CAP_SETUID and CAP_SETGID), and every id inside is the same id
  * outside, the map written by a short-lived helper child still in
- * execd's namespace; else the process maps one uid and one gid of its
- * own: uid inside is execd's euid outside, gid its egid (setgroups
- * denied, as the kernel wants of such a map).
+ * execd's namespace; the user namespace is made last, after the mounts,
+ * which stay in namespaces execd's own user namespace owns.  Else it is
+ * made first and owns the mount and network namespaces (only so may an
+ * unprivileged process make them), and the process maps one uid and one
+ * gid of its own: uid inside is execd's euid outside, gid its egid
+ * (setgroups denied, as the kernel wants of such a map).
  */
 struct isoplan_userns {
 	bool			 on;

@@ -101,6 +101,14 @@ def test_userns_session_as_root_maps_every_id_as_itself():
         assert out[-1] != mine, out
         st, obj = t.d.get_json(ISO + "/session/" + sid)
         assert obj["uid_mode"] == "userns" and obj["uid"] == 1000, obj
+        # The file routes work on its view, as its uid.
+        st, h, data = t.d.request("POST", ISO + "/session/%s/directories"
+                                  % sid, body={t.ws + "/viaroute": {
+                                      "mode": 755}})
+        assert st == 200, data
+        out, evs = t.run(sid, "stat -c %u viaroute; rmdir viaroute")
+        assert out == ["1000"], evs
+        assert not os.path.exists(os.path.join(t.ws, "viaroute"))
         check_session(t, sid, 1000, 1000)
 
 
