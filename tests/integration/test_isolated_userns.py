@@ -145,6 +145,12 @@ def test_userns_session_as_unprivileged_execd():
         assert out[0].split() == ["0", str(NOBODY), "1"], out
         st, obj = t.d.get_json(ISO + "/session/" + sid)
         assert obj["idle_timeout_seconds"] == 0, obj
+        # The file routes need CAP_SYS_ADMIN (setns into the shell's
+        # mount namespace): refused as not supported, with the reason.
+        st, h, data = t.d.request(
+            "GET", ISO + "/session/%s/files/info?path=%s" % (sid, t.ws))
+        expect_error(st, data, 503, "NOT_SUPPORTED")
+        assert b"CAP_SYS_ADMIN" in data, data
         check_session(t, sid, 0, NOBODY)
         # Without a uid, the session's is execd's own.
         sid = t.create({"workspace": {"path": t.ws}})

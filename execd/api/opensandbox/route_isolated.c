@@ -558,7 +558,15 @@ in_session(struct http_req *req, http_handler *fn)
 	}
 	close(fd);	/* isolated_root: the session is in use */
 	c = xmalloc(sizeof(*c));
-	if ((rc = cred_view(pid, c, err, sizeof(err))) < 0) {
+	if ((rc = cred_view(pid, c, err, sizeof(err))) == -EPERM) {
+		/* An execd without CAP_SYS_ADMIN: a userns session's runs,
+		 * diff and commit work, its file routes cannot. */
+		http_reply_error(req, 503, "NOT_SUPPORTED", "session file "
+		    "routes need CAP_SYS_ADMIN in execd's user namespace "
+		    "(session view: %s)", err);
+		free(c);
+		return;
+	} else if (rc < 0) {
 		http_reply_error(req, 500, "RUNTIME_ERROR", "session view: %s",
 		    rc == -ESRCH ? "session process has exited" : err);
 		free(c);
