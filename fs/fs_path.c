@@ -8,8 +8,10 @@
  */
 #include <errno.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "../util/utf8.h"
@@ -140,4 +142,22 @@ fs_path_unescape(char *s)
 		}
 	}
 	*w = '\0';
+}
+
+/* See fs_path.h. */
+int
+fs_path_tmp_beside(const char *path, const char *prefix, char *buf,
+    size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	unsigned char r[6];
+	int dl = slash != NULL ? (int)(slash - path) : 1, n;
+
+	/* Uniqueness comes from O_EXCL at create; this only spreads names. */
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memset(r, 0x5a, sizeof(r));
+	n = snprintf(buf, len, "%.*s/%s%02x%02x%02x%02x%02x%02x", dl,
+	    slash != NULL ? path : ".", prefix, r[0], r[1], r[2], r[3], r[4],
+	    r[5]);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -4,8 +4,9 @@
  * Accepted: absolute paths, "~" and "~/rest" (home of the user execd runs
  * as).  Rejected: empty or relative paths and paths with a NUL byte.  A
  * '$' is an ordinary character: variables are never expanded, so every
- * file name can be addressed.  POSIX only; pure apart from the home look-up;
- * any thread.
+ * file name can be addressed.  Also: a free temporary name beside a path.
+ * POSIX only (Linux getrandom for the name); pure apart from the home
+ * look-up and the random bytes; any thread.
  */
 #ifndef FS_PATH_H
 #define FS_PATH_H
@@ -34,5 +35,16 @@ int	fs_path_is_plain(const char *raw);
 char	*fs_path_escape(const char *raw);
 /* The name of a text, in place (it only shrinks). */
 void	fs_path_unescape(char *s);
+
+/*
+ * A temporary name for a file to be built beside path and renamed over
+ * it: path's directory (up to its last '/'; the current directory when
+ * there is none), then "/<prefix>" and 12 random lowercase hex digits,
+ * e.g. "/d/.execd-commit-0f3a..." for "/d/f" and ".execd-commit-".  The
+ * name is only likely free: create it with O_EXCL (or the like).  0, or
+ * -ENAMETOOLONG when it does not fit len bytes.
+ */
+int	fs_path_tmp_beside(const char *path, const char *prefix, char *buf,
+	    size_t len);
 
 #endif

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../../fs/fs_ops.h"
+#include "../../fs/fs_path.h"
 #include "../../fs/fs_tree.h"
 #include "../core/xmalloc.h"
 #include "ckpt.h"
@@ -80,7 +81,6 @@ static int		 rebuild(struct ckpt *, size_t, const char *,
 static int		 settle_dir(struct ent *, const char *, bool,
 			    struct ckpt_counts *, char *, size_t);
 static int		 remove_any(const char *, char *, size_t);
-static int		 tmp_beside(const char *, char *, size_t);
 static bool		 same(struct ckpt *, size_t, const char *,
 			    const struct stat *);
 static int		 join(char *, size_t, const char *, const char *);
@@ -695,22 +695,6 @@ same(struct ckpt *c, size_t i, const char *abs, const struct stat *st)
 	return eq;
 }
 
-/* A free temporary name in path's directory into buf. */
-static int
-tmp_beside(const char *path, char *buf, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	unsigned char r[6];
-	int dl = slash != NULL ? (int)(slash - path) : 0;
-
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		memset(r, 0x5a, sizeof(r));
-	if ((size_t)snprintf(buf, len, "%.*s/.execd-restore-%02x%02x%02x%02x"
-	    "%02x%02x", dl, path, r[0], r[1], r[2], r[3], r[4], r[5]) >= len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 /*
  * Entry i (a non-directory) put back at abs: built at a temporary name
  * beside it with its mode, owner and times, then renamed over whatever
@@ -727,7 +711,8 @@ rebuild(struct ckpt *c, size_t i, const char *abs, struct ckpt_counts *cnt,
 	struct stat st;
 	int fd = -1, rc;
 
-	if ((rc = tmp_beside(abs, tmp, sizeof(tmp))) < 0)
+	if ((rc = fs_path_tmp_beside(abs, ".execd-restore-", tmp,
+	    sizeof(tmp))) < 0)
 		goto fail;
 	if (S_ISREG(e->mode)) {
 		if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |

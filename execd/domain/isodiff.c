@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../../fs/fs_info.h"
+#include "../../fs/fs_path.h"
 #include "../../fs/fs_tree.h"
 #include "../../util/utf8.h"
 #include "../core/xmalloc.h"
@@ -912,22 +913,6 @@ rm_one(const char *path)
 	return fs_tree_remove(path, err, sizeof(err));
 }
 
-/* A free temporary name beside path. */
-static int
-tmp_beside(const char *path, char *buf, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	unsigned char r[6];
-	int dl = slash != NULL ? (int)(slash - path) : 0;
-
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		memset(r, 0x5a, sizeof(r));
-	if ((size_t)snprintf(buf, len, "%.*s/.execd-commit-%02x%02x%02x%02x"
-	    "%02x%02x", dl, path, r[0], r[1], r[2], r[3], r[4], r[5]) >= len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 static int
 copy_fd(int in, int out)
 {
@@ -1100,7 +1085,8 @@ apply(struct tree *t, const char *upper, const struct chg *c,
 			return -errno;
 		return 0;
 	}
-	if ((rc = tmp_beside(full, tmp, sizeof(tmp))) < 0 ||
+	if ((rc = fs_path_tmp_beside(full, ".execd-commit-", tmp,
+	    sizeof(tmp))) < 0 ||
 	    (rc = make_tmp(upper, c->rel, &c->up, tmp)) < 0)
 		return rc;
 	/* A directory is not renamed over: it goes first. */

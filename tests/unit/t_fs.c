@@ -2,7 +2,8 @@
  * t_fs.c -- unit tests for fs_path.c and fs_ops.c.
  *
  * Path resolution is pure and checked against exact strings, including
- * the length limits at the byte.  fs_mkdirs() runs in a fresh temporary
+ * the length limits at the byte; temporary names beside a path by their
+ * shape.  fs_mkdirs() runs in a fresh temporary
  * directory (in $TMPDIR, else /tmp) under a umask of 022 and is checked
  * with stat(); the tree is removed afterwards.  Covered: absolute and "~"
  * paths, refusals (empty, relative, "~user", NUL), '$' kept literally,
@@ -142,6 +143,49 @@ test_path_too_long(void)
 	    -ENAMETOOLONG);
 	T_EQ_INT(resolve("/", "/h", out, 1), -ENAMETOOLONG);
 	T_EQ_INT(resolve("/", "/h", out, 2), 0);
+}
+
+/* Whether s is n lowercase hex digits and nothing more. */
+static int
+is_hex(const char *s, size_t n)
+{
+	if (strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' &&
+		    s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/*
+ * A temporary name beside a path: its directory, the prefix, 12 hex
+ * digits; the directory of "/f" is the root, of "f" the current one; two
+ * names in a row differ; a buffer one byte short is refused.
+ */
+static void
+test_path_tmp_beside(void)
+{
+	char a[64], b[64];
+	size_t pl = strlen("/d/e/.p-");
+
+	T_EQ_INT(fs_path_tmp_beside("/d/e/f", ".p-", a, sizeof(a)), 0);
+	T_OK(strncmp(a, "/d/e/.p-", pl) == 0);
+	T_OK(is_hex(a + pl, 12));
+	T_EQ_INT(fs_path_tmp_beside("/d/e/f", ".p-", b, sizeof(b)), 0);
+	T_OK(strcmp(a, b) != 0);
+	/* Only what follows the last slash is replaced. */
+	T_EQ_INT(fs_path_tmp_beside("/d/e/", "x", a, sizeof(a)), 0);
+	T_OK(strncmp(a, "/d/e/x", 6) == 0 && is_hex(a + 6, 12));
+	T_EQ_INT(fs_path_tmp_beside("/f", ".q", a, sizeof(a)), 0);
+	T_OK(strncmp(a, "/.q", 3) == 0 && is_hex(a + 3, 12));
+	T_EQ_INT(fs_path_tmp_beside("f", ".q", a, sizeof(a)), 0);
+	T_OK(strncmp(a, "./.q", 4) == 0 && is_hex(a + 4, 12));
+	/* "/d/" + "p" + 12 = 16 bytes and a NUL. */
+	T_EQ_INT(fs_path_tmp_beside("/d/f", "p", a, 17), 0);
+	T_EQ_INT(strlen(a), 16);
+	T_EQ_INT(fs_path_tmp_beside("/d/f", "p", a, 16), -ENAMETOOLONG);
+	T_EQ_INT(fs_path_tmp_beside("/d/f", "p", a, 1), -ENAMETOOLONG);
 }
 
 /* A "~" path whose expansion fills out exactly, NUL included, fits. */
@@ -564,6 +608,7 @@ static const struct t_case cases[] = {
 	{ "path refused", test_path_refused },
 	{ "path text", test_path_text },
 	{ "path too long", test_path_too_long },
+	{ "path tmp beside", test_path_tmp_beside },
 	{ "path home fits exactly", test_path_home_exact },
 	{ "path default home", test_path_default_home },
 	{ "mode parse", test_mode_parse },
