@@ -823,8 +823,11 @@ begin_shutdown(void)
  * something that does not answer), so the orderly shutdown, which runs on
  * the loop, cannot start.  What matters most is done from here: every
  * child is told SIGTERM, reaped as it ends, SIGKILLed after the grace
- * period, then execd exits 1.  The child table is read while the loop
- * thread is blocked in its step, not changing it.
+ * period, then execd exits 1.  The loop thread may still be running
+ * (stuck in its step, or past it by now): child_signal_all() is the one
+ * child.c call made for any thread (its table is under a mutex, see
+ * child.c), and nothing else of the loop's is read here but
+ * app.conf->grace_ms, which SIGHUP's reload leaves alone.
  */
 static void
 stuck_signal(int sig, void *arg)

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,19 @@ struct child {
 	void		*arg;
 };
 
+/*
+ * The table is the loop thread's, but child_signal_all() is also called
+ * by the loop's watchdog thread when a SIGTERM finds the loop stuck in a
+ * step (main.c's stuck_signal): the one moment the loop cannot be asked
+ * to do it, so a flag or an eventfd for the loop to read would never be
+ * read.  Nor may the watchdog read the table bare: the stuck step, or
+ * the next one if the step ends just then, may be adding to it (a
+ * realloc frees the array being read) or removing from it.  So a mutex
+ * guards tab and ntab.  It is held only over the table itself, never
+ * across a callback, a wait or anything but kill(), so the watchdog never
+ * waits on the step that is stuck, and a callback may add a child.
+ */
+static pthread_mutex_t	 mu = PTHREAD_MUTEX_INITIALIZER;
 static struct child	*tab;
 static size_t		 ntab, captab;
 
@@ -37,11 +51,13 @@ child_add(pid_t pid, pid_t pgid, child_exit_cb *cb, void *arg)
 {
 	if (pid <= 0)
 		return -EINVAL;
+	pthread_mutex_lock(&mu);
 	if (ntab == captab) {
 		captab = captab ? captab * 2 : 16;
 		tab = xrealloc(tab, captab * sizeof(*tab));
 	}
 	tab[ntab++] = (struct child){ pid, pgid, cb, arg };
+	pthread_mutex_unlock(&mu);
 	return 0;
 }
 
@@ -49,12 +65,14 @@ child_add(pid_t pid, pid_t pgid, child_exit_cb *cb, void *arg)
 void
 child_forget(pid_t pid)
 {
+	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < ntab; i++) {
 		if (tab[i].pid == pid) {
 			tab[i] = tab[--ntab];
-			return;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&mu);
 }
 
 /* waitpid(-1) until nothing more has exited, dispatching by pid. */
@@ -62,6 +80,7 @@ void
 child_reap(void)
 {
 	struct child c;
+	bool found;
 	pid_t pid;
 	int st;
 
@@ -71,17 +90,22 @@ child_reap(void)
 			continue;
 		if (pid <= 0)
 			return;
+		found = false;
+		pthread_mutex_lock(&mu);
 		for (size_t i = 0; i < ntab; i++) {
-			if (tab[i].pid != pid)
-				continue;
-			c = tab[i];
-			tab[i] = tab[--ntab];
-			c.cb(pid, st, c.arg);
-			goto next;
+			if (tab[i].pid == pid) {
+				c = tab[i];
+				tab[i] = tab[--ntab];
+				found = true;
+				break;
+			}
 		}
-		log_debug("reaped pid %ld (status %d), not ours", (long)pid,
-		    st);
-next:
+		pthread_mutex_unlock(&mu);
+		if (found)
+			c.cb(pid, st, c.arg);
+		else
+			log_debug("reaped pid %ld (status %d), not ours",
+			    (long)pid, st);
 		cgroup_release(pid);	/* after the owner asked cgroup_why */
 	}
 }
@@ -132,12 +156,14 @@ child_signal_all(int sig)
 {
 	int n = 0;
 
+	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < ntab; i++) {
 		if (tab[i].pgid > 0 && kill(-tab[i].pgid, sig) == 0)
 			n++;
 		else if (kill(tab[i].pid, sig) == 0)
 			n++;
 	}
+	pthread_mutex_unlock(&mu);
 	return n + signal_direct_children(sig);
 }
 
@@ -145,10 +171,13 @@ child_signal_all(int sig)
 bool
 child_known(pid_t pid)
 {
-	for (size_t i = 0; i < ntab; i++)
-		if (tab[i].pid == pid)
-			return true;
-	return false;
+	bool known = false;
+
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < ntab && !known; i++)
+		known = tab[i].pid == pid;
+	pthread_mutex_unlock(&mu);
+	return known;
 }
 
 /* Whether any child exists, reaped or not yet. */

@@ -5,7 +5,8 @@
  * reaper (run when the signalfd reports SIGCHLD) collects every exited
  * child with waitpid(-1) and calls the owner's callback, and silently
  * reaps the rest: orphans that execd inherits as PID 1 or as a child
- * subreaper.  Loop thread only.
+ * subreaper.  Loop thread only, but for child_signal_all(), which any
+ * thread may call (the loop's watchdog does when the loop is stuck).
  */
 #ifndef EXECD_CHILD_H
 #define EXECD_CHILD_H
@@ -25,7 +26,8 @@ void	child_reap(void);
 /*
  * Send sig to every registered process group and to every other direct
  * child (found in /proc), for an orderly shutdown.  Returns how many
- * processes or groups were signalled.
+ * processes or groups were signalled.  Any thread; it waits for nothing
+ * but a table change in progress.
  */
 int	child_signal_all(int sig);
 /* Whether pid is registered: a child execd started, not one it adopted. */
