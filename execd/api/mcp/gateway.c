@@ -1,18 +1,15 @@
 /*
- * gateway.c -- the MCP servers the policy file names (mcp_servers),
- * offered through /mcp: their tools listed as SERVER__tool, calls relayed
- * to them with their progress and cancellation.
+ * gateway.c -- the MCP servers the policy file names (mcp_servers): each
+ * server's life, and tools/list.  The calls relayed to them are
+ * gwcall.c's; what the two share is gateway.h.
  *
  * A server with a command is started when first needed (a tools/list, or
  * a call of one of its tools) as a job (job.h): the spawn path of every
  * command, so under the same sandbox profile, identity, limits and
  * cgroup, with its stdin and stdout pipes on the loop.  execd speaks
  * MCP's stdio transport to it, one JSON-RPC message per line: initialize,
- * notifications/initialized, tools/list (every page), then the calls,
- * each under an id of execd's own mapped back to the client's call.
- * Progress the server sends for a call goes to the client under the
- * client's token; a client's notifications/cancelled goes to the server
- * as one naming execd's id, and the call is answered at once.
+ * notifications/initialized, tools/list (every page), then the calls.
+ * Its tools are listed as SERVER__tool beside execd's own.
  *
  * A line from the server over GW_LINE_MAX bytes is flooding: the server
  * is stopped.  Its stderr is kept only as a tail, for messages.  A server
@@ -45,71 +42,12 @@
 #include "../../process/envfile.h"
 #include "../../process/job.h"
 #include "../execd.h"
+#include "gateway.h"
 #include "gwhttp.h"
 #include "mcp.h"
 
-#define GW_LINE_MAX	(8 << 20)	/* one message from a server, at most */
-#define GW_ERR_TAIL	2048		/* stderr kept, its last bytes */
-#define GW_START_MS	30000		/* to answer initialize and tools/list */
-#define GW_PAGES	64		/* tools/list pages followed, at most */
-#define GW_SEP		"__"
-
-enum gw_state { GW_IDLE, GW_STARTING, GW_RUNNING, GW_DEAD };
-
 static const char *const state_names[] = { "idle", "starting", "running",
     "dead" };
-
-enum gw_kind { P_INIT, P_LIST, P_CALL };
-
-struct gw_server;
-
-/* A request sent to a server, not answered yet. */
-struct gw_pending {
-	long long		 id;		/* execd's, on the server's wire */
-	enum gw_kind		 kind;
-	struct mcp_call		*call;		/* P_CALL; NULL: nobody waits */
-	struct gw_server	*srv;
-	struct gw_pending	*next;
-};
-
-/* A POST to a url server, in flight. */
-struct gw_xchg {
-	struct gw_server	*srv;
-	struct gwhttp		*h;
-	long long		 id;		/* a request's, or 0 */
-	struct gw_xchg		*next;
-};
-
-/* A call waiting for its server to finish starting. */
-struct gw_wait {
-	struct mcp_call		*call;
-	struct gw_server	*srv;
-	char			*tool;		/* the server's name for it */
-	json_t			*params;	/* the client's, copied */
-	struct gw_wait		*next;
-};
-
-struct gw_server {
-	const struct conf_mcp_server *cf;
-	enum gw_state		 state;
-	struct job		*job;
-	pid_t			 pid;
-	uint64_t		 t_start;	/* GW_START_MS, while starting */
-	struct buf		 in;		/* stdout not yet a whole line */
-	struct buf		 err;		/* stderr's tail */
-	bool			 flooded;	/* stopped, its output ignored */
-	char			 why[160];	/* why execd stopped it, or "" */
-	char			 ended[320];	/* how it ended last, or "" */
-	unsigned		 restarts;
-	unsigned		 pages;
-	long long		 next_id;
-	json_t			*tools;		/* as listed last, or NULL */
-	json_t			*listing;	/* pages being read */
-	struct gw_pending	*pending;
-	struct gw_wait		*waiting;
-	char			*session;	/* url: Mcp-Session-Id */
-	struct gw_xchg		*xchgs;		/* url: POSTs in flight */
-};
 
 /* A tools/list waiting for servers to finish starting. */
 struct gw_list {
@@ -124,12 +62,7 @@ static struct loop	*L;
 static const struct conf *C;
 static struct gw_list	*lists;
 
-static void	 gw_init(struct mcp_call *);
-static struct gw_server *server_of(const char *name, const char **tool);
 static int	 srv_start(struct gw_server *, char *, size_t);
-static int	 srv_send(struct gw_server *, json_t *);
-static long long srv_request(struct gw_server *, enum gw_kind,
-		    struct mcp_call *, const char *, json_t *);
 static void	 srv_stop(struct gw_server *, const char *);
 static void	 srv_fail_all(struct gw_server *);
 static void	 srv_ready(struct gw_server *);
@@ -143,18 +76,11 @@ static void	 on_hend(void *, int, const char *);
 static void	 xchgs_abort(struct gw_server *);
 static void	 lists_settle(void);
 static json_t	*merged_list(void);
-static void	 relay(struct gw_server *, struct mcp_call *, const char *,
-		    const json_t *, bool);
-static void	 list_servers(struct mcp_call *);
 static void	 pending_free(struct gw_pending *);
-static void	 wait_gone(void *);
-static void	 wait_cancel(void *);
-static void	 pend_gone(void *);
-static void	 pend_cancel(void *);
 static void	 list_gone(void *);
 
-/* The servers of the conf in force, made once. */
-static void
+/* The servers of the conf in force, made once; see gateway.h. */
+void
 gw_init(struct mcp_call *c)
 {
 	struct execd *app = mcp_call_app(c);
@@ -174,9 +100,9 @@ gw_init(struct mcp_call *c)
 	}
 }
 
-/* The server a prefixed name names, and the tool's name after it. */
-static struct gw_server *
-server_of(const char *name, const char **tool)
+/* The server a prefixed name names; see gateway.h. */
+struct gw_server *
+gw_server_of(const char *name, const char **tool)
 {
 	const char *sep = strstr(name, GW_SEP);
 	size_t n;
@@ -254,16 +180,16 @@ srv_start(struct gw_server *s, char *err, size_t errlen)
 	s->t_start = loop_timer_add(L, GW_START_MS, on_start_timeout, s);
 	log_info("mcp: server %s started (pid %d)", cf->name, (int)s->pid);
 init:
-	srv_request(s, P_INIT, NULL, "initialize", json_pack("{s:s, s:{}, "
+	gw_srv_request(s, P_INIT, NULL, "initialize", json_pack("{s:s, s:{}, "
 	    "s:{s:s, s:s}}", "protocolVersion", MCP_PROTO_LATEST,
 	    "capabilities", "clientInfo", "name", "execd", "version",
 	    EXECD_VERSION));
 	return 0;
 }
 
-/* Start a server that is idle or dead; false (calls failed) if it cannot. */
-static bool
-srv_wake(struct gw_server *s)
+/* Start a server that is idle or dead; see gateway.h. */
+bool
+gw_srv_wake(struct gw_server *s)
 {
 	char err[512];
 
@@ -282,13 +208,9 @@ srv_wake(struct gw_server *s)
 	return true;
 }
 
-/*
- * One message to the server's stdin, a line (msg taken): 0, or -EFBIG
- * for a message over JOB_STDIN_MAX alone (nothing sent).  A server that
- * leaves more than that unread is stopped.
- */
-static int
-srv_send(struct gw_server *s, json_t *msg)
+/* One message to the server; see gateway.h. */
+int
+gw_srv_send(struct gw_server *s, json_t *msg)
 {
 	char *t = json_dumps(msg, JSON_COMPACT | JSON_ENSURE_ASCII);
 	size_t n;
@@ -327,9 +249,9 @@ srv_send(struct gw_server *s, json_t *msg)
 	return 0;
 }
 
-/* A request under a new id of execd's: the id, or -1 when too large. */
-static long long
-srv_request(struct gw_server *s, enum gw_kind kind, struct mcp_call *call,
+/* A request under a new id of execd's; see gateway.h. */
+long long
+gw_srv_request(struct gw_server *s, enum gw_kind kind, struct mcp_call *call,
     const char *method, json_t *params)
 {
 	struct gw_pending *p = xcalloc(1, sizeof(*p));
@@ -341,8 +263,9 @@ srv_request(struct gw_server *s, enum gw_kind kind, struct mcp_call *call,
 	p->srv = s;
 	p->next = s->pending;
 	s->pending = p;
-	if (srv_send(s, json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0",
-	    "id", (json_int_t)p->id, "method", method, "params", params)) < 0) {
+	if (gw_srv_send(s, json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc",
+	    "2.0", "id", (json_int_t)p->id, "method", method, "params",
+	    params)) < 0) {
 		s->pending = p->next;	/* nothing ran since: still first */
 		free(p);
 		return -1;
@@ -521,7 +444,7 @@ srv_ready(struct gw_server *s)
 	while ((w = s->waiting) != NULL) {
 		s->waiting = w->next;
 		mcp_call_on_cancel(w->call, NULL, NULL, NULL);
-		relay(s, w->call, w->tool, w->params, false);
+		gw_relay(s, w->call, w->tool, w->params, false);
 		free(w->tool);
 		json_decref(w->params);
 		free(w);
@@ -608,7 +531,7 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 	buf_reset(&s->in);
 	s->waiting = later;
 	if (later != NULL)
-		(void)srv_wake(s);
+		(void)gw_srv_wake(s);
 	lists_settle();
 }
 
@@ -617,8 +540,6 @@ static void
 srv_line(struct gw_server *s, const char *p, size_t n)
 {
 	struct jsonrpc_msg m;
-	struct gw_pending *q;
-	const json_t *tok;
 	char err[256];
 
 	if (n == 0)
@@ -633,30 +554,23 @@ srv_line(struct gw_server *s, const char *p, size_t n)
 		srv_response(s, m.root);
 	} else if (m.kind == JSONRPC_REQUEST) {
 		/* execd offers the server nothing: ping only. */
-		srv_send(s, strcmp(m.method, "ping") == 0 ?
+		gw_srv_send(s, strcmp(m.method, "ping") == 0 ?
 		    jsonrpc_result(m.id, json_object()) : jsonrpc_error(m.id,
 		    JSONRPC_NO_METHOD, "execd's gateway serves no requests "
 		    "but ping"));
 	} else if (strcmp(m.method, "notifications/progress") == 0 &&
 	    m.params != NULL) {
-		tok = json_object_get(m.params, "progressToken");
-		for (q = s->pending; q != NULL; q = q->next)
-			if (q->call != NULL && json_is_integer(tok) &&
-			    json_integer_value(tok) == q->id)
-				break;
-		if (q != NULL)
-			mcp_call_progress_relay(q->call,
-			    json_deep_copy(m.params));
+		gw_progress(s, m.params);
 	} else if (strcmp(m.method, "notifications/tools/list_changed") == 0 &&
 	    s->state == GW_RUNNING && s->listing == NULL) {
 		s->listing = json_array();
 		s->pages = 0;
-		srv_request(s, P_LIST, NULL, "tools/list", json_object());
+		gw_srv_request(s, P_LIST, NULL, "tools/list", json_object());
 	}
 	jsonrpc_msg_clear(&m);
 }
 
-/* A response to one of execd's requests. */
+/* A response to one of execd's requests; a call's goes to gwcall.c. */
 static void
 srv_response(struct gw_server *s, const json_t *msg)
 {
@@ -681,11 +595,11 @@ srv_response(struct gw_server *s, const json_t *msg)
 			srv_stop(s, s->why);
 			break;
 		}
-		srv_send(s, jsonrpc_notification("notifications/initialized",
-		    NULL));
+		gw_srv_send(s, jsonrpc_notification(
+		    "notifications/initialized", NULL));
 		s->listing = json_array();
 		s->pages = 0;
-		srv_request(s, P_LIST, NULL, "tools/list", json_object());
+		gw_srv_request(s, P_LIST, NULL, "tools/list", json_object());
 		break;
 	case P_LIST:
 		tools = json_object_get(res, "tools");
@@ -700,8 +614,8 @@ srv_response(struct gw_server *s, const json_t *msg)
 		json_array_extend(s->listing, tools);
 		cur = json_object_get(res, "nextCursor");
 		if (json_is_string(cur) && ++s->pages < GW_PAGES) {
-			srv_request(s, P_LIST, NULL, "tools/list", json_pack(
-			    "{s:O}", "cursor", cur));
+			gw_srv_request(s, P_LIST, NULL, "tools/list",
+			    json_pack("{s:O}", "cursor", cur));
 			break;
 		}
 		json_decref(s->tools);
@@ -711,19 +625,7 @@ srv_response(struct gw_server *s, const json_t *msg)
 			srv_ready(s);
 		break;
 	case P_CALL:
-		if (p->call == NULL)
-			break;
-		mcp_call_on_cancel(p->call, NULL, NULL, NULL);
-		if (e != NULL)
-			mcp_call_rpc_error(p->call, json_is_integer(
-			    json_object_get(e, "code")) ? (int)
-			    json_integer_value(json_object_get(e, "code")) :
-			    JSONRPC_INTERNAL, emsg != NULL ? emsg : "error");
-		else if (!json_is_object(res))
-			mcp_call_fail(p->call, "MCP server '%s' answered "
-			    "without a result", s->cf->name);
-		else
-			mcp_call_result(p->call, json_deep_copy(res));
+		gw_call_answered(p, res, e, emsg);
 		break;
 	}
 	free(p);
@@ -778,6 +680,13 @@ merged_list(void)
 	return r;
 }
 
+/* Whether the conf names any server; see gateway.h. */
+bool
+gw_any(void)
+{
+	return nservers > 0;
+}
+
 /* tools/list; see mcp.h. */
 void
 mcp_gateway_list(struct mcp_call *c)
@@ -791,7 +700,7 @@ mcp_gateway_list(struct mcp_call *c)
 	}
 	for (size_t i = 0; i < nservers; i++)
 		if (servers[i].state == GW_IDLE)
-			(void)srv_wake(&servers[i]);
+			(void)gw_srv_wake(&servers[i]);
 	l = xcalloc(1, sizeof(*l));
 	l->call = c;
 	l->next = lists;
@@ -814,173 +723,9 @@ list_gone(void *arg)
 		}
 }
 
-/* Send a call to a running server (later: the call is not deferred yet). */
-static void
-relay(struct gw_server *s, struct mcp_call *c, const char *tool,
-    const json_t *params, bool later)
-{
-	struct gw_pending *p;
-	json_t *up, *t;
-	const json_t *tok;
-	long long id;
-	size_t i;
-	bool known = false;
-
-	json_array_foreach(s->tools, i, t)
-		if (json_is_string(json_object_get(t, "name")) &&
-		    strcmp(json_string_value(json_object_get(t, "name")), tool)
-		    == 0)
-			known = true;
-	if (!known) {
-		char err[400];
-
-		snprintf(err, sizeof(err), "unknown tool: %.100s" GW_SEP
-		    "%.100s (server '%s' has no tool '%.100s')", s->cf->name,
-		    tool, s->cf->name, tool);
-		mcp_call_rpc_error(c, JSONRPC_INVALID_PARAMS, err);
-		return;
-	}
-	up = json_pack("{s:s}", "name", tool);
-	if (json_object_get(params, "arguments") != NULL)
-		json_object_set(up, "arguments", json_object_get(params,
-		    "arguments"));
-	/* The server's progress names execd's id, the next one. */
-	tok = json_object_get(json_object_get(params, "_meta"),
-	    "progressToken");
-	if (tok != NULL)
-		json_object_set_new(up, "_meta", json_pack("{s:I}",
-		    "progressToken", (json_int_t)(s->next_id + 1)));
-	id = srv_request(s, P_CALL, c, "tools/call", up);
-	if (id < 0) {
-		mcp_call_fail(c, "the call is over 1 MiB as a message: more "
-		    "than execd passes to an MCP server at once");
-		return;
-	}
-	if (s->pending == NULL || s->pending->id != id)
-		return;		/* the server was stopped: c is answered */
-	p = s->pending;
-	mcp_call_on_cancel(c, pend_cancel, pend_gone, p);
-	if (later)
-		mcp_call_later(c, true);
-}
-
-/* Whether call c waits for server s to start. */
-static bool
-waits(const struct gw_server *s, const struct mcp_call *c)
-{
-	for (const struct gw_wait *w = s->waiting; w != NULL; w = w->next)
-		if (w->call == c)
-			return true;
-	return false;
-}
-
-/* tools/call of a name not execd's; see mcp.h. */
-bool
-mcp_gateway_call(struct mcp_call *c, const char *name, const json_t *params)
-{
-	struct gw_server *s;
-	struct gw_wait *w, **pp;
-	const char *tool;
-
-	gw_init(c);
-	if (nservers == 0)
-		return false;
-	if (strcmp(name, "list_mcp_servers") == 0) {
-		list_servers(c);
-		return true;
-	}
-	if ((s = server_of(name, &tool)) == NULL)
-		return false;
-	if (s->state == GW_RUNNING && !s->flooded) {
-		relay(s, c, tool, params, true);
-		return true;
-	}
-	w = xcalloc(1, sizeof(*w));
-	w->call = c;
-	w->srv = s;
-	w->tool = xstrdup(tool);
-	w->params = json_deep_copy(params);
-	for (pp = &s->waiting; *pp != NULL; pp = &(*pp)->next)
-		;
-	*pp = w;
-	mcp_call_on_cancel(c, wait_cancel, wait_gone, w);
-	(void)srv_wake(s);
-	if (waits(s, c))	/* else it failed to start: c is answered */
-		mcp_call_later(c, true);
-	return true;
-}
-
-/* Unlink a waiting call; true if it was there. */
-static bool
-wait_unlink(struct gw_wait *w)
-{
-	struct gw_wait **pp;
-
-	for (pp = &w->srv->waiting; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == w) {
-			*pp = w->next;
-			return true;
-		}
-	return false;
-}
-
-static void
-wait_gone(void *arg)
-{
-	struct gw_wait *w = arg;
-
-	if (wait_unlink(w)) {
-		free(w->tool);
-		json_decref(w->params);
-		free(w);
-	}
-}
-
-static void
-wait_cancel(void *arg)
-{
-	struct gw_wait *w = arg;
-	struct mcp_call *c = w->call;
-
-	wait_gone(w);
-	mcp_call_on_cancel(c, NULL, NULL, NULL);
-	mcp_call_fail(c, "cancelled before the MCP server had started");
-}
-
-/* The client left: the server's answer will go nowhere. */
-static void
-pend_gone(void *arg)
-{
-	struct gw_pending *p = arg;
-
-	p->call = NULL;
-}
-
-/* notifications/cancelled: told to the server; the call ends now. */
-static void
-pend_cancel(void *arg)
-{
-	struct gw_pending *p = arg;
-	struct gw_server *s = p->srv;
-	struct mcp_call *c = p->call;
-	struct gw_pending **pp;
-
-	for (pp = &s->pending; *pp != NULL && *pp != p; pp = &(*pp)->next)
-		;
-	if (*pp != NULL)
-		*pp = p->next;
-	srv_send(s, jsonrpc_notification("notifications/cancelled",
-	    json_pack("{s:I, s:s}", "requestId", (json_int_t)p->id, "reason",
-	    "the client cancelled the call")));
-	free(p);
-	mcp_call_on_cancel(c, NULL, NULL, NULL);
-	mcp_call_fail(c, "cancelled; MCP server '%s' was told "
-	    "(notifications/cancelled)", s->cf->name);
-}
-
-/* list_mcp_servers: each server's state, without starting any. */
-static void
-list_servers(struct mcp_call *c)
+/* list_mcp_servers; see gateway.h. */
+void
+gw_list_servers(struct mcp_call *c)
 {
 	json_t *arr = json_array(), *o;
 	struct gw_server *s;

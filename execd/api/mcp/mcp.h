@@ -15,7 +15,8 @@
  * and tool_fs.c (the file tools, fsjob.h) and tool_computer.c (the
  * screen, mouse and keyboard) are the tools themselves;
  * resource.c serves files as resources, notify.c follows those
- * subscribed to and keeps the server stream; gateway.c relays to the
+ * subscribed to and keeps the server stream; gateway.c and gwcall.c
+ * (gateway.h) relay to the
  * policy file's MCP servers (SERVER__tool), gwhttp.c (gwhttp.h) posting
  * to those on loopback HTTP.  Every route speaks
  * dialect_mcp.
@@ -299,11 +300,11 @@ void	 mcp_with_cwd(struct mcp_call *, const char *cwd, mcp_cwd_cb *then,
 	    mcp_cancel_fn *drop, void *arg);
 
 /*
- * gateway.c: the policy file's MCP servers (mcp_servers), whose tools
- * /mcp offers as SERVER__tool.  tools/list: the tools of execd and of
- * every server (those not started yet are, first); a tools/call of a
- * name that is not execd's: true when it is the gateway's (then it is
- * answered), false when unknown.
+ * gateway.c, gwcall.c: the policy file's MCP servers (mcp_servers),
+ * whose tools /mcp offers as SERVER__tool.  tools/list: the tools of
+ * execd and of every server (those not started yet are, first); a
+ * tools/call of a name that is not execd's: true when it is the
+ * gateway's (then it is answered), false when unknown.
  */
 void	 mcp_gateway_list(struct mcp_call *);
 bool	 mcp_gateway_call(struct mcp_call *, const char *name,
