@@ -112,7 +112,6 @@ STATIC_EXECD=${STATIC_EXECD:-$HERE/../build/static/execd}
 WRK=${WRK:-$(command -v wrk || echo wrk)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 PING_MIN_RATIO=0.5   # no ping-throughput target in PRODUCT.md: ours
-RSS_MAX_KIB=4096     # ours: the dynamic build idle under 4 MiB
 ANON_MAX_KIB=2048    # PRODUCT.md: static idle, anonymous RSS under 2 MiB
 VMRSS_MAX_KIB=6144   # PRODUCT.md: static idle, a copied binary's VmRSS under 6 MiB
 START_MAX_MS=10      # PRODUCT.md: start to first /ping under 10 ms
