@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -336,3 +337,71 @@ def user_with_groups():
             if pw.pw_gid != g.gr_gid:
                 return pw, g
     raise AssertionError("no user with a supplementary group here")
+
+
+# --- REPL kernels (execd-repl-kernel and the tree's kernelspecs) ----------
+
+def repl_kernel_bin():
+    """The execd-repl-kernel built next to the execd under test."""
+    return os.path.join(os.path.dirname(os.path.abspath(EXECD)),
+                        "execd-repl-kernel")
+
+
+def install_repl_kernel(top, language, name=None, repl=None):
+    """The tree's kernelspec repl/kernels/<language> under
+    top/kernels/<name> (name defaults to language), with argv[0] the built
+    kernel and, if given, repl over its description."""
+    with open(os.path.join(ROOT, "repl", "kernels", language,
+                           "kernel.json")) as f:
+        spec = json.load(f)
+    spec["argv"][0] = repl_kernel_bin()
+    if repl:
+        spec["metadata"]["repl"].update(repl)
+    d = os.path.join(top, "kernels", name or language)
+    os.makedirs(d)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump(spec, f)
+
+
+class ReplContext:
+    """An execd with the tree's kernelspec of language installed on
+    JUPYTER_PATH, and one context of it; tool is the program the REPL
+    needs on PATH.  run() returns a run's events, its status checked."""
+
+    def __init__(self, language, tool, run_bound=120):
+        self.language = language
+        self.tool = tool
+        self.run_bound = run_bound
+
+    def __enter__(self):
+        assert os.access(repl_kernel_bin(), os.X_OK), repl_kernel_bin()
+        assert shutil.which(self.tool), \
+            "no %s: run scripts/deps.sh" % self.tool
+        self.top = tempfile.mkdtemp(prefix="execd-%s-" % self.language)
+        install_repl_kernel(self.top, self.language)
+        self.d = Execd(env={"JUPYTER_PATH": self.top}).start()
+        self.ctx = new_context(self.d, self.language)
+        assert self.ctx["language"] == self.language, self.ctx
+        return self
+
+    def run(self, code):
+        st, evs = run_code(self.d, code, id=self.ctx["id"],
+                           timeout=self.run_bound)
+        assert st == 200, evs
+        return evs
+
+    def __exit__(self, *exc):
+        self.d.__exit__(*exc)
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def of_type(evs, kind):
+    """The events of one type."""
+    return [e for e in evs if e["type"] == kind]
+
+
+def error_of(evs):
+    """The last error event's error; there must be one."""
+    errs = of_type(evs, "error")
+    assert errs, ("no error event", evs)
+    return errs[-1]["error"]

@@ -19,64 +19,28 @@ import subprocess
 import tempfile
 
 import lib
-from lib import Execd, interrupted_run, new_context, run_code, texts
+from lib import (Execd, ReplContext, error_of, install_repl_kernel,
+                 interrupted_run, new_context, of_type, run_code, texts)
 
 RUN_BOUND = 120      # seconds in which a run must end, even under ASan
 
 
-def kernel_bin():
-    return os.path.join(os.path.dirname(os.path.abspath(lib.EXECD)),
-                        "execd-repl-kernel")
-
-
 def install(top, name="go", repl=None):
-    """The tree's go kernelspec under top/kernels/name, with argv[0] the
-    built kernel and, if given, repl over its description."""
-    with open(os.path.join(lib.ROOT, "repl", "kernels", "go",
-                           "kernel.json")) as f:
-        spec = json.load(f)
-    spec["argv"][0] = kernel_bin()
-    if repl:
-        spec["metadata"]["repl"].update(repl)
-    d = os.path.join(top, "kernels", name)
-    os.makedirs(d)
-    with open(os.path.join(d, "kernel.json"), "w") as f:
-        json.dump(spec, f)
+    """The tree's go kernelspec under top/kernels/name (lib.py)."""
+    install_repl_kernel(top, "go", name, repl)
 
 
-class Go:
-    """An execd with the go kernelspec installed, and one context."""
+class Go(ReplContext):
+    """An execd with the go kernelspec installed, and one context; each
+    run must end with execution_complete."""
 
-    def __enter__(self):
-        assert os.access(kernel_bin(), os.X_OK), kernel_bin()
-        assert shutil.which("yaegi"), "no yaegi: run scripts/deps.sh"
-        self.top = tempfile.mkdtemp(prefix="execd-go-")
-        install(self.top)
-        self.d = Execd(env={"JUPYTER_PATH": self.top}).start()
-        self.ctx = new_context(self.d, "go")
-        assert self.ctx["language"] == "go", self.ctx
-        return self
+    def __init__(self):
+        super().__init__("go", "yaegi", RUN_BOUND)
 
     def run(self, code):
-        st, evs = run_code(self.d, code, id=self.ctx["id"],
-                           timeout=RUN_BOUND)
-        assert st == 200, evs
+        evs = super().run(code)
         assert evs[-1]["type"] == "execution_complete", evs[-3:]
         return evs
-
-    def __exit__(self, *exc):
-        self.d.__exit__(*exc)
-        shutil.rmtree(self.top, ignore_errors=True)
-
-
-def of_type(evs, kind):
-    return [e for e in evs if e["type"] == kind]
-
-
-def error_of(evs):
-    errs = of_type(evs, "error")
-    assert errs, ("no error event", evs)
-    return errs[-1]["error"]
 
 
 def test_go_main_runs_and_is_redefined_declarations_kept():

@@ -10,7 +10,6 @@ a context seeing its state.  jshell comes from
 openjdk-17-jdk-headless (scripts/deps.sh).  A JVM takes seconds to start:
 each test uses one context for as much as it can.
 """
-import json
 import os
 import shutil
 import signal
@@ -21,64 +20,22 @@ import time
 
 from jupyter_client import BlockingKernelClient
 
-import lib
-from lib import Execd, interrupted_run, new_context, run_code, texts
+from lib import (Execd, ReplContext, error_of, install_repl_kernel,
+                 interrupted_run, new_context, of_type, run_code, texts)
 
 RUN_BOUND = 120      # seconds in which a run must end, even under ASan
 
 
-def kernel_bin():
-    return os.path.join(os.path.dirname(os.path.abspath(lib.EXECD)),
-                        "execd-repl-kernel")
-
-
 def install(top, name="java", repl=None):
-    """The tree's java kernelspec under top/kernels/name, with argv[0]
-    the built kernel and, if given, repl over its description."""
-    with open(os.path.join(lib.ROOT, "repl", "kernels", "java",
-                           "kernel.json")) as f:
-        spec = json.load(f)
-    spec["argv"][0] = kernel_bin()
-    if repl:
-        spec["metadata"]["repl"].update(repl)
-    d = os.path.join(top, "kernels", name)
-    os.makedirs(d)
-    with open(os.path.join(d, "kernel.json"), "w") as f:
-        json.dump(spec, f)
+    """The tree's java kernelspec under top/kernels/name (lib.py)."""
+    install_repl_kernel(top, "java", name, repl)
 
 
-class Java:
+class Java(ReplContext):
     """An execd with the java kernelspec installed, and one context."""
 
-    def __enter__(self):
-        assert os.access(kernel_bin(), os.X_OK), kernel_bin()
-        assert shutil.which("jshell"), "no jshell: run scripts/deps.sh"
-        self.top = tempfile.mkdtemp(prefix="execd-java-")
-        install(self.top)
-        self.d = Execd(env={"JUPYTER_PATH": self.top}).start()
-        self.ctx = new_context(self.d, "java")
-        assert self.ctx["language"] == "java", self.ctx
-        return self
-
-    def run(self, code):
-        st, evs = run_code(self.d, code, id=self.ctx["id"],
-                           timeout=RUN_BOUND)
-        assert st == 200, evs
-        return evs
-
-    def __exit__(self, *exc):
-        self.d.__exit__(*exc)
-        shutil.rmtree(self.top, ignore_errors=True)
-
-
-def of_type(evs, kind):
-    return [e for e in evs if e["type"] == kind]
-
-
-def error_of(evs):
-    errs = of_type(evs, "error")
-    assert errs, ("no error event", evs)
-    return errs[-1]["error"]
+    def __init__(self):
+        super().__init__("java", "jshell", RUN_BOUND)
 
 
 def jshell_pids(kernel_pid):
