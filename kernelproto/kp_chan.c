@@ -15,6 +15,7 @@
 #include <zmq.h>
 
 #include "kp_chan.h"
+#include "kp_sock.h"
 #include "kp_wire.h"
 
 #define MAX_FRAMES	64	/* identities + 6 + buffers, generously */
@@ -60,15 +61,11 @@ open_socket(struct kp_chan *ch, enum kp_chan_id c, char *err, size_t errlen)
 	};
 	char ep[512];
 	void *s;
-	int zero = 0, ivl = 10, e;
+	int ivl = 10, rc;
 
-	if (kp_conn_endpoint(&ch->conn, c, ep, sizeof(ep)) < 0) {
-		snprintf(err, errlen, "%s endpoint too long", kp_chan_name(c));
-		return -ENAMETOOLONG;
-	}
-	if ((s = zmq_socket(ch->zctx, types[c])) == NULL)
-		goto fail;
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	if ((rc = kp_sock_new(ch->zctx, types[c], &ch->conn, c, &s, ep,
+	    sizeof(ep), err, errlen)) < 0)
+		return rc;
 	/*
 	 * We connect before the kernel has bound: retry every 10 ms rather
 	 * than libzmq's 100 ms, which would add up to a tenth of a second
@@ -86,12 +83,7 @@ open_socket(struct kp_chan *ch, enum kp_chan_id c, char *err, size_t errlen)
 	ch->sock[c] = s;
 	return 0;
 fail:
-	e = errno;
-	snprintf(err, errlen, "%s socket (%s): %s", kp_chan_name(c), ep,
-	    zmq_strerror(e));
-	if (s != NULL)
-		zmq_close(s);
-	return -e;
+	return kp_sock_fail(s, c, ep, err, errlen);
 }
 
 /* Connect all five channels. */
@@ -149,44 +141,9 @@ kp_chan_stats(const struct kp_chan *ch)
 int
 kp_chan_send(struct kp_chan *ch, enum kp_chan_id c, const struct kp_msg *m)
 {
-	struct kp_frames fr;
-	int rc = 0;
-
 	if (c == KP_HB || c == KP_IOPUB)
 		return -EINVAL;
-	if (kp_wire_encode(m, ch->conn.key, ch->conn.keylen, &fr) < 0)
-		return -EIO;
-	for (size_t i = 0; i < fr.n; i++) {
-		/*
-		 * A multipart message is queued whole or not at all once its
-		 * first part went, so only the first send can see EAGAIN.
-		 */
-		if (zmq_send(ch->sock[c], fr.f[i].p, fr.f[i].n, ZMQ_DONTWAIT |
-		    (i + 1 < fr.n ? ZMQ_SNDMORE : 0)) < 0) {
-			rc = -errno;
-			break;
-		}
-	}
-	kp_wire_frames_free(&fr);
-	return rc;
-}
-
-/* Read the rest of a multipart message and throw it away. */
-static void
-drain(void *s)
-{
-	zmq_msg_t part;
-	int more;
-	size_t len = sizeof(more);
-
-	zmq_msg_init(&part);
-	do {
-		if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0)
-			break;
-		more = 0;
-		zmq_getsockopt(s, ZMQ_RCVMORE, &more, &len);
-	} while (more);
-	zmq_msg_close(&part);
+	return kp_sock_send(ch->sock[c], &ch->conn, m);
 }
 
 /* Let go of the large message being handed out, if any. */
@@ -253,7 +210,7 @@ kp_chan_recv(struct kp_chan *ch, enum kp_chan_id c, struct kp_msg **out)
 		return rc;
 	while (more) {
 		if (n == MAX_FRAMES) {
-			drain(ch->sock[c]);
+			kp_sock_drain(ch->sock[c]);
 			ch->stats.dropped[0]++;
 			rc = -EBADMSG;
 			goto out;

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "kp_kernel.h"
+#include "kp_sock.h"
 #include "kp_wire.h"
 
 #define MAX_FRAMES	64	/* identities + 6 + buffers, generously */
@@ -27,8 +28,6 @@ struct kp_kernel {
 
 static int	bind_one(struct kp_kernel *, void *, enum kp_chan_id, char *,
 		    size_t);
-static int	send_msg(struct kp_kernel *, enum kp_chan_id,
-		    const struct kp_msg *);
 
 /* Create and bind the socket of channel c. */
 static int
@@ -42,15 +41,11 @@ bind_one(struct kp_kernel *k, void *zctx, enum kp_chan_id c, char *err,
 	};
 	char ep[512];
 	void *s;
-	int zero = 0, e;
+	int zero = 0, rc;
 
-	if (kp_conn_endpoint(&k->conn, c, ep, sizeof(ep)) < 0) {
-		snprintf(err, errlen, "%s endpoint too long", kp_chan_name(c));
-		return -ENAMETOOLONG;
-	}
-	if ((s = zmq_socket(zctx, types[c])) == NULL)
-		goto fail;
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	if ((rc = kp_sock_new(zctx, types[c], &k->conn, c, &s, ep,
+	    sizeof(ep), err, errlen)) < 0)
+		return rc;
 	/*
 	 * A PUB socket drops what passes its high-water mark (1000
 	 * messages by default) while a subscriber lags: the end of a large
@@ -66,12 +61,7 @@ bind_one(struct kp_kernel *k, void *zctx, enum kp_chan_id c, char *err,
 	k->sock[c] = s;
 	return 0;
 fail:
-	e = errno;
-	snprintf(err, errlen, "%s socket (%s): %s", kp_chan_name(c), ep,
-	    zmq_strerror(e));
-	if (s != NULL)
-		zmq_close(s);
-	return -e;
+	return kp_sock_fail(s, c, ep, err, errlen);
 }
 
 /* Bind all five channels. */
@@ -123,24 +113,6 @@ kp_kernel_session(const struct kp_kernel *k)
 	return k->session;
 }
 
-/* Read the rest of a multipart message and throw it away. */
-static void
-drain(void *s)
-{
-	zmq_msg_t part;
-	int more;
-	size_t len = sizeof(more);
-
-	zmq_msg_init(&part);
-	do {
-		if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0)
-			break;
-		more = 0;
-		zmq_getsockopt(s, ZMQ_RCVMORE, &more, &len);
-	} while (more);
-	zmq_msg_close(&part);
-}
-
 /* One whole request from c, decoded and checked. */
 int
 kp_kernel_recv(struct kp_kernel *k, enum kp_chan_id c, struct kp_msg **out)
@@ -155,7 +127,7 @@ kp_kernel_recv(struct kp_kernel *k, enum kp_chan_id c, struct kp_msg **out)
 		return -EINVAL;
 	while (more) {
 		if (n == MAX_FRAMES) {
-			drain(k->sock[c]);
+			kp_sock_drain(k->sock[c]);
 			rc = -EBADMSG;
 			goto out;
 		}
@@ -206,26 +178,6 @@ kp_kernel_hb(struct kp_kernel *k)
 	}
 }
 
-/* Encode, sign and send m on c. */
-static int
-send_msg(struct kp_kernel *k, enum kp_chan_id c, const struct kp_msg *m)
-{
-	struct kp_frames fr;
-	int rc = 0;
-
-	if (kp_wire_encode(m, k->conn.key, k->conn.keylen, &fr) < 0)
-		return -EIO;
-	for (size_t i = 0; i < fr.n; i++) {
-		if (zmq_send(k->sock[c], fr.f[i].p, fr.f[i].n, ZMQ_DONTWAIT |
-		    (i + 1 < fr.n ? ZMQ_SNDMORE : 0)) < 0) {
-			rc = -errno;
-			break;
-		}
-	}
-	kp_wire_frames_free(&fr);
-	return rc;
-}
-
 /* A reply to req's sender on c. */
 int
 kp_kernel_reply(struct kp_kernel *k, enum kp_chan_id c,
@@ -240,7 +192,7 @@ kp_kernel_reply(struct kp_kernel *k, enum kp_chan_id c,
 	/* Borrowed: the request outlives the send. */
 	m->idents = req->idents;
 	m->nidents = req->nidents;
-	rc = send_msg(k, c, m);
+	rc = kp_sock_send(k->sock[c], &k->conn, m);
 	m->idents = NULL;
 	m->nidents = 0;
 	kp_msg_free(m);
@@ -266,7 +218,7 @@ kp_kernel_publish(struct kp_kernel *k, const struct kp_msg *parent,
 	    strlen(buf);
 	m->idents = &topic;
 	m->nidents = 1;
-	rc = send_msg(k, KP_IOPUB, m);
+	rc = kp_sock_send(k->sock[KP_IOPUB], &k->conn, m);
 	m->idents = NULL;
 	m->nidents = 0;
 	kp_msg_free(m);
