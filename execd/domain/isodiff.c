@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/openat2.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
