@@ -17,8 +17,10 @@
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "../../sse/sse_fmt.h"
+#include "cookie.h"
 #include "dialect.h"
 
 static dialect_error_fn	 error_opensandbox;
@@ -27,6 +29,8 @@ static dialect_error_fn	 error_jsonrpc;
 static bool		 digest_eq(const char *, size_t,
 			    const unsigned char *);
 static bool		 scheme_ok(unsigned, const char *);
+static bool		 cookie_ok(const struct dialect_creds *,
+			    const unsigned char *);
 static const char	*phrase(unsigned);
 
 const struct dialect dialect_opensandbox = {
@@ -75,6 +79,21 @@ const struct dialect dialect_mcp = {
 	    "Bearer, or X-EXECD-ACCESS-TOKEN)",
 	.deny_hname = "WWW-Authenticate",
 	.deny_hval = "Bearer",
+};
+
+/*
+ * The proxy's: OpenSandbox's words, and the forms a browser can use.  The
+ * query form is also what the route trades for the cookie (route_proxy.c).
+ */
+const struct dialect dialect_proxy = {
+	.name = "proxy",
+	.tokens = DIALECT_T_HEADER | DIALECT_T_QUERY | DIALECT_T_COOKIE,
+	.type = "application/json; charset=utf-8",
+	.error = error_opensandbox,
+	.deny_status = 401,
+	.deny_body = "{\"error\":\"Unauthorized: invalid or missing header "
+	    "X-EXECD-ACCESS-TOKEN\"}",
+	.hold_body = "{\"error\":\"" DIALECT_HOLD_MSG "\"}",
 };
 
 /* SHA-256 of the configured token into md (DIALECT_MD_LEN bytes). */
@@ -140,6 +159,89 @@ dialect_token_ok(const struct dialect *d, const struct dialect_creds *c,
 			n--;
 		ok |= digest_eq(v, n, md);
 	}
+	if ((d->tokens & DIALECT_T_COOKIE) && c->cookies != NULL &&
+	    c->scope != NULL)
+		ok |= cookie_ok(c, md);
+	return ok;
+}
+
+/* The scope of a cookie for path; see dialect.h. */
+int
+dialect_cookie_scope(const char *path, char *out, size_t len)
+{
+	const char *p = path;
+	size_t n;
+
+	for (int seg = 0; seg < 2; seg++) {
+		if (*p != '/')
+			return -EINVAL;
+		n = strcspn(p + 1, "/");
+		if (n == 0)
+			return -EINVAL;
+		p += 1 + n;
+	}
+	n = (size_t)(p - path);
+	if (n + 2 > len)
+		return -ENAMETOOLONG;
+	memcpy(out, path, n);
+	out[n] = '/';
+	out[n + 1] = '\0';
+	return 0;
+}
+
+/* The cookie value for scope; see dialect.h. */
+int
+dialect_cookie_value(const unsigned char *md, const char *scope,
+    char out[DIALECT_COOKIE_LEN + 1])
+{
+	static const char pre[] = "execd proxy cookie ";
+	unsigned char msg[512], mac[EVP_MAX_MD_SIZE];
+	unsigned int mlen;
+	size_t n = strlen(scope);
+
+	if (n > sizeof(msg) - sizeof(pre))
+		return -EINVAL;
+	memcpy(msg, pre, sizeof(pre) - 1);
+	memcpy(msg + sizeof(pre) - 1, scope, n);
+	if (HMAC(EVP_sha256(), md, DIALECT_MD_LEN, msg, sizeof(pre) - 1 + n,
+	    mac, &mlen) == NULL || mlen * 2 != DIALECT_COOKIE_LEN)
+		return -EINVAL;
+	for (unsigned i = 0; i < mlen; i++) {
+		out[2 * i] = "0123456789abcdef"[mac[i] >> 4];
+		out[2 * i + 1] = "0123456789abcdef"[mac[i] & 15];
+	}
+	out[DIALECT_COOKIE_LEN] = '\0';
+	return 0;
+}
+
+/*
+ * Whether a DIALECT_COOKIE pair of the request holds the MAC for its
+ * scope.  Every such pair (a browser may hold one per path) is compared
+ * whole and in constant time; at most a few, so that a header of many
+ * costs no more than those.
+ */
+static bool
+cookie_ok(const struct dialect_creds *c, const unsigned char *md)
+{
+	char want[DIALECT_COOKIE_LEN + 1];
+	const size_t nlen = strlen(DIALECT_COOKIE);
+	struct cookie_pair cp;
+	const char *at;
+	bool ok = false;
+	int tries = 0;
+
+	if (dialect_cookie_value(md, c->scope, want) < 0)
+		return false;
+	for (size_t i = 0; c->cookies[i] != NULL && tries < 8; i++)
+		for (at = c->cookies[i]; tries < 8 && cookie_next(&at, &cp); )
+			if (cp.nlen == nlen &&
+			    memcmp(cp.name, DIALECT_COOKIE, nlen) == 0) {
+				tries++;
+				ok |= cp.vlen == DIALECT_COOKIE_LEN &&
+				    CRYPTO_memcmp(cp.value, want,
+				    DIALECT_COOKIE_LEN) == 0;
+			}
+	explicit_bzero(want, sizeof(want));
 	return ok;
 }
 

@@ -21,8 +21,11 @@
 #define DIALECT_T_TOKEN		0x02	/* Authorization: token T */
 #define DIALECT_T_BEARER	0x04	/* Authorization: Bearer T */
 #define DIALECT_T_QUERY		0x08	/* ?token=T */
+#define DIALECT_T_COOKIE	0x10	/* Cookie: DIALECT_COOKIE=MAC (below) */
 
 #define DIALECT_MD_LEN		32	/* a token's SHA-256 digest */
+#define DIALECT_COOKIE		"execd_proxy_token"
+#define DIALECT_COOKIE_LEN	64	/* its value: hex of a SHA-256 HMAC */
 #define DIALECT_E_DENY		"UNAUTHORIZED"	/* the code of a denial */
 
 /*
@@ -76,11 +79,23 @@ extern const struct dialect dialect_jsonrpc;
  */
 extern const struct dialect dialect_mcp;
 
+/*
+ * The proxy's (/proxy/{port}/...): OpenSandbox's, and for a browser,
+ * which cannot send a header, ?token=T (which the route trades for a
+ * cookie) and that cookie.  The cookie holds no token, but
+ * HMAC-SHA256(key: the token's digest, message: "execd proxy cookie "
+ * and the scope, the path's first two segments "/proxy/6080/"): it
+ * opens that port's routes only, and only while the token is the same.
+ */
+extern const struct dialect dialect_proxy;
+
 /* The credentials a request carries; NULL where it carries none. */
 struct dialect_creds {
 	const char	*header;	/* X-EXECD-ACCESS-TOKEN */
 	const char	*authorization;	/* the Authorization header */
 	const char	*query;		/* the first ?token= value */
+	const char *const *cookies;	/* every Cookie header, NULL-ended */
+	const char	*scope;		/* the cookie's scope (path prefix) */
 };
 
 /* The digest kept of the configured token: 0, or -EINVAL. */
@@ -93,6 +108,19 @@ int	 dialect_token_hash(const char *token, unsigned char *md);
  */
 bool	 dialect_token_ok(const struct dialect *d,
 	    const struct dialect_creds *c, const unsigned char *md);
+/*
+ * The scope of a cookie for path: its first two segments with a '/'
+ * after them ("/proxy/6080/x" and "/proxy/6080" give "/proxy/6080/")
+ * into out; -ENAMETOOLONG when it does not fit, -EINVAL when path has
+ * fewer segments.
+ */
+int	 dialect_cookie_scope(const char *path, char *out, size_t len);
+/*
+ * The cookie value for scope under the token whose digest is md:
+ * DIALECT_COOKIE_LEN hex digits and a NUL into out.  0, or -EINVAL.
+ */
+int	 dialect_cookie_value(const unsigned char *md, const char *scope,
+	    char out[DIALECT_COOKIE_LEN + 1]);
 /* Append d's error body for (status, code, msg) to out. */
 void	 dialect_error(const struct dialect *d, struct buf *out,
 	    unsigned status, const char *code, const char *msg);

@@ -895,10 +895,37 @@ uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
  * Constant-time check of the access token, in the forms the request's
  * dialect accepts (dialect_token_ok compares digests).
  */
+/* The digest of the token in force: a bound one replaces the other. */
+static const unsigned char *
+token_md(const struct http_server *srv)
+{
+	return srv->has_bound ? srv->bound_md : srv->token_md;
+}
+
+/* The Cookie headers of a request, a few at most. */
+struct jar {
+	const char	*v[9];
+	size_t		 n;
+};
+
+static enum MHD_Result
+cookie_hdr(void *arg, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	struct jar *j = arg;
+
+	(void)kind;
+	if (strcasecmp(k, MHD_HTTP_HEADER_COOKIE) == 0 && v != NULL &&
+	    j->n < sizeof(j->v) / sizeof(j->v[0]) - 1)
+		j->v[j->n++] = v;
+	return MHD_YES;
+}
+
 static bool
 token_ok(struct http_req *req)
 {
-	struct dialect_creds c = { NULL, NULL, NULL };
+	struct dialect_creds c = { NULL, NULL, NULL, NULL, NULL };
+	struct jar jar = { { NULL }, 0 };
+	char scope[64];
 	unsigned forms = req->dialect->tokens;
 
 	if (forms & DIALECT_T_QUERY)
@@ -914,9 +941,42 @@ token_ok(struct http_req *req)
 	if (forms & DIALECT_T_QUERY)
 		c.query = MHD_lookup_connection_value(req->conn,
 		    MHD_GET_ARGUMENT_KIND, TOKEN_QUERY);
+	if ((forms & DIALECT_T_COOKIE) && dialect_cookie_scope(req->path,
+	    scope, sizeof(scope)) == 0) {
+		MHD_get_connection_values(req->conn, MHD_HEADER_KIND,
+		    cookie_hdr, &jar);
+		c.cookies = jar.v;
+		c.scope = scope;
+	}
 	/* A bound token replaces the configured one; see http_bind_token. */
-	return dialect_token_ok(req->dialect, &c, req->srv->has_bound ?
-	    req->srv->bound_md : req->srv->token_md);
+	return dialect_token_ok(req->dialect, &c, token_md(req->srv));
+}
+
+/* Whether the request's ?token= is the token in force; see http.h. */
+bool
+http_req_query_token_ok(struct http_req *req)
+{
+	static const struct dialect query_only = {
+		.tokens = DIALECT_T_QUERY
+	};
+	struct dialect_creds c = { NULL, NULL, NULL, NULL, NULL };
+
+	if (!http_has_token(req->srv))
+		return false;
+	c.query = MHD_lookup_connection_value(req->conn,
+	    MHD_GET_ARGUMENT_KIND, TOKEN_QUERY);
+	return c.query != NULL &&
+	    dialect_token_ok(&query_only, &c, token_md(req->srv));
+}
+
+/* The cookie that opens scope; see http.h. */
+int
+http_scope_cookie(const struct http_req *req, const char *scope,
+    char out[DIALECT_COOKIE_LEN + 1])
+{
+	if (!http_has_token(req->srv))
+		return -ENOENT;
+	return dialect_cookie_value(token_md(req->srv), scope, out);
 }
 
 /* Whether req carries the token in force; see http.h. */
@@ -2040,6 +2100,20 @@ http_resp_fd(int fd, uint64_t off, uint64_t len)
 		fatalx("cannot make a file response");
 	hr->file_fd = fd;
 	hr->file_end = off + len;
+	return hr;
+}
+
+/* A response with a body copied from memory; see http.h. */
+struct http_resp *
+http_resp_buf(const void *body, size_t n)
+{
+	struct http_resp *hr = xcalloc(1, sizeof(*hr));
+
+	hr->r = MHD_create_response_from_buffer(n, (void *)(uintptr_t)body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (hr->r == NULL)
+		fatalx("cannot make a response");
+	hr->file_fd = -1;
 	return hr;
 }
 

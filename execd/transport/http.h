@@ -154,6 +154,18 @@ bool	 http_has_token(const struct http_server *);
 bool	 http_req_token_ok(struct http_req *);
 /* Answer req as a request without the token is answered (401). */
 void	 http_reply_deny(struct http_req *);
+/*
+ * Whether the request's ?token= is the token in force (false when none
+ * is), compared in constant time: the proxy trades it for a cookie.
+ */
+bool	 http_req_query_token_ok(struct http_req *);
+/*
+ * The value of the cookie (dialect.h's DIALECT_COOKIE) that opens the
+ * routes under scope, a path prefix of dialect_cookie_scope(), with the
+ * token in force: 0, or -ENOENT when no token is.
+ */
+int	 http_scope_cookie(const struct http_req *, const char *scope,
+	    char out[DIALECT_COOKIE_LEN + 1]);
 
 /* Request accessors; strings are borrowed for the handler's duration. */
 const char	*http_req_method(const struct http_req *);
@@ -329,6 +341,8 @@ void	http_reply_errno(struct http_req *, int neg_errno, const char *fmt, ...)
  * headers, then hand it to http_reply_resp(), which takes it.
  */
 struct http_resp;
+/* n bytes of body, copied (a redirect's empty one, say). */
+struct http_resp *http_resp_buf(const void *body, size_t n);
 /* len bytes of fd from off, sent with sendfile where possible; takes fd. */
 struct http_resp *http_resp_fd(int fd, uint64_t off, uint64_t len);
 /*

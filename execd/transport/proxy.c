@@ -46,6 +46,8 @@
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/xmalloc.h"
+#include "cookie.h"
+#include "dialect.h"
 #include "http.h"
 #include "proxy.h"
 
@@ -217,6 +219,21 @@ add_header(const char *name, const char *value, void *arg)
 	    strcasecmp(name, "X-Forwarded-Host") == 0 ||
 	    strcasecmp(name, "X-Forwarded-Proto") == 0)
 		return 0;
+	/*
+	 * The proxy's own cookie (dialect.h) opens execd, not the backend:
+	 * it is dropped, the other cookies kept.
+	 */
+	if (strcasecmp(name, "Cookie") == 0 &&
+	    strstr(value, DIALECT_COOKIE) != NULL) {
+		struct buf kept;
+
+		buf_init(&kept);
+		cookie_strip(value, DIALECT_COOKIE, &kept);
+		if (kept.len > 0)
+			buf_addf(hb->b, "%s: %s\r\n", name, kept.p);
+		buf_reset(&kept);
+		return 0;
+	}
 	/* MHD gives values as sent; a CR or LF cannot be in one. */
 	buf_addf(hb->b, "%s: %s\r\n", name, value);
 	return 0;

@@ -323,7 +323,7 @@ const struct http_route route_table[] = {
 	    NULL, NULL },
 	{ "*", "/proxy/{port}/{path}", HTTP_R_STREAM | HTTP_R_PREFIX,
 	    route_proxy, "any method: forward to 127.0.0.1:{port}/{path}, "
-	    "streamed, WebSockets tunnelled", NULL, NULL },
+	    "streamed, WebSockets tunnelled", NULL, &dialect_proxy },
 };
 
 const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
