@@ -535,7 +535,8 @@ fi
 # /proxy (the page, and the websockify WebSocket to the VNC server's RFB
 # greeting, for control on 6080 and view only on 6081), a screenshot
 # through the API, and headless Chromium opening the viewer as a person
-# would; its screenshot is kept as build/docker/desktop-view.png.  With
+# would (the token in the URL, no header: execd trades it for a cookie);
+# its screenshot is kept as build/docker/desktop-view.png.  With
 # the host network the image's loopback ports (5900, 5901, 6080, 6081)
 # are the host's: they must be free here.
 if dk image inspect "$tag-desktop" >/dev/null 2>&1; then

@@ -1,8 +1,11 @@
 // The desktop viewer as a person opens it: headless Chromium (Debian's,
 // driven by playwright-core) loads noVNC's vnc.html through execd's
-// /proxy with the access token, connects through the proxied websockify
-// WebSocket, and the page's screenshot is saved and checked for the
-// desktop's own pixels (the root window colour the desktop image sets).
+// /proxy with the access token in the URL and no header, as a browser
+// can; execd's 303 leaves a cookie for the port (HttpOnly, SameSite=
+// Strict, Path=/proxy/PORT/) that the page, its scripts and the proxied
+// websockify WebSocket then go with.  The page's screenshot is saved and
+// checked for the desktop's own pixels (the root window colour the
+// desktop image sets).
 //
 //   EXECD_URL=127.0.0.1:PORT EXECD_TOKEN=T VIEW_PORT=6080 \
 //   VIEW_SHOT=out.png VIEW_RGB=2e6f8e node tests/sdk/desktop-view.mjs
@@ -75,15 +78,30 @@ const browser = await chromium.launch({
   timeout: BOUND,
 });
 try {
+  // No header of any kind: only what a person types.
   const ctx = await browser.newContext({
     viewport: { width: 1400, height: 900 },
-    extraHTTPHeaders: token ? { "X-EXECD-ACCESS-TOKEN": token } : {},
   });
   const page = await ctx.newPage();
-  const u = `http://${url}/proxy/${port}/vnc.html?autoconnect=true` +
+  const plain = `http://${url}/proxy/${port}/vnc.html?autoconnect=true` +
     `&path=proxy/${port}/websockify&resize=off&reconnect=false`;
+  const u = token ? `${plain}&token=${encodeURIComponent(token)}` : plain;
   const res = await page.goto(u, { timeout: BOUND });
-  assert.equal(res.status(), 200, `vnc.html through the proxy: ${u}`);
+  assert.equal(res.status(), 200, `vnc.html through the proxy: ${plain}`);
+  if (token) {
+    const from = res.request().redirectedFrom();
+    assert.ok(from, "the ?token= load was redirected");
+    assert.equal((await from.response()).status(), 303);
+    assert.equal(page.url(), plain, "the token is gone from the URL");
+    const jar = await ctx.cookies(`http://${url}/proxy/${port}/`);
+    const c = jar.find((k) => k.name === "execd_proxy_token");
+    assert.ok(c, `the proxy cookie is set: ${JSON.stringify(jar)}`);
+    assert.equal(c.path, `/proxy/${port}/`);
+    assert.equal(c.httpOnly, true);
+    assert.equal(c.sameSite, "Strict");
+    assert.equal(c.expires, -1, "a session cookie");
+    assert.notEqual(c.value, token);
+  }
   await page.waitForSelector("html.noVNC_connected", { timeout: BOUND });
   // Wait for a frame: the canvas is sized to the remote screen.
   await page.waitForFunction(() => {
