@@ -7,6 +7,15 @@
  * the wait for its turn (polling the earlier one's state and ready
  * path), or the backoff.  Its output is not kept beyond a tail, logged
  * when it ends: services write to their own logs if they need more.
+ *
+ * A service that will start again takes those after it along: each that
+ * runs is stopped (job_stop: SIGTERM, SIGKILL after the grace period),
+ * and its end puts it back to waiting, without a backoff, and takes its
+ * own followers along in turn; one that is not running (in its backoff,
+ * exited, waiting) waits again at once, and so do its followers.  All
+ * then start in order as each one before them is ready again: an X
+ * server's clients come back with the new server.  A service that ends
+ * for good (its restart policy says no more) leaves its followers be.
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,6 +49,7 @@ struct svc {
 	unsigned	 fails;		/* ends in a row, for the backoff */
 	bool		 started;	/* once, at least */
 	bool		 ready;
+	bool		 requeued;	/* stopped for the one before it */
 	char		 last[320];	/* how the last run ended, or "" */
 	struct timespec	 since;		/* CLOCK_REALTIME */
 	uint64_t	 t_run;		/* loop_now_ms() of the last start */
@@ -56,6 +66,7 @@ static bool			 stopping;	/* service_stop() was called */
 
 static void	try_start(struct svc *);
 static void	on_timer(struct loop *, uint64_t, void *);
+static void	requeue_after(struct svc *);
 
 static void
 set_state(struct svc *s, enum svc_state st)
@@ -156,6 +167,16 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 		set_state(s, S_STOPPED);
 		return;
 	}
+	if (s->requeued) {
+		/* Stopped for the one before it: wait for that one again. */
+		s->requeued = false;
+		set_state(s, S_WAITING);
+		log_info("service %s: started again after %s", cf->name,
+		    cf->after);
+		requeue_after(s);
+		try_start(s);
+		return;
+	}
 	again = cf->restart == CONF_RESTART_ALWAYS ||
 	    (cf->restart == CONF_RESTART_ON_FAILURE &&
 	    !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
@@ -170,6 +191,43 @@ on_done(struct job *j, int st, bool timed_out, void *arg)
 	log_info("service %s: started again in %llu ms", cf->name,
 	    (unsigned long long)delay);
 	arm(s, delay);
+	requeue_after(s);
+}
+
+/*
+ * s starts again: those after it, directly or not, start again once it
+ * is ready (see the top of the file).
+ */
+static void
+requeue_after(struct svc *s)
+{
+	for (size_t i = 0; i < nsvcs; i++) {
+		struct svc *t = &svcs[i];
+
+		if (strcmp(t->cf->after, s->cf->name) != 0)
+			continue;
+		switch (t->state) {
+		case S_RUNNING:
+			if (!t->requeued && t->job != NULL) {
+				t->requeued = true;
+				log_info("service %s: stopped, as %s starts "
+				    "again", t->cf->name, s->cf->name);
+				(void)job_stop(t->job);
+			}
+			break;
+		case S_BACKOFF:
+		case S_EXITED:
+			if (t->timer != 0)
+				loop_timer_cancel(L, t->timer);
+			t->timer = 0;
+			set_state(t, S_WAITING);
+			requeue_after(t);
+			arm(t, SERVICE_READY_POLL_MS);
+			break;
+		default:
+			break;	/* waiting already, or stopped */
+		}
+	}
 }
 
 /* Run it now: 0, or -errno (logged; a backoff follows). */

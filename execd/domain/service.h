@@ -11,7 +11,8 @@
  * ends is started again, per its restart policy, after a backoff that
  * doubles from SERVICE_BACKOFF_MIN_MS to SERVICE_BACKOFF_MAX_MS with each
  * end in a row and falls back to the least once a run lasted
- * SERVICE_STABLE_MS.  Loop thread only.
+ * SERVICE_STABLE_MS; those after it, directly or not, are stopped and
+ * started again once it is ready again.  Loop thread only.
  */
 #ifndef EXECD_SERVICE_H
 #define EXECD_SERVICE_H

@@ -105,6 +105,72 @@ services:
             in d.read_log()
 
 
+def test_services_after_one_restarts_restart_with_it():
+    """When a service restarts, those after it (transitively) are stopped
+    and started again once it is ready again; others are left alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "log")
+        ready = os.path.join(tmp, "a.ready")
+        path = policy(tmp, """\
+services:
+  a:
+    command: [sh, -c, 'echo a up >> "$LOG"; sleep 0.5; echo a ready >> "$LOG"; touch "$READY"; exec sleep 1000']
+    env: {LOG: "%s", READY: "%s"}
+    ready: "%s"
+  b:
+    command: [sh, -c, 'echo b up >> "$LOG"; exec sleep 1000']
+    env: {LOG: "%s"}
+    after: a
+  c:
+    command: [sh, -c, 'echo c up >> "$LOG"; exec sleep 1000']
+    env: {LOG: "%s"}
+    after: b
+  other:
+    command: [sleep, "1000"]
+""" % (log, ready, ready, log, log))
+
+        def running(by, names):
+            return all(by[n]["state"] == "running" and by[n]["ready"]
+                       for n in names)
+
+        d = Execd("--config", path).start()
+        pids = []
+        try:
+            by = wait_for(lambda: (lambda b: running(b, "abc") and b)(
+                services(d)[0]), "a, b and c to run")
+            old = {n: by[n]["pid"] for n in ("a", "b", "c", "other")}
+            pids += old.values()
+            os.kill(old["a"], signal.SIGKILL)
+            os.unlink(ready)        # the new a makes it again
+            by = wait_for(lambda: (lambda b: running(b, "abc") and all(
+                b[n]["restarts"] == 1 for n in "abc") and b)(
+                    services(d)[0]), "a, b and c to run again")
+            for n in "abc":
+                assert by[n]["pid"] != old[n], by
+                pids.append(by[n]["pid"])
+            wait_for(lambda: not any(alive(old[n]) for n in "bc"),
+                     "the old b and c to be gone", timeout=15)
+            assert "signal 9" in by["a"]["last_exit"], by["a"]
+            assert "signal 15" in by["b"]["last_exit"], by["b"]
+            # Each started again only after the one it comes after.
+            with open(log) as f:
+                lines = f.read().split("\n")
+            assert lines.count("b up") == 2 and lines.count("c up") == 2, \
+                lines
+            second = [i for i, x in enumerate(lines) if x == "a ready"][1]
+            b2 = [i for i, x in enumerate(lines) if x == "b up"][1]
+            c2 = [i for i, x in enumerate(lines) if x == "c up"][1]
+            assert second < b2 < c2, lines
+            # One after nothing is left alone.
+            o = by["other"]
+            assert o["pid"] == old["other"] and o["restarts"] == 0, o
+        finally:
+            rc = d.stop()
+        assert rc == 0, d.read_log()[-2000:]
+        wait_for(lambda: not any(alive(p) for p in pids),
+                 "the services to be gone", timeout=15)
+
+
 def test_services_back_off_and_follow_their_restart_policy():
     with tempfile.TemporaryDirectory() as tmp:
         count = os.path.join(tmp, "count")
