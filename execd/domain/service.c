@@ -16,6 +16,14 @@
  * then start in order as each one before them is ready again: an X
  * server's clients come back with the new server.  A service that ends
  * for good (its restart policy says no more) leaves its followers be.
+ *
+ * The ready path is checked with access() on a worker (work.h), never on
+ * the loop: a path on a hung mount must not stall execd.  One check per
+ * service is in flight at most; the next poll is armed when it answers.
+ * A check that takes longer than --fs-timeout is abandoned (its worker
+ * no longer counts, see work_abandon) and logged; the service is not
+ * ready until a check answers.  A check's answer counts only for the run
+ * it was made for.
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +38,7 @@
 #include "../config/conf.h"
 #include "../core/log.h"
 #include "../core/loop.h"
+#include "../core/work.h"
 #include "../core/xmalloc.h"
 #include "../process/envfile.h"
 #include "../process/job.h"
@@ -50,12 +59,25 @@ struct svc {
 	bool		 started;	/* once, at least */
 	bool		 ready;
 	bool		 requeued;	/* stopped for the one before it */
+	unsigned	 run;		/* counts starts: whose check is it */
+	struct probe	*probe;		/* the ready check in flight */
 	char		 last[320];	/* how the last run ended, or "" */
 	struct timespec	 since;		/* CLOCK_REALTIME */
 	uint64_t	 t_run;		/* loop_now_ms() of the last start */
 	uint64_t	 timer;		/* 0: none */
 	char		 tail[SERVICE_TAIL];
 	size_t		 ntail;
+};
+
+/* A check of a ready path, on a worker. */
+struct probe {
+	struct svc	*s;		/* NULL once the service is gone */
+	char		*path;
+	unsigned	 run;
+	int		 rc;		/* access()'s */
+	struct work_job	*job;
+	bool		 abandoned;
+	uint64_t	 t0;
 };
 
 static struct loop		*L;
@@ -67,6 +89,7 @@ static bool			 stopping;	/* service_stop() was called */
 static void	try_start(struct svc *);
 static void	on_timer(struct loop *, uint64_t, void *);
 static void	requeue_after(struct svc *);
+static void	probe_tick(struct svc *);
 
 static void
 set_state(struct svc *s, enum svc_state st)
@@ -266,6 +289,7 @@ spawn(struct svc *s)
 	if (s->started)
 		s->restarts++;
 	s->started = true;
+	s->run++;
 	s->pid = job_pid(s->job);
 	s->t_run = loop_now_ms();
 	s->ready = cf->ready == NULL;
@@ -294,6 +318,77 @@ try_start(struct svc *s)
 }
 
 static void
+probe_run(void *arg)
+{
+	struct probe *p = arg;
+
+	p->rc = access(p->path, F_OK);
+}
+
+static void
+probe_done(void *arg)
+{
+	struct probe *p = arg;
+	struct svc *s = p->s;
+
+	if (s != NULL) {
+		s->probe = NULL;
+		if (s->state == S_RUNNING && s->timer != 0) {
+			loop_timer_cancel(L, s->timer);	/* the abandon's */
+			s->timer = 0;
+		}
+		if (p->abandoned)
+			log_info("service %s: the check of %s answered after "
+			    "all", s->cf->name, p->path);
+		if (s->state == S_RUNNING && !s->ready && !stopping) {
+			if (p->run == s->run && p->rc == 0) {
+				s->ready = true;
+				log_info("service %s is ready (%s)",
+				    s->cf->name, s->cf->ready);
+			} else
+				arm(s, SERVICE_READY_POLL_MS);
+		}
+	}
+	free(p->path);
+	free(p);
+}
+
+/*
+ * The poll of a service's ready path: a check on a worker, unless one is
+ * in flight, which is abandoned once it has taken --fs-timeout.  The
+ * check's done arms the next poll.
+ */
+static void
+probe_tick(struct svc *s)
+{
+	struct probe *p = s->probe;
+	uint64_t limit = (uint64_t)(C->fs_timeout > 0 ? C->fs_timeout : 60) *
+	    1000, now = loop_now_ms();
+
+	if (p != NULL) {
+		if (!p->abandoned && now - p->t0 >= limit) {
+			p->abandoned = true;
+			work_abandon(p->job);
+			log_warnx("service %s: %s did not answer in %llu s "
+			    "(a hung mount?): not ready until it does",
+			    s->cf->name, p->path,
+			    (unsigned long long)(limit / 1000));
+		}
+		if (!p->abandoned)
+			arm(s, limit - (now - p->t0));
+		return;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->s = s;
+	p->path = xstrdup(s->cf->ready);
+	p->run = s->run;
+	p->t0 = now;
+	s->probe = p;
+	p->job = work_submit(probe_run, probe_done, p);
+	arm(s, limit);	/* to abandon it; its answer cancels this */
+}
+
+static void
 on_timer(struct loop *l, uint64_t id, void *arg)
 {
 	struct svc *s = arg;
@@ -307,14 +402,8 @@ on_timer(struct loop *l, uint64_t id, void *arg)
 		try_start(s);
 		break;
 	case S_RUNNING:
-		/* Polling the ready path. */
-		if (access(s->cf->ready, F_OK) == 0) {
-			s->ready = true;
-			log_info("service %s is ready (%s)", s->cf->name,
-			    s->cf->ready);
-		} else {
-			arm(s, SERVICE_READY_POLL_MS);
-		}
+		if (!s->ready)
+			probe_tick(s);
 		break;
 	default:
 		break;
@@ -392,6 +481,8 @@ service_shutdown(void)
 		job_free(s->job);
 		s->job = NULL;
 		s->state = S_STOPPED;
+		if (s->probe != NULL)
+			s->probe->s = NULL;	/* its done frees it alone */
 	}
 	free(svcs);
 	svcs = NULL;

@@ -7,7 +7,7 @@
  * Each runs as a job (job.h): the spawn path of every command, so under
  * the same sandbox profile, limits and cgroup.  A service with after
  * starts once that service is running and ready; one with ready is ready
- * once that path exists (polled), else once started.  A service that
+ * once that path exists (polled on a worker), else once started.  A service that
  * ends is started again, per its restart policy, after a backoff that
  * doubles from SERVICE_BACKOFF_MIN_MS to SERVICE_BACKOFF_MAX_MS with each
  * end in a row and falls back to the least once a run lasted

@@ -171,6 +171,104 @@ services:
                  "the services to be gone", timeout=15)
 
 
+# A stand-in for a hung mount: access() of $SLOW_PATH blocks until
+# $SLOW_RELEASE exists, and each such call adds a line to $SLOW_COUNT.
+SLOW_ACCESS = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int
+access(const char *p, int mode)
+{
+	static int (*real)(const char *, int);
+	const char *slow = getenv("SLOW_PATH");
+	int fd;
+
+	if (real == NULL)
+		real = (int (*)(const char *, int))dlsym(RTLD_NEXT, "access");
+	if (slow != NULL && strcmp(p, slow) == 0) {
+		fd = open(getenv("SLOW_COUNT"), O_WRONLY | O_APPEND | O_CREAT,
+		    0600);
+		if (fd >= 0) {
+			(void)write(fd, "x\n", 2);
+			close(fd);
+		}
+		while (real(getenv("SLOW_RELEASE"), F_OK) != 0)
+			usleep(20000);
+	}
+	return real(p, mode);
+}
+"""
+
+
+def test_services_ready_path_that_hangs_does_not_stall_execd():
+    """The ready path is checked on a worker: one that does not answer (a
+    hung mount, here access() held in an LD_PRELOAD stand-in) leaves
+    execd answering, with one check in flight at a time, not one per
+    poll; the service is ready once the check answers."""
+    with tempfile.TemporaryDirectory() as tmp:
+        so = os.path.join(tmp, "slow.so")
+        src = os.path.join(tmp, "slow.c")
+        with open(src, "w") as f:
+            f.write(SLOW_ACCESS)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", so, src, "-ldl"],
+                       check=True)
+        ready = os.path.join(tmp, "hung.ready")
+        release = os.path.join(tmp, "release")
+        count = os.path.join(tmp, "count")
+        open(ready, "w").close()
+        path = policy(tmp, """\
+services:
+  hung:
+    command: [sleep, "1000"]
+    ready: "%s"
+  next:
+    command: [sleep, "1000"]
+    after: hung
+""" % ready)
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": so, "SLOW_PATH": ready,
+               "SLOW_RELEASE": release, "SLOW_COUNT": count,
+               "ASAN_OPTIONS": asan + (":" if asan else "") +
+               "verify_asan_link_order=0"}
+        d = Execd("--config", path, "--fs-timeout", "1", env=env).start()
+        pids = []
+        try:
+            wait_for(lambda: os.path.exists(count), "the ready check")
+            # The check hangs: execd answers all the same, many times
+            # over the polls the check would have made.
+            t0 = time.monotonic()
+            for _ in range(20):
+                by = services(d)[0]
+                assert by["hung"]["state"] == "running", by
+                assert by["hung"]["ready"] is False, by
+                assert by["next"]["state"] == "waiting", by
+                time.sleep(0.1)
+            assert d.request("GET", "/ping", timeout=10)[0] == 200
+            assert time.monotonic() - t0 >= 2
+            with open(count) as f:
+                assert f.read() == "x\n"    # one check, not one per poll
+            # Past --fs-timeout it is given up on, and said so.
+            wait_for(lambda: "hung.ready did not answer in 1 s" in
+                     d.read_log(), "the check to be abandoned")
+            open(release, "w").close()
+            by = wait_for(lambda: (lambda b: b["hung"]["ready"] and
+                                   b["next"]["state"] == "running" and b)(
+                                       services(d)[0]),
+                          "hung to be ready and next to run")
+            pids = [by["hung"]["pid"], by["next"]["pid"]]
+        finally:
+            open(release, "w").close()
+            rc = d.stop()
+        assert rc == 0, d.read_log()[-2000:]
+        wait_for(lambda: not any(alive(p) for p in pids),
+                 "the services to be gone", timeout=15)
+
+
 def test_services_back_off_and_follow_their_restart_policy():
     with tempfile.TemporaryDirectory() as tmp:
         count = os.path.join(tmp, "count")
