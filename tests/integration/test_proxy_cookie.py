@@ -57,6 +57,13 @@ def test_proxy_cookie_trade_and_use():
         # Only the token: the Location has no query left.
         st, h, _ = trade(d, base + "/vnc.html?token=" + TOKEN)
         assert st == 303 and h["location"] == base + "/vnc.html", h
+        # The port alone goes to its "/", where the cookie is sent.
+        st, h, _ = trade(d, base + "?token=" + TOKEN)
+        assert st == 303 and h["location"] == base + "/", h
+        st, h, _ = trade(d, base + "?tok%65n=" + TOKEN + "&q")
+        assert st == 303 and h["location"] == base + "/?q", h
+        st, h, _ = d.request("HEAD", base + "/x?token=" + TOKEN)
+        assert st == 303 and h["location"] == base + "/x", h
 
         # The cookie opens HTTP; the backend never sees it, other
         # cookies pass.

@@ -141,7 +141,13 @@ route_proxy(struct http_req *req)
 		clean = strip_token(http_req_target(req));
 		if ((strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) &&
 		    http_req_header(req, "Upgrade") == NULL) {
-			trade_token(req, clean);
+			/* /proxy/8080 is /proxy/8080/, where the cookie goes. */
+			size_t at = strlen(PREFIX) + n;
+			char *loc = clean[at] == '/' ? xstrdup(clean) :
+			    xasprintf("%.*s/%s", (int)at, clean, clean + at);
+
+			trade_token(req, loc);
+			free(loc);
 			free(clean);
 			return;
 		}
