@@ -7,6 +7,7 @@
  * 404, 405, 400, 413) and a handler's http_reply_error() take its shape.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,7 +33,7 @@ static unsigned char md[DIALECT_MD_LEN];
 static bool
 ok(const struct dialect *d, const char *h, const char *a, const char *q)
 {
-	struct dialect_creds c = { h, a, q };
+	struct dialect_creds c = { h, a, q, NULL, NULL };
 
 	return dialect_token_ok(d, &c, md);
 }
@@ -620,6 +621,68 @@ t_server_log(void)
 	T_OK(strstr(log, TOKEN) == NULL);
 }
 
+/* The proxy's cookie: its scope, its value, and who takes it. */
+static void
+t_proxy_cookie(void)
+{
+	char scope[64], v[DIALECT_COOKIE_LEN + 1], v2[DIALECT_COOKIE_LEN + 1];
+	char hdr[256];
+	unsigned char other[DIALECT_MD_LEN];
+	const char *jar[] = { hdr, NULL };
+	struct dialect_creds c = { NULL, NULL, NULL, jar, scope };
+
+	dialect_token_hash(TOKEN, md);
+	dialect_token_hash(TOKEN "x", other);
+	T_EQ_INT(dialect_cookie_scope("/proxy/6080/vnc.html", scope,
+	    sizeof(scope)), 0);
+	T_EQ_STR(scope, "/proxy/6080/");
+	T_EQ_INT(dialect_cookie_scope("/proxy/6080", scope, sizeof(scope)), 0);
+	T_EQ_STR(scope, "/proxy/6080/");
+	T_EQ_INT(dialect_cookie_scope("/proxy/", scope, sizeof(scope)),
+	    -EINVAL);
+	T_EQ_INT(dialect_cookie_scope("/proxy//x", scope, sizeof(scope)),
+	    -EINVAL);
+	T_EQ_INT(dialect_cookie_scope("/proxy/6080/", scope, 12), -ENAMETOOLONG);
+
+	/* A value per scope and per token, never the token. */
+	T_EQ_INT(dialect_cookie_value(md, "/proxy/6080/", v), 0);
+	T_EQ_INT((int)strlen(v), DIALECT_COOKIE_LEN);
+	T_EQ_INT(dialect_cookie_value(md, "/proxy/8080/", v2), 0);
+	T_OK(strcmp(v, v2) != 0);
+	T_EQ_INT(dialect_cookie_value(other, "/proxy/6080/", v2), 0);
+	T_OK(strcmp(v, v2) != 0);
+	T_OK(strstr(v, TOKEN) == NULL);
+
+	/* Taken by the proxy's dialect only, for its scope only. */
+	snprintf(scope, sizeof(scope), "/proxy/6080/");
+	snprintf(hdr, sizeof(hdr), "a=b; %s=%s; c=d", DIALECT_COOKIE, v);
+	T_OK(dialect_token_ok(&dialect_proxy, &c, md));
+	T_OK(!dialect_token_ok(&dialect_opensandbox, &c, md));
+	T_OK(!dialect_token_ok(&dialect_jupyter, &c, md));
+	T_OK(!dialect_token_ok(&dialect_mcp, &c, md));
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, other));
+	snprintf(scope, sizeof(scope), "/proxy/8080/");
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, md));
+	snprintf(scope, sizeof(scope), "/proxy/6080/");
+	/* Quoted is the same value; a wrong one before the right one is fine. */
+	snprintf(hdr, sizeof(hdr), "%s=x; %s=\"%s\"", DIALECT_COOKIE,
+	    DIALECT_COOKIE, v);
+	T_OK(dialect_token_ok(&dialect_proxy, &c, md));
+	/* Cut short, longer, another name, the token itself. */
+	snprintf(hdr, sizeof(hdr), "%s=%.63s", DIALECT_COOKIE, v);
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, md));
+	snprintf(hdr, sizeof(hdr), "%s=%s0", DIALECT_COOKIE, v);
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, md));
+	snprintf(hdr, sizeof(hdr), "X%s=%s", DIALECT_COOKIE, v);
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, md));
+	snprintf(hdr, sizeof(hdr), "%s=%s", DIALECT_COOKIE, TOKEN);
+	T_OK(!dialect_token_ok(&dialect_proxy, &c, md));
+	/* The proxy takes the header and ?token= too. */
+	T_OK(ok(&dialect_proxy, TOKEN, NULL, NULL));
+	T_OK(ok(&dialect_proxy, NULL, NULL, TOKEN));
+	T_OK(!ok(&dialect_proxy, NULL, "Bearer " TOKEN, NULL));
+}
+
 int
 main(void)
 {
@@ -636,6 +699,8 @@ main(void)
 		{ "server: http.c's answers in the route's shape",
 		    t_server_errors },
 		{ "server: no query token in the log", t_server_log },
+		{ "the proxy's cookie: scope, value, who takes it",
+		    t_proxy_cookie },
 	};
 
 	log_init(LOG_L_WARN);
