@@ -72,7 +72,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_init(&h2);
 	pairs(h, NULL, 0, &all);
 
-	/* Strip the first pair's name; a made-up name strips nothing. */
+	/* Strip the first pair's name; one with '=' (no pair's) strips none. */
 	at = h;
 	if (cookie_next(&at, &cp)) {
 		name = strndup(cp.name, cp.nlen);
@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	buf_reset(&stripped);
 	buf_reset(&again);
-	CHECK(cookie_strip(h, "\x01no such name", &stripped) == 0);
+	CHECK(cookie_strip(h, "no=such", &stripped) == 0);
 	pairs(stripped.p != NULL ? stripped.p : "", NULL, 0, &again);
 	CHECK(all.len == again.len &&
 	    (all.len == 0 || memcmp(all.p, again.p, all.len) == 0));
