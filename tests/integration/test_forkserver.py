@@ -431,3 +431,56 @@ def test_a_forked_context_keeps_its_own_history():
                            capture_output=True, text=True, timeout=BOUND)
         assert "marker_b = 2" in r.stdout.splitlines(), r
         assert "marker_a" not in r.stdout, r
+
+
+SHARED_PROBE = (
+    "import os, sys\n"
+    "ip = get_ipython()\n"
+    "print('probe_var' in dir(), 'wave' in dir(),\n"
+    "      'execd_probe_mod' in sys.modules,\n"
+    "      ip.find_line_magic('execd_probe') is None,\n"
+    "      ip.ast_node_interactivity,\n"
+    "      'execd_probe_key' in ip.config.InteractiveShell,\n"
+    "      [str(p) for p in _dh] == [os.getcwd()],\n"
+    "      ip.execution_count, len(In), len(Out))\n")
+
+
+def test_what_the_server_built_is_not_shared_state():
+    # The server builds IPython's shell once and every kernel of it
+    # starts from a copy: what one context does to that shell (a
+    # variable, an import, a magic, a config value, a %cd) is its own,
+    # and the next context starts as a launched kernel does.
+    with Execd() as d:
+        a, _ = forked_context(d)
+        st, evs = run_code(d, SHARED_PROBE, id=a["id"])
+        fresh = texts(evs, "stdout")
+        # (one cell run before: forked_context's)
+        assert fresh == "False False False True last_expr False True " \
+            "2 3 0\n", evs
+        setup = ("probe_var = 1\n"
+                 "import wave, sys\n"
+                 "sys.modules['execd_probe_mod'] = wave\n"
+                 "from IPython.core.magic import register_line_magic\n"
+                 "@register_line_magic\n"
+                 "def execd_probe(line):\n"
+                 "    return line\n"
+                 "get_ipython().config.InteractiveShell.execd_probe_key"
+                 " = 1\n"
+                 "%config InteractiveShell.ast_node_interactivity = 'all'\n"
+                 "%cd /\n")
+        st, evs = run_code(d, setup, id=a["id"])
+        assert st == 200 and not [e for e in evs if e["type"] == "error"], \
+            evs
+        st, evs = run_code(d, "print(os.getcwd(), len(_dh),\n"
+                           "      get_ipython().ast_node_interactivity,\n"
+                           "      execd_probe('x'))", id=a["id"])
+        assert texts(evs, "stdout") == "/ 2 all x\n", evs
+        b, _ = forked_context(d)
+        st, evs = run_code(d, SHARED_PROBE, id=b["id"])
+        assert texts(evs, "stdout") == fresh, evs
+    # and a launched kernel says the same
+    with Execd("--kernel-fork", "off") as d:
+        c = new_context(d)
+        kernel_pid(d, c["id"])
+        st, evs = run_code(d, SHARED_PROBE, id=c["id"])
+        assert texts(evs, "stdout") == fresh, evs
