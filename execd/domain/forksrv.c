@@ -11,8 +11,10 @@
  * go pipe until execd has registered it (so it cannot end unseen) and
  * moved it into its cgroup; execd then writes "g".  Closing the pipe
  * instead makes it exit.  Requests are answered in order, one at a
- * time, and execd waits for each answer (a fork of the server takes a
- * few ms), as it waits for spawn_start's exec.
+ * time.  execd does not wait for an answer: the server's fd is watched
+ * on the loop for as long as it runs, and each answer, when it comes,
+ * goes to the oldest request; so a server slow to answer delays only
+ * the kernels it owes, which are launched instead after ANSWER_MS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,11 +41,11 @@
 
 #define NSERVERS	8	/* kernelspecs with a server at once */
 /*
- * The wait for a fork's pid, on the loop thread: a fork takes
- * milliseconds, and a server silent this long is stopped and the kernel
- * launched instead.  It bounds the loop's stall on a stuck server.
+ * The wait for a fork's pid: a fork takes milliseconds, and a server
+ * that leaves a request unanswered this long is stopped and the kernels
+ * it owes are launched instead.
  */
-#define ANSWER_MS	2000
+#define ANSWER_MS	10000
 #define MAX_FAILS	3	/* starts in a row that died unready */
 #define REQ_MAX		65536	/* the server's receive buffer */
 
@@ -294,19 +296,34 @@ static const char server_py[] =
 	"_serve()\n"
 	;
 
+/* A request sent, its answer awaited. */
+struct forksrv_req {
+	struct forksrv_req *next;
+	int		 go;		/* our end of the go pipe */
+	struct cgroup	*cg;		/* made for it; or NULL */
+	const struct limits *limits;
+	child_exit_cb	*cb;		/* its kernel's exit */
+	void		*arg;
+	forksrv_done_cb	*done;		/* NULL: cancelled */
+	void		*done_arg;
+};
+
 struct server {
 	char		*key;		/* spec name, NUL, interpreter */
 	size_t		 keylen;
 	pid_t		 pid;		/* 0: none */
 	int		 fd;		/* ours of the pair; -1: none */
 	bool		 ready;		/* its imports are done */
-	struct loop	*watch;		/* fd on it until ready; or NULL */
+	struct loop	*loop;		/* fd watched there while it runs */
 	unsigned	 gen;		/* spawn_generation() at its start */
 	unsigned	 fails;		/* died before ready, in a row */
+	struct forksrv_req *reqs;		/* sent, oldest first */
+	uint64_t	 t_answer;	/* the oldest one's deadline */
 };
 
 static struct server	servers[NSERVERS];
 static size_t		nservers;
+static bool		stopping;	/* forksrv_shutdown: no callbacks */
 
 /* Whether spec's kernel, run as argv, is ipykernel and may be forked. */
 bool
@@ -334,23 +351,53 @@ adopts_orphans(void)
 	return prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v != 0;
 }
 
-/* Forget s's process (kill it unless gone) and close our end. */
+/* Free r; a kernel forked for it and waiting for its go exits. */
 static void
-server_drop(struct server *s, bool kill_it)
+req_free(struct forksrv_req *r)
 {
+	if (r->go >= 0)
+		close(r->go);
+	if (r->cg != NULL)
+		cgroup_free(r->cg);
+	free(r);
+}
+
+/*
+ * Forget s's process (kill it unless gone) and close our end; the
+ * kernels it owes hear rc (launched instead, by their owners).
+ */
+static void
+server_drop(struct server *s, bool kill_it, int rc)
+{
+	struct forksrv_req *r, *list = s->reqs;
+	char msg[160];
+
 	if (s->pid > 0) {
 		child_forget(s->pid);	/* reaped silently from now on */
 		if (kill_it)
 			kill(-s->pid, SIGKILL);
 	}
-	if (s->watch != NULL)
-		loop_del(s->watch, s->fd, NULL);
-	s->watch = NULL;
+	if (s->loop != NULL && s->fd >= 0)
+		loop_del(s->loop, s->fd, NULL);
+	if (s->loop != NULL)
+		loop_timer_cancel(s->loop, s->t_answer);
+	s->t_answer = 0;
+	s->loop = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->pid = 0;
 	s->fd = -1;
 	s->ready = false;
+	s->reqs = NULL;
+	/* After s is reset: a callback may start a server again. */
+	snprintf(msg, sizeof(msg), "fork server for %s: %s", s->key,
+	    strerror(-rc));
+	while ((r = list) != NULL) {
+		list = r->next;
+		if (r->done != NULL && !stopping)
+			r->done(0, rc, msg, r->done_arg);
+		req_free(r);
+	}
 }
 
 /* The reaper: a server ended on its own. */
@@ -364,16 +411,34 @@ server_reaped(pid_t pid, int st, void *arg)
 	if (!s->ready)
 		s->fails++;
 	s->pid = 0;		/* child.c has forgotten it */
-	server_drop(s, false);
+	server_drop(s, false, -EPIPE);
 }
 
 static bool	server_ready(struct server *);
+static void	on_answers(struct server *);
 
-/* The server's fd is readable before it is ready: its ready, or its end. */
+/* The server's fd is readable: its ready, an answer, or its end. */
 static void
 on_server(struct loop *l, int fd, void *zs, int rev, void *arg)
 {
-	server_ready(arg);
+	struct server *s = arg;
+
+	if (!s->ready)
+		server_ready(s);
+	else
+		on_answers(s);
+}
+
+/* The oldest request has waited ANSWER_MS. */
+static void
+on_answer_late(struct loop *l, uint64_t id, void *arg)
+{
+	struct server *s = arg;
+
+	s->t_answer = 0;
+	log_warnx("fork server pid=%ld for %s: no answer within %d ms, "
+	    "stopping it", (long)s->pid, s->key, ANSWER_MS);
+	server_drop(s, true, -ETIMEDOUT);
 }
 
 /* Start s's process for spec, with the kernel's interpreter argv[0]. */
@@ -425,10 +490,15 @@ server_run(struct server *s, const struct forksrv_job *job, char *err,
 	s->ready = false;
 	s->gen = spawn_generation();
 	child_add(s->pid, s->pid, server_reaped, s);
-	/* Its "ready" is heard when it comes, not at the next context. */
-	s->watch = job->loop;
-	if (loop_add_fd(s->watch, s->fd, LOOP_READ, on_server, s) < 0)
-		s->watch = NULL;
+	/* Its ready, its answers and its end are heard when they come. */
+	if (loop_add_fd(job->loop, s->fd, LOOP_READ, on_server, s) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot watch the fork server");
+		server_drop(s, true, rc);
+		s->fails++;
+		return rc;
+	}
+	s->loop = job->loop;
 	log_info("fork server pid=%ld for %s started", (long)s->pid,
 	    job->spec->name);
 	return 0;
@@ -472,15 +542,11 @@ server_ready(struct server *s)
 	if (n == (ssize_t)sizeof(v) && v == 0) {
 		s->ready = true;
 		s->fails = 0;
-		/* From now on execd reads it only for the answer it awaits. */
-		if (s->watch != NULL)
-			loop_del(s->watch, s->fd, NULL);
-		s->watch = NULL;
 		log_info("fork server pid=%ld for %s: imports done, serving",
 		    (long)s->pid, s->key);
 	} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
 	    n > 0) {
-		server_drop(s, true);
+		server_drop(s, true, -EPIPE);
 		s->fails++;
 	}
 	return s->ready;
@@ -517,7 +583,10 @@ request(const struct forksrv_job *job, bool in_cgroup)
 	return txt;
 }
 
-/* Send txt with fds a and b to s. */
+/*
+ * Send txt with fds a and b to s, without waiting: a server whose
+ * buffer is full has stopped reading, and this kernel is launched.
+ */
 static int
 send_req(struct server *s, char *txt, int a, int b)
 {
@@ -541,50 +610,91 @@ send_req(struct server *s, char *txt, int a, int b)
 	if (iov.iov_len >= REQ_MAX)
 		return -E2BIG;
 	do
-		n = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+		n = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : 0;
 }
 
-/*
- * The server's answer to the request just sent into *v (a pid, or the
- * server's -errno for a fork it could not make): 0, or -errno when no
- * answer came (silence, its end, a short message).
- */
-static int
-answer(struct server *s, int32_t *v)
+/* The answer v to r (a pid, or the server's -errno): r's kernel told. */
+static void
+answered(struct server *s, struct forksrv_req *r, int32_t v)
 {
-	struct pollfd pfd = { s->fd, POLLIN, 0 };
-	ssize_t n;
+	char msg[160];
 	int rc;
 
-	do
-		rc = poll(&pfd, 1, ANSWER_MS);
-	while (rc < 0 && errno == EINTR);
-	if (rc == 0)
-		return -ETIMEDOUT;
-	if (rc < 0)
-		return -errno;
-	do
-		n = recv(s->fd, v, sizeof(*v), 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)sizeof(*v) || *v == 0)
-		return -EPIPE;		/* it ended, or a bad answer */
-	return 0;
+	if (r->done == NULL) {
+		/* Cancelled: a kernel forked for it exits at the go's EOF. */
+		req_free(r);
+		return;
+	}
+	if (v < 0) {
+		/* Its fork failed (no memory, a process limit): it serves on. */
+		rc = v;
+		snprintf(msg, sizeof(msg), "fork server for %s: fork: %s",
+		    s->key, strerror(-rc));
+	} else if (r->cg != NULL && (rc = cgroup_move(r->cg, v)) < 0) {
+		/* Registered and in its cgroup before it may run (or end). */
+		snprintf(msg, sizeof(msg), "cgroup for pid %ld: %s", (long)v,
+		    strerror(-rc));
+	} else {
+		child_add(v, v, r->cb, r->arg);
+		if (r->limits != NULL)
+			cgroup_track(v, r->limits, r->cg);
+		r->cg = NULL;
+		if (write(r->go, "g", 1) != 1)	/* gone: the reaper says how */
+			log_warnx("fork server for %s: pid %ld: %s", s->key,
+			    (long)v, strerror(errno));
+		r->done(v, 0, NULL, r->done_arg);
+		req_free(r);
+		return;
+	}
+	r->done(0, rc, msg, r->done_arg);
+	req_free(r);
+}
+
+/* Read every answer that has come, each for the oldest request. */
+static void
+on_answers(struct server *s)
+{
+	int fd = s->fd;
+	struct forksrv_req *r;
+	int32_t v;
+	ssize_t n;
+
+	while (s->fd == fd) {
+		n = recv(fd, &v, sizeof(v), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n != (ssize_t)sizeof(v) || v == 0 || s->reqs == NULL) {
+			/* its end, or an answer to nothing asked */
+			if (n != 0)
+				log_warnx("fork server pid=%ld for %s: a bad "
+				    "answer, stopping it", (long)s->pid,
+				    s->key);
+			server_drop(s, true, n == 0 ? -EPIPE : -EPROTO);
+			return;
+		}
+		r = s->reqs;
+		s->reqs = r->next;
+		loop_timer_cancel(s->loop, s->t_answer);
+		s->t_answer = s->reqs != NULL ? loop_timer_add(s->loop,
+		    ANSWER_MS, on_answer_late, s) : 0;
+		answered(s, r, v);
+	}
 }
 
 /* Fork job's kernel; see forksrv.h. */
 int
-forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
-    size_t errlen)
+forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
+    char *err, size_t errlen)
 {
 	struct cgroup *cg = NULL;
 	struct server *s;
+	struct forksrv_req *r, **tail;
 	int go[2] = { -1, -1 }, rc;
 	char *txt = NULL;
-	int32_t v;
 
 	if (!adopts_orphans() || (s = server_for(job)) == NULL ||
 	    s->fails >= MAX_FAILS)
@@ -593,7 +703,7 @@ forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
 		/* Its filter is an older policy's. */
 		log_info("fork server pid=%ld for %s: the policy changed, "
 		    "starting it anew", (long)s->pid, s->key);
-		server_drop(s, true);
+		server_drop(s, true, -ESTALE);
 	}
 	if (s->pid == 0) {
 		if ((rc = server_run(s, job, err, errlen)) < 0) {
@@ -610,44 +720,35 @@ forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
 	if (pipe2(go, O_CLOEXEC) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "pipe: %s", strerror(-rc));
-		goto out;
+		goto fail;
 	}
 	txt = request(job, cg != NULL);
-	if ((rc = send_req(s, txt, job->out_fd, go[0])) < 0 ||
-	    (rc = answer(s, &v)) < 0) {
+	if ((rc = send_req(s, txt, job->out_fd, go[0])) < 0) {
 		snprintf(err, errlen, "fork server for %s: %s", s->key,
 		    strerror(-rc));
 		if (rc != -E2BIG)
-			server_drop(s, true);	/* the next call starts one */
-		goto out;
+			server_drop(s, true, rc);  /* the next call starts one */
+		goto fail;
 	}
+	free(txt);
 	close(go[0]);
-	go[0] = -1;
-	if (v < 0) {
-		/* Its fork failed (no memory, a process limit): it serves on. */
-		rc = v;
-		snprintf(err, errlen, "fork server for %s: fork: %s", s->key,
-		    strerror(-rc));
-		goto out;
-	}
-	/* Registered and in its cgroup before it may run (or end). */
-	if (cg != NULL && (rc = cgroup_move(cg, v)) < 0) {
-		snprintf(err, errlen, "cgroup for pid %ld: %s", (long)v,
-		    strerror(-rc));
-		goto out;	/* closing go ends it */
-	}
-	child_add(v, v, job->cb, job->arg);
-	if (job->limits != NULL)
-		cgroup_track(v, job->limits, cg);
-	cg = NULL;
-	if (write(go[1], "g", 1) != 1) {
-		rc = -errno;	/* it is gone already: the reaper says how */
-		log_warnx("fork server for %s: pid %ld: %s", s->key, (long)v,
-		    strerror(-rc));
-	}
-	*pid = v;
-	rc = 0;
-out:
+	r = xcalloc(1, sizeof(*r));
+	r->go = go[1];
+	r->cg = cg;
+	r->limits = job->limits;
+	r->cb = job->cb;
+	r->arg = job->arg;
+	r->done = job->done;
+	r->done_arg = job->done_arg;
+	for (tail = &s->reqs; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = r;
+	if (s->t_answer == 0)
+		s->t_answer = loop_timer_add(s->loop, ANSWER_MS,
+		    on_answer_late, s);
+	*out = r;
+	return 0;
+fail:
 	if (cg != NULL)
 		cgroup_free(cg);
 	spawn_pipe_close(go);
@@ -655,14 +756,23 @@ out:
 	return rc;
 }
 
+/* Its answer is not wanted any more; see forksrv.h. */
+void
+forksrv_cancel(struct forksrv_req *fr)
+{
+	fr->done = NULL;
+}
+
 /* Stop every server. */
 void
 forksrv_shutdown(void)
 {
+	stopping = true;
 	for (size_t i = 0; i < nservers; i++) {
-		server_drop(&servers[i], true);
+		server_drop(&servers[i], true, -ESHUTDOWN);
 		free(servers[i].key);
 		servers[i].key = NULL;
 	}
 	nservers = 0;
+	stopping = false;
 }

@@ -14,7 +14,8 @@
  * until execd has registered its pid and moved it into its cgroup; only
  * then does it set its rlimits, chdir and start IPKernelApp on the
  * connection file execd wrote, making its sockets, threads and ZeroMQ
- * context after the fork.  Loop thread only.
+ * context after the fork.  execd never waits for a server: its answers
+ * are read on the loop.  Loop thread only.
  */
 #ifndef EXECD_FORKSRV_H
 #define EXECD_FORKSRV_H
@@ -26,8 +27,16 @@
 #include "../../kernelproto/kp_kernelspec.h"
 #include "../process/child.h"
 
+struct forksrv_req;
 struct limits;
 struct loop;
+
+/*
+ * A fork's outcome: pid > 0 (rc 0), registered as forksrv_start says;
+ * or rc < 0 with why in msg, when no kernel was forked for the job (the
+ * server failed, died, or left it unanswered; launch it instead).
+ */
+typedef void	forksrv_done_cb(pid_t pid, int rc, const char *msg, void *arg);
 
 /* One kernel to fork. */
 struct forksrv_job {
@@ -41,6 +50,8 @@ struct forksrv_job {
 	bool		 keep_ids;	/* as spawn_opts.keep_ids */
 	child_exit_cb	*cb;		/* its exit, as for child_add */
 	void		*arg;
+	forksrv_done_cb	*done;		/* the fork's outcome */
+	void		*done_arg;
 };
 
 /*
@@ -50,17 +61,27 @@ struct forksrv_job {
  */
 bool	forksrv_fits(const struct kp_kernelspec *spec, char *const *argv);
 /*
- * Fork the kernel of job.  0 with *pid set: it leads its own session and
- * process group, is registered with child_add (job->cb hears its exit)
- * and tracked by cgroup.h under job->limits.  -EAGAIN when the spec's
+ * Ask for the kernel of job to be forked.  0 with *req set: asked, and
+ * job->done hears the outcome later, from the loop (never from within
+ * this call).  With a pid, the kernel leads its own session and process
+ * group, is registered with child_add (job->cb hears its exit) and
+ * tracked by cgroup.h under job->limits.  job->out_fd may be closed
+ * once this returns (the server has its copy).  -EAGAIN when the spec's
  * server is not ready yet (it is started then: launch this one
  * normally); -ENOTSUP when there can be no server (execd adopts no
  * orphans, or a server of the spec failed to start three times in a
- * row); another -errno, with a message in err, when the fork failed
- * (the server is then stopped, and started again at the next call).
+ * row); another -errno, with a message in err, when the request could
+ * not be sent (the server is then stopped, and started again at the
+ * next call).
  */
-int	forksrv_start(const struct forksrv_job *job, pid_t *pid, char *err,
-	    size_t errlen);
+int	forksrv_start(const struct forksrv_job *job, struct forksrv_req **req,
+	    char *err, size_t errlen);
+/*
+ * The outcome of req is no longer wanted (its kernel was shut down
+ * before it was forked): job->done is not called, and a kernel forked
+ * for it is made to exit before it runs anything.
+ */
+void	forksrv_cancel(struct forksrv_req *req);
 /* Stop every server (execd shuts down). */
 void	forksrv_shutdown(void);
 

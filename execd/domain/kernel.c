@@ -142,6 +142,8 @@ struct kernel {
 	bool				 silent_once;	/* started again for it */
 	bool				 tcp;
 	bool				 forked;	/* by a fork server */
+	struct forksrv_req		*freq;	/* its fork asked for */
+	bool				 no_fork;	/* launch it this time */
 	unsigned			 restarts;
 	json_t				*info;
 	bool				 info_reply;
@@ -168,6 +170,8 @@ struct kernel {
 };
 
 static int	 launch(struct kernel *, char *, size_t);
+static int	 connect_kernel(struct kernel *, char *, size_t);
+static void	 on_forked(pid_t, int, const char *, void *);
 static void	 reaped(pid_t, int, void *);
 static void	 on_sock(struct loop *, int, void *, int, void *);
 static void	 on_stderr(struct loop *, int, void *, int, void *);
@@ -379,41 +383,73 @@ launch(struct kernel *k, char *err, size_t errlen)
 	/*
 	 * An ipykernel comes from its spec's fork server when there is one
 	 * ready; the first is launched while the server starts, and one
-	 * that could not be forked is launched too.
+	 * that could not be forked is launched too.  A fork's pid comes
+	 * later, to on_forked, which goes on from step 3.
 	 */
 	k->forked = false;
-	if (k->conf->fork && forksrv_fits(k->spec, argv)) {
+	k->state = K_STARTING;
+	if (k->conf->fork && !k->no_fork && forksrv_fits(k->spec, argv)) {
 		struct forksrv_job job = { .loop = k->loop,
 		    .spec = k->spec, .argv = argv,
 		    .envp = env, .cwd = k->cwd, .limits = &k->limits,
 		    .out_fd = p[1], .keep_ids = so.keep_ids, .cb = reaped,
-		    .arg = k };
+		    .arg = k, .done = on_forked, .done_arg = k };
 		char ferr[256];
 
-		rc = forksrv_start(&job, &k->pid, ferr, sizeof(ferr));
-		if (rc == 0)
-			k->forked = true;
-		else if (rc != -EAGAIN && rc != -ENOTSUP)
+		rc = forksrv_start(&job, &k->freq, ferr, sizeof(ferr));
+		if (rc == 0) {
+			close(p[1]);
+			p[1] = -1;
+			k->errfd = p[0];
+			k->tail_len = 0;
+			loop_add_fd(k->loop, k->errfd, LOOP_READ, on_stderr,
+			    k);
+			goto out;
+		}
+		if (rc != -EAGAIN && rc != -ENOTSUP)
 			log_warnx("kernel=%s not forked, launched: %s", k->id,
 			    ferr);
 	}
-	if (!k->forked &&
-	    (rc = spawn_start(&so, &k->pid, err, errlen)) < 0)
+	if ((rc = spawn_start(&so, &k->pid, err, errlen)) < 0)
 		goto fail;
 	close(p[1]);
 	p[1] = -1;
 	k->errfd = p[0];
 	k->tail_len = 0;
-	if (!k->forked)
-		child_add(k->pid, k->pid, reaped, k);
+	child_add(k->pid, k->pid, reaped, k);
 	loop_add_fd(k->loop, k->errfd, LOOP_READ, on_stderr, k);
+	rc = connect_kernel(k, err, errlen);
+	goto out;
+fail:
+	unlink(k->connfile);
+	if (k->sockdir != NULL)
+		rmdir(k->sockdir);
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+out:
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+	return rc;
+}
 
-	/* 3. Channels; a request sent before the kernel binds is queued. */
+/* Step 3 of launch, once the process is there: channels, timers. */
+static int
+connect_kernel(struct kernel *k, char *err, size_t errlen)
+{
+	int rc;
+
+	/* A request sent before the kernel binds is queued. */
 	if ((rc = kp_chan_open(k->conf->zctx, &k->conn, k->session,
 	    k->conf->max_frame, &k->ch, err, errlen)) < 0) {
 		kill(-k->pid, SIGKILL);	/* reaped will report DEAD */
 		k->ch = NULL;
-		goto out;
+		return rc;
 	}
 	for (size_t i = 0; i < sizeof(polled) / sizeof(polled[0]); i++)
 		loop_add_zsock(k->loop, kp_chan_socket(k->ch, polled[i]),
@@ -435,24 +471,69 @@ launch(struct kernel *k, char *err, size_t errlen)
 	    on_ready_timeout, k);
 	log_info("kernel=%s pid=%ld spec=%s %s", k->id, (long)k->pid,
 	    k->spec->name, k->forked ? "forked" : "started");
-	rc = 0;
-	goto out;
-fail:
-	unlink(k->connfile);
-	if (k->sockdir != NULL)
-		rmdir(k->sockdir);
-	if (p[0] >= 0)
-		close(p[0]);
-	if (p[1] >= 0)
-		close(p[1]);
-out:
-	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++)
-		free(argv[i]);
-	free(argv);
-	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
-	return rc;
+	return 0;
+}
+
+/* The kernel is gone, or could not be made: DEAD, with why; k is freed. */
+static void
+dead(struct kernel *k, const char *why)
+{
+	k->state = K_GONE;
+	set_state(k, KERNEL_S_DEAD);
+	k->ev(k, KERNEL_DEAD, why, k->arg);
+	free_kernel(k);
+}
+
+/* The fork server's answer: the kernel's pid, or launch it instead. */
+static void
+on_forked(pid_t pid, int rc, const char *msg, void *arg)
+{
+	struct kernel *k = arg;
+	char err[256], why[400];
+
+	k->freq = NULL;
+	if (rc == 0) {
+		k->pid = pid;
+		k->forked = true;
+		/* On failure it was killed: the reaper reports it. */
+		connect_kernel(k, err, sizeof(err));
+		return;
+	}
+	log_warnx("kernel=%s not forked, launched: %s", k->id, msg);
+	teardown(k);
+	k->no_fork = true;
+	rc = launch(k, err, sizeof(err));
+	k->no_fork = false;
+	if (rc == 0)
+		return;
+	snprintf(why, sizeof(why), "kernel %s could not be started: %s",
+	    k->spec->name, err);
+	fail_pending(k, why);
+	dead(k, why);
+}
+
+/* Stopped before the fork server answered: no process to wait for. */
+static void
+on_unforked_stop(struct loop *l, uint64_t id, void *arg)
+{
+	struct kernel *k = arg;
+	char why[400], err[256];
+
+	k->t_stop = 0;
+	teardown(k);
+	snprintf(why, sizeof(why), "kernel %s %s", k->spec->name,
+	    k->restart_after_exit ? "restarted" : "shut down");
+	fail_pending(k, why);
+	if (k->restart_after_exit) {
+		k->restart_after_exit = false;
+		set_state(k, KERNEL_S_RESTARTING);
+		k->ev(k, KERNEL_RESTARTING, why, k->arg);
+		if (launch(k, err, sizeof(err)) == 0)
+			return;
+		snprintf(why, sizeof(why), "kernel %s could not be "
+		    "restarted: %s", k->spec->name, err);
+	}
+	dead(k, why);
 }
 
 /* execd's environment, the spec's env over it, and our kernel settings. */
@@ -1027,6 +1108,8 @@ kernel_interrupt(struct kernel *k)
 {
 	struct pending *p;
 
+	if (k->freq != NULL)
+		return 0;	/* not forked yet: nothing runs */
 	if (k->pid == 0 || k->state == K_GONE)
 		return -ESRCH;
 	if (k->state != K_READY || k->ch == NULL)
@@ -1121,6 +1204,8 @@ free_kernel(struct kernel *k)
 {
 	struct kernel_sub *s;
 
+	if (k->freq != NULL)
+		forksrv_cancel(k->freq);
 	while ((s = k->subs) != NULL) {
 		k->subs = s->next;
 		free(s);
@@ -1245,10 +1330,17 @@ begin_stop(struct kernel *k)
 {
 	struct kp_msg *m;
 
-	if (k->pid == 0 || k->state == K_STOPPING || k->state == K_GONE)
+	if ((k->pid == 0 && k->freq == NULL) || k->state == K_STOPPING ||
+	    k->state == K_GONE)
 		return;
 	k->state = K_STOPPING;
 	k->stop_step = 0;
+	if (k->freq != NULL) {
+		forksrv_cancel(k->freq);
+		k->freq = NULL;
+		k->t_stop = loop_timer_add(k->loop, 0, on_unforked_stop, k);
+		return;
+	}
 	m = kp_msg_shutdown_request(k->session, false);
 	if (k->ch == NULL || kp_chan_send(k->ch, KP_CONTROL, m) < 0) {
 		k->stop_step = 1;
@@ -1263,7 +1355,7 @@ begin_stop(struct kernel *k)
 int
 kernel_restart(struct kernel *k)
 {
-	if (k->state == K_GONE || k->pid == 0)
+	if (k->state == K_GONE || (k->pid == 0 && k->freq == NULL))
 		return -ESRCH;
 	k->restart_after_exit = true;
 	begin_stop(k);

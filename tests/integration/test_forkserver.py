@@ -484,3 +484,74 @@ def test_what_the_server_built_is_not_shared_state():
         kernel_pid(d, c["id"])
         st, evs = run_code(d, SHARED_PROBE, id=c["id"])
         assert texts(evs, "stdout") == fresh, evs
+
+
+# A stand-in interpreter for a kernelspec: run as a fork server it says
+# it is ready, then takes requests and answers none (noting each in a
+# file); run as a kernel it is python3.
+SILENT_SERVER = """#!/usr/bin/python3
+import os, socket, struct, sys
+if sys.argv[1:2] == ["-c"] and sys.argv[3:4] == ["execd-forkserver"]:
+    srv = socket.socket(fileno=3)
+    srv.send(struct.pack("i", 0))
+    held = []
+    while True:
+        msg, fds, _, _ = socket.recv_fds(srv, 1 << 16, 2)
+        if not msg:
+            os._exit(0)
+        held.append(fds)
+        with open(%r, "a") as f:
+            f.write("request\\n")
+os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv[1:])
+"""
+
+
+def test_a_server_slow_to_answer_does_not_stall_execd():
+    # execd reads a fork server's answers on its loop: while one holds a
+    # request unanswered, execd serves everything else; the context
+    # waiting for it is launched once the server is given up on.
+    with tempfile.TemporaryDirectory() as tmp:
+        noted = os.path.join(tmp, "requests")
+        py = os.path.join(tmp, "python-silent")
+        with open(py, "w") as f:
+            f.write(SILENT_SERVER % noted)
+        os.chmod(py, 0o755)
+        kd = os.path.join(tmp, "kernels", "pysilent")
+        os.makedirs(kd)
+        with open(os.path.join(kd, "kernel.json"), "w") as f:
+            json.dump({"argv": [py, "-m", "ipykernel_launcher", "-f",
+                                "{connection_file}"],
+                       "display_name": "Silent", "language": "pysilent"},
+                      f)
+        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+            # the first is launched while the server starts
+            new_context(d, language="pysilent")
+            assert wait_for(lambda: "for pysilent: imports done" in
+                            d.read_log(), BOUND), d.read_log()[-3000:]
+            got = {}
+
+            def create():
+                got["ctx"] = d.request("POST", "/code/context",
+                                       body={"language": "pysilent"},
+                                       timeout=90)
+            t = threading.Thread(target=create)
+            t.start()
+            try:
+                assert wait_for(lambda: os.path.exists(noted), BOUND)
+                st, h, body = d.request("GET", "/ping", timeout=BOUND)
+                assert st == 200, body
+                # answered while the request was still held
+                assert "not forked" not in d.read_log(), d.read_log()
+                assert "ctx" not in got
+                st, h, body = d.request("GET", "/code/contexts",
+                                        timeout=BOUND)
+                assert st == 200, body
+            finally:
+                t.join(BOUND + 90)
+            st, h, body = got["ctx"]
+            assert st == 200, body
+            c = json.loads(body)
+            assert how_started(d, kernel_pid(d, c["id"])) == "started"
+            assert re.search(r"kernel=%s not forked, launched: fork server "
+                             r"for pysilent: " % c["id"], d.read_log()), \
+                d.read_log()[-3000:]
