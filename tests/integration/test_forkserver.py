@@ -555,3 +555,29 @@ def test_a_server_slow_to_answer_does_not_stall_execd():
             assert re.search(r"kernel=%s not forked, launched: fork server "
                              r"for pysilent: " % c["id"], d.read_log()), \
                 d.read_log()[-3000:]
+
+
+def test_a_spec_with_options_gets_a_shell_of_its_own():
+    # Options beyond -f FILE may configure the shell: a kernel of such a
+    # spec builds its shell itself rather than taking the server's.
+    with tempfile.TemporaryDirectory() as tmp:
+        kd = os.path.join(tmp, "kernels", "pyall")
+        os.makedirs(kd)
+        with open(os.path.join(kd, "kernel.json"), "w") as f:
+            json.dump({"argv": ["/usr/bin/python3", "-m",
+                                "ipykernel_launcher", "-f",
+                                "{connection_file}",
+                                "--InteractiveShell.ast_node_interactivity"
+                                "=all"],
+                       "display_name": "All", "language": "pyall"}, f)
+        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+            c, pid = forked_context(d, language="pyall")
+            st, evs = run_code(d, "print(get_ipython()"
+                               ".ast_node_interactivity, len(In))",
+                               id=c["id"])
+            assert texts(evs, "stdout") == "all 3\n", evs
+            # and python3's kernels, from their own server, keep theirs
+            c, pid = forked_context(d)
+            st, evs = run_code(d, "print(get_ipython()"
+                               ".ast_node_interactivity)", id=c["id"])
+            assert texts(evs, "stdout") == "last_expr\n", evs
