@@ -323,7 +323,6 @@ struct server {
 
 static struct server	servers[NSERVERS];
 static size_t		nservers;
-static bool		stopping;	/* forksrv_shutdown: no callbacks */
 
 /* Whether spec's kernel, run as argv, is ipykernel and may be forked. */
 bool
@@ -394,7 +393,7 @@ server_drop(struct server *s, bool kill_it, int rc)
 	    strerror(-rc));
 	while ((r = list) != NULL) {
 		list = r->next;
-		if (r->done != NULL && !stopping)
+		if (r->done != NULL)
 			r->done(0, rc, msg, r->done_arg);
 		req_free(r);
 	}
@@ -767,12 +766,10 @@ forksrv_cancel(struct forksrv_req *fr)
 void
 forksrv_shutdown(void)
 {
-	stopping = true;
 	for (size_t i = 0; i < nservers; i++) {
 		server_drop(&servers[i], true, -ESHUTDOWN);
 		free(servers[i].key);
 		servers[i].key = NULL;
 	}
 	nservers = 0;
-	stopping = false;
 }

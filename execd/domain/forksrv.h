@@ -34,7 +34,8 @@ struct loop;
 /*
  * A fork's outcome: pid > 0 (rc 0), registered as forksrv_start says;
  * or rc < 0 with why in msg, when no kernel was forked for the job (the
- * server failed, died, or left it unanswered; launch it instead).
+ * server failed, died, or left it unanswered; launch it instead), or
+ * -ESHUTDOWN from forksrv_shutdown (execd stops: launch nothing).
  */
 typedef void	forksrv_done_cb(pid_t pid, int rc, const char *msg, void *arg);
 
@@ -82,7 +83,7 @@ int	forksrv_start(const struct forksrv_job *job, struct forksrv_req **req,
  * for it is made to exit before it runs anything.
  */
 void	forksrv_cancel(struct forksrv_req *req);
-/* Stop every server (execd shuts down). */
+/* Stop every server (execd shuts down); what they owe hears -ESHUTDOWN. */
 void	forksrv_shutdown(void);
 
 #endif

@@ -492,6 +492,8 @@ on_forked(pid_t pid, int rc, const char *msg, void *arg)
 	char err[256], why[400];
 
 	k->freq = NULL;
+	if (rc == -ESHUTDOWN)
+		return;		/* execd stops: no kernel to make or report */
 	if (rc == 0) {
 		k->pid = pid;
 		k->forked = true;

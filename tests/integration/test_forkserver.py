@@ -506,38 +506,54 @@ os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv[1:])
 """
 
 
+def silent_spec(tmp):
+    """A kernelspec "pysilent" whose fork server answers nothing; the
+    file where it notes each request it holds."""
+    noted = os.path.join(tmp, "requests")
+    py = os.path.join(tmp, "python-silent")
+    with open(py, "w") as f:
+        f.write(SILENT_SERVER % noted)
+    os.chmod(py, 0o755)
+    kd = os.path.join(tmp, "kernels", "pysilent")
+    os.makedirs(kd)
+    with open(os.path.join(kd, "kernel.json"), "w") as f:
+        json.dump({"argv": [py, "-m", "ipykernel_launcher", "-f",
+                            "{connection_file}"],
+                   "display_name": "Silent", "language": "pysilent"}, f)
+    return noted
+
+
+def hold_a_request(d, noted, got):
+    """A POST /code/context of pysilent, in a thread, once its request
+    is held by the server; its answer goes to got["ctx"]."""
+    # the first is launched while the server starts
+    new_context(d, language="pysilent")
+    assert wait_for(lambda: "for pysilent: imports done" in d.read_log(),
+                    BOUND), d.read_log()[-3000:]
+
+    def create():
+        try:
+            got["ctx"] = d.request("POST", "/code/context",
+                                   body={"language": "pysilent"},
+                                   timeout=90)
+        except OSError as e:
+            got["ctx"] = e
+    t = threading.Thread(target=create)
+    t.start()
+    assert wait_for(lambda: os.path.exists(noted), BOUND)
+    return t
+
+
 def test_a_server_slow_to_answer_does_not_stall_execd():
     # execd reads a fork server's answers on its loop: while one holds a
     # request unanswered, execd serves everything else; the context
     # waiting for it is launched once the server is given up on.
     with tempfile.TemporaryDirectory() as tmp:
-        noted = os.path.join(tmp, "requests")
-        py = os.path.join(tmp, "python-silent")
-        with open(py, "w") as f:
-            f.write(SILENT_SERVER % noted)
-        os.chmod(py, 0o755)
-        kd = os.path.join(tmp, "kernels", "pysilent")
-        os.makedirs(kd)
-        with open(os.path.join(kd, "kernel.json"), "w") as f:
-            json.dump({"argv": [py, "-m", "ipykernel_launcher", "-f",
-                                "{connection_file}"],
-                       "display_name": "Silent", "language": "pysilent"},
-                      f)
+        noted = silent_spec(tmp)
         with Execd(env={"JUPYTER_PATH": tmp}) as d:
-            # the first is launched while the server starts
-            new_context(d, language="pysilent")
-            assert wait_for(lambda: "for pysilent: imports done" in
-                            d.read_log(), BOUND), d.read_log()[-3000:]
             got = {}
-
-            def create():
-                got["ctx"] = d.request("POST", "/code/context",
-                                       body={"language": "pysilent"},
-                                       timeout=90)
-            t = threading.Thread(target=create)
-            t.start()
+            t = hold_a_request(d, noted, got)
             try:
-                assert wait_for(lambda: os.path.exists(noted), BOUND)
                 st, h, body = d.request("GET", "/ping", timeout=BOUND)
                 assert st == 200, body
                 # answered while the request was still held
@@ -581,3 +597,19 @@ def test_a_spec_with_options_gets_a_shell_of_its_own():
             st, evs = run_code(d, "print(get_ipython()"
                                ".ast_node_interactivity)", id=c["id"])
             assert texts(evs, "stdout") == "last_expr\n", evs
+
+
+def test_execd_stops_while_a_fork_is_awaited():
+    # Nothing is launched, reported or left behind for a context whose
+    # fork was still awaited when execd stopped.
+    with tempfile.TemporaryDirectory() as tmp:
+        noted = silent_spec(tmp)
+        d = Execd(env={"JUPYTER_PATH": tmp}).start()
+        got = {}
+        t = hold_a_request(d, noted, got)
+        servers = server_pids(d)
+        assert len(servers) == 1, servers
+        assert d.stop() == 0, d.read_log()[-3000:]
+        t.join(BOUND)
+        assert "not forked" not in d.read_log(), d.read_log()[-3000:]
+        assert wait_for(lambda: not alive(servers[0]), 15)
