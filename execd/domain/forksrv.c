@@ -666,13 +666,21 @@ on_answers(struct server *s)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
+		if (n == 0) {
+			/*
+			 * Its end: the reaper reports it (with its status)
+			 * and drops it; until then nothing more to read.
+			 */
+			loop_del(s->loop, fd, NULL);
+			return;
+		}
 		if (n != (ssize_t)sizeof(v) || v == 0 || s->reqs == NULL) {
-			/* its end, or an answer to nothing asked */
-			if (n != 0)
-				log_warnx("fork server pid=%ld for %s: a bad "
-				    "answer, stopping it", (long)s->pid,
-				    s->key);
-			server_drop(s, true, n == 0 ? -EPIPE : -EPROTO);
+			/* an answer to nothing asked, or not an answer */
+			int rc = n < 0 ? -errno : -EPROTO;
+
+			log_warnx("fork server pid=%ld for %s: a bad answer, "
+			    "stopping it", (long)s->pid, s->key);
+			server_drop(s, true, rc);
 			return;
 		}
 		r = s->reqs;
