@@ -152,9 +152,14 @@ services:
                      "the old b and c to be gone", timeout=15)
             assert "signal 9" in by["a"]["last_exit"], by["a"]
             assert "signal 15" in by["b"]["last_exit"], by["b"]
-            # Each started again only after the one it comes after.
-            with open(log) as f:
-                lines = f.read().split("\n")
+            # Each started again only after the one it comes after (a
+            # running service may not have written its line yet).
+            def log_lines():
+                with open(log) as f:
+                    return f.read().split("\n")
+            wait_for(lambda: log_lines().count("c up") == 2,
+                     "the new c to write its line", timeout=15)
+            lines = log_lines()
             assert lines.count("b up") == 2 and lines.count("c up") == 2, \
                 lines
             second = [i for i, x in enumerate(lines) if x == "a ready"][1]

@@ -125,6 +125,8 @@ def test_sessions_do_not_see_execd_configuration_names():
         envfile = os.path.join(tmp, "envs")
         with open(envfile, "w") as f:
             f.write("FROM_FILE=f\n")
+        # an isolation configuration must exist (a missing one stops execd)
+        open(os.path.join(tmp, "iso"), "w").close()
         reserved = {"EXECD_ENVS": envfile, "JUPYTER_TOKEN": "jt",
                     "JUPYTER_HOST": "http://127.0.0.1:1",
                     "EXECD_ISOLATION_CONFIG": os.path.join(tmp, "iso"),
