@@ -7,12 +7,15 @@
  * seccomp filter, capabilities and identity), one per kernelspec.  It
  * imports ipykernel and what the spec says to preload, then waits on a
  * socket for requests, with no thread and no ZeroMQ context of its own.
- * Per request it forks; that child forks the kernel and exits, so that
- * the kernel is adopted by execd (a child subreaper, or PID 1), which
- * reaps it and hears its real exit status.  The kernel makes its own
- * session, takes the pipe execd gave it as stdout and stderr, then waits
- * until execd has registered its pid and moved it into its cgroup; only
- * then does it set its rlimits, chdir and start IPKernelApp on the
+ * Per request it forks the kernel once, as execd's child (clone with
+ * CLONE_PARENT), so that execd reaps it and hears its real exit status;
+ * where that clone cannot be made, a middle process forks the kernel
+ * and exits, and execd (a child subreaper, or PID 1) adopts it.  The
+ * kernel makes its own session, takes the pipe execd gave it as stdout
+ * and stderr, then waits until execd has registered its pid and moved it
+ * into its cgroup; only then does it copy the pages it will write (in one
+ * go, not one fault at a time; which pages is learnt from the first
+ * kernels' exits), set its rlimits, chdir and start IPKernelApp on the
  * connection file execd wrote, making its sockets, threads and ZeroMQ
  * context after the fork.  execd never waits for a server: its answers
  * are read on the loop.  Loop thread only.

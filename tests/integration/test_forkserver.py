@@ -140,6 +140,29 @@ def test_forked_contexts_are_fresh_and_their_own():
                         == set(servers), 15), children_of(d.proc.pid)
 
 
+def test_a_forked_kernel_is_execd_child_with_its_own_thread_id():
+    # Forked once, as execd's child from the start, with libc's record of its main thread's id its own: signalling
+    # that thread from another (pthread_kill, which reads the record)
+    # reaches it, and the kernel's own children work as usual.
+    code = ("import os, signal, subprocess, threading\n"
+            "got = []\n"
+            "signal.signal(signal.SIGUSR1, lambda *a: got.append(1))\n"
+            "main = threading.main_thread().ident\n"
+            "t = threading.Thread(target=signal.pthread_kill,\n"
+            "                     args=(main, signal.SIGUSR1))\n"
+            "t.start(); t.join()\n"
+            "for _ in range(100):\n"
+            "    if got: break\n"
+            "    threading.Event().wait(0.01)\n"
+            "print(got, threading.get_native_id() == os.getpid(),\n"
+            "      subprocess.run(['true']).returncode, os.getppid())\n")
+    with Execd() as d:
+        c, pid = forked_context(d)
+        st, evs = run_code(d, code, id=c["id"])
+        assert st == 200, evs
+        assert texts(evs, "stdout") == "[1] True 0 %d\n" % d.proc.pid, evs
+
+
 def test_interrupt_restart_and_death_report():
     with Execd() as d:
         c, pid = forked_context(d)
