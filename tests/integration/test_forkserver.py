@@ -163,6 +163,53 @@ def test_a_forked_kernel_is_execd_child_with_its_own_thread_id():
         assert texts(evs, "stdout") == "[1] True 0 %d\n" % d.proc.pid, evs
 
 
+def test_forked_kernels_deleted_after_a_run_end_promptly():
+    # ipykernel's control thread ends a shutdown_request with a flush of
+    # stdout that waits on the iopub thread, which the app's close() (an
+    # exit step) may stop first; that kernel then took the flush's whole
+    # 10 s to exit.  Episodes from four clients at once hit that race in
+    # about one kernel in ten.  The grace period is long so that execd's
+    # SIGTERM does not hide a slow exit.
+    with Execd("--grace-period", "60000") as d:
+        forked_context(d)
+        errs = []
+
+        def client():
+            try:
+                for _ in range(6):
+                    c = new_context(d)
+                    st, evs = run_code(d, "print(1)", id=c["id"])
+                    assert st == 200, evs
+                    st, h, body = d.request("DELETE",
+                                            "/code/contexts/" + c["id"])
+                    assert st == 200, body
+            except BaseException as e:
+                errs.append(e)
+        ts = [threading.Thread(target=client) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not errs, errs
+
+        def stamp(t):
+            return time.mktime(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) \
+                + float(t[19:])
+
+        def lags():
+            log = d.read_log()
+            gone = {k: stamp(t) for t, k in re.findall(
+                r"(\S+)Z info \w+: context=(\S+) deleted", log)}
+            ends = {k: stamp(t) for t, k in re.findall(
+                r"(\S+)Z info \w+: kernel=(\S+) pid=\d+ (?:exited|killed)",
+                log)}
+            return gone, {k: ends[k] - t for k, t in gone.items()
+                          if k in ends}
+        assert wait_for(lambda: len(lags()[1]) == len(lags()[0]) >= 24, 60)
+        slow = {k: v for k, v in lags()[1].items() if v > 8}
+        assert not slow, slow
+
+
 def test_interrupt_restart_and_death_report():
     with Execd() as d:
         c, pid = forked_context(d)
