@@ -12,6 +12,7 @@ spec=S forked"): nothing else tells them apart, which is the point.  The
 first context is launched while the server starts; forked_context()
 makes contexts until one is forked.
 """
+import calendar
 import json
 import os
 import re
@@ -141,9 +142,10 @@ def test_forked_contexts_are_fresh_and_their_own():
 
 
 def test_a_forked_kernel_is_execd_child_with_its_own_thread_id():
-    # Forked once, as execd's child from the start, with libc's record of its main thread's id its own: signalling
-    # that thread from another (pthread_kill, which reads the record)
-    # reaches it, and the kernel's own children work as usual.
+    # Forked once, as execd's child from the start, with libc's record
+    # of its main thread's id its own: signalling that thread from
+    # another (pthread_kill, which reads the record) reaches it, and the
+    # kernel's own children work as usual.
     code = ("import os, signal, subprocess, threading\n"
             "got = []\n"
             "signal.signal(signal.SIGUSR1, lambda *a: got.append(1))\n"
@@ -193,7 +195,8 @@ def test_forked_kernels_deleted_after_a_run_end_promptly():
         assert not errs, errs
 
         def stamp(t):
-            return time.mktime(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) \
+            return calendar.timegm(time.strptime(t[:19],
+                                                 "%Y-%m-%dT%H:%M:%S")) \
                 + float(t[19:])
 
         def lags():
