@@ -33,8 +33,6 @@ static int		 fail(char *, size_t, int, const char *, ...)
 static struct kp_blob	*copy_blobs(const struct kp_part *, size_t);
 static struct kp_msg	*msg_new(const struct kp_part *, size_t, json_t **,
 			    const struct kp_part *, size_t);
-static json_t		*load_lenient(const void *, size_t, size_t,
-			    json_error_t *);
 static int		 split(const struct kp_part *, size_t, size_t *, char *,
 			    size_t);
 static int		 check_sig(const unsigned char *, size_t,
@@ -135,8 +133,8 @@ uescape(const unsigned char *s, size_t n)
  * Output must not be lost for that: on failure, parse once more a copy in
  * which each invalid byte and each lone surrogate escape is U+FFFD.
  */
-static json_t *
-load_lenient(const void *p, size_t n, size_t flags, json_error_t *e)
+json_t *
+kp_wire_json_load(const void *p, size_t n, size_t flags, json_error_t *e)
 {
 	const unsigned char *s = p;
 	unsigned char *t;
@@ -261,7 +259,7 @@ kp_wire_decode(const struct kp_part *frames, size_t n,
 			goto out;
 		}
 		/* NUL is legal JSON ("\u0000") and kernels print it. */
-		j[i] = load_lenient(parts[i].p, parts[i].n, 0, &e);
+		j[i] = kp_wire_json_load(parts[i].p, parts[i].n, 0, &e);
 		if (j[i] == NULL) {
 			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: %s",
 			    part_names[i], e.text);
@@ -421,7 +419,7 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 
 	/* 4. The small parts as usual. */
 	for (size_t i = 0; i < NPARTS - 1; i++) {
-		j[i] = parts[i].n > 0 ? load_lenient(parts[i].p, parts[i].n,
+		j[i] = parts[i].n > 0 ? kp_wire_json_load(parts[i].p, parts[i].n,
 		    0, &e) : NULL;
 		if (j[i] == NULL || !json_is_object(j[i])) {
 			rc = fail(err, errlen, KP_WIRE_EJSON, "%s: not an "
@@ -439,7 +437,7 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 	if (strcmp(json_string_value(json_object_get(j[0], "msg_type")) ?:
 	    "", "stream") == 0 && find_text(c->p, c->n, &noff, &nend, toff,
 	    tend) == 0) {
-		if (nend > noff && (name = load_lenient((const char *)c->p +
+		if (nend > noff && (name = kp_wire_json_load((const char *)c->p +
 		    noff, nend - noff, JSON_DECODE_ANY, &e)) != NULL)
 			json_object_set_new(j[3], "name", name);
 		json_object_set_new(j[3], "text", json_string(""));
@@ -449,7 +447,7 @@ kp_wire_decode_big(const struct kp_part *frames, size_t n,
 	} else {
 		*toff = *tend = 0;
 		json_decref(j[3]);
-		if ((j[3] = load_lenient(c->p, c->n, 0, &e)) == NULL ||
+		if ((j[3] = kp_wire_json_load(c->p, c->n, 0, &e)) == NULL ||
 		    !json_is_object(j[3])) {
 			rc = fail(err, errlen, KP_WIRE_EJSON, "content: not "
 			    "an object");
@@ -523,7 +521,7 @@ put_utf8(char *t, long cp)
  * quotes), decoded into t, which has room for 3 * (max + 12) bytes: the
  * length written, with the bytes read in *used (whole characters and
  * escapes; a surrogate pair is one).  Lenient, as
- * load_lenient() is, and in one pass: an invalid byte and a lone
+ * kp_wire_json_load() is, and in one pass: an invalid byte and a lone
  * surrogate escape become U+FFFD, an unknown escape its character (a
  * backslash before a character that is not ASCII is dropped), and a raw
  * control byte stays as it is.  The result is valid UTF-8.

@@ -47,6 +47,15 @@ int	kp_wire_decode_big(const struct kp_part *frames, size_t n,
 	    struct kp_msg **out, size_t *toff, size_t *tend, char *err,
 	    size_t errlen);
 /*
+ * One JSON document p[0..n) as jansson reads it with flags (and
+ * JSON_ALLOW_NUL); where jansson refuses it, read again from a copy in
+ * which each byte that is not UTF-8 and each lone surrogate escape is
+ * U+FFFD (kernels relay whatever bytes user code printed).  NULL, with
+ * e set, when it is not JSON even so.
+ */
+json_t	*kp_wire_json_load(const void *p, size_t n, size_t flags,
+	    json_error_t *e);
+/*
  * The next piece of the escaped JSON string body p[*off..end): about max
  * bytes of it, cut between characters and escapes, as a new json string
  * (U+FFFD for bytes that are not UTF-8); *off moves past it.  NULL once
