@@ -238,8 +238,8 @@ item_start(struct item *it)
 	    "", "results", "error");
 	buf_init(&it->text[0]);
 	buf_init(&it->text[1]);
-	rc = context_create(it->in->language, NULL, false, &it->in->lim, &c,
-	    err, sizeof(err));
+	rc = context_create_once(it->in->language, &it->in->lim, &c, err,
+	    sizeof(err));
 	if (rc < 0) {
 		item_fail(it, rc == -ENOENT ? "LanguageNotSupported" :
 		    "KernelStartError", err);

@@ -3,9 +3,10 @@
  *
  * This file maps ids and languages to kernels and tells waiters when a
  * context becomes ready or fails, and runs code in a context whichever
- * serves it: a kernel, or for a bash context without a bash kernel, a
- * shell session.  Either way a run reports kevents and one end, and is
- * stopped by its timeout the way its kind is.  It knows nothing of HTTP
+ * serves it: a kernel; for a bash context without a bash kernel, a
+ * shell session; for a context of one run, a run once (oneshot.h).
+ * Either way a run reports kevents and one end, and is stopped by its
+ * timeout the way its kind is.  It knows nothing of HTTP
  * or of how a run's events are queued and cut (run.c does).  The
  * registry exists once: its state is the file static R, made by
  * context_init() and freed by context_shutdown().
@@ -24,6 +25,7 @@
 #include "../process/limits.h"
 #include "context.h"
 #include "forksrv.h"
+#include "oneshot.h"
 #include "session.h"
 
 struct waiter {
@@ -47,6 +49,10 @@ struct exec {
 struct context {
 	struct kernel		*k;
 	struct session		*sh;	/* a bash context without a kernel */
+	bool			 once;	/* a context of one run, run once */
+	bool			 used;	/* ... which has begun */
+	struct oneshot		*os;	/* ... its process, while it runs */
+	struct limits		 lim;	/* ... under these */
 	char			 id[ID_UUID_LEN + 1];
 	char			*language;
 	char			*cwd;
@@ -112,8 +118,13 @@ static void	exec_timeout(struct loop *, uint64_t, void *);
 static void	exec_end(struct exec *);
 static void	shell_output(int, const char *, size_t, void *);
 static void	shell_done(int, bool, const char *, void *);
+static void	exec_event(struct exec *, struct kevent *);
+static void	exec_finish(struct exec *, const json_t *, const char *);
+static void	once_event(struct kevent *, void *);
+static void	once_done(const char *, void *);
 
 static const struct kernel_exec_cb exec_cb = { exec_output, exec_done };
+static const struct oneshot_cb once_cb = { once_event, once_done };
 
 /* Start the registry; kernelspecs are discovered once, here. */
 void
@@ -419,6 +430,32 @@ context_create(const char *language, const char *cwd,
 	return 0;
 }
 
+/* A context for one run; see context.h. */
+int
+context_create_once(const char *language, const struct limits *req,
+    struct context **out, char *err, size_t errlen)
+{
+	const struct kp_kernelspec *spec = context_spec(language);
+	struct context *c;
+
+	if (spec == NULL || !oneshot_can(R.conf, spec))
+		return context_create(language, NULL, false, req, out, err,
+		    errlen);
+	c = xcalloc(1, sizeof(*c));
+	c->once = true;
+	c->spec = spec;
+	c->language = xstrdup(language);
+	c->last_use = loop_now_ms();
+	job_limits(spec->language, req, &c->lim);
+	id_uuid(c->id);
+	c->next = R.list;
+	R.list = c;
+	log_debug("context=%s language=%s created (run once)", c->id,
+	    language);
+	*out = c;
+	return 0;
+}
+
 /* Start kernels until every pool has what it wants (ready or starting). */
 static void
 refill(void)
@@ -583,9 +620,15 @@ context_delete(struct context *c)
 	c->deleted = true;
 	log_info("context=%s deleted", c->id);
 	wake(c, "the context was deleted");
-	if (c->sh != NULL) {
-		/* A shell goes at once: no kernel to wait for. */
+	if (c->sh != NULL || c->once) {
+		/*
+		 * A shell or a run once goes at once: no kernel to wait for.
+		 * A shell reports the end of its runs as it is freed.
+		 */
+		if (c->once && c->execs != NULL)
+			exec_finish(c->execs, NULL, "the context was deleted");
 		session_free(c->sh);
+		oneshot_free(c->os);
 		unlink_context(c);
 		free(c->language);
 		free(c->cwd);
@@ -715,7 +758,8 @@ context_cwd(const struct context *c)
 bool
 context_ready(const struct context *c)
 {
-	return !c->deleted && (c->sh != NULL || kernel_ready(c->k));
+	return !c->deleted && (c->sh != NULL || c->once ||
+	    kernel_ready(c->k));
 }
 
 const struct kp_kernelspec *
@@ -736,10 +780,13 @@ context_run(struct context *c, const char *code, long long timeout_ms,
     const struct context_run_cb *cb, void *arg)
 {
 	struct exec *x;
+	char err[256];
 	int rc;
 
-	if (c->deleted || (c->sh == NULL && c->k == NULL))
+	if (c->deleted || (c->sh == NULL && c->k == NULL && !c->once))
 		return -ESRCH;
+	if (c->once && c->used)
+		return -EBUSY;		/* its one run has begun */
 	x = xcalloc(1, sizeof(*x));
 	x->c = c;
 	x->cb = cb;
@@ -748,13 +795,19 @@ context_run(struct context *c, const char *code, long long timeout_ms,
 	if (c->sh != NULL)
 		rc = session_run(c->sh, code, NULL, (unsigned)timeout_ms,
 		    shell_output, shell_done, x);
-	else
+	else if (c->once) {
+		rc = oneshot_start(R.loop, R.conf, &c->lim, c->spec, c->cwd,
+		    code, &once_cb, x, &c->os, err, sizeof(err));
+		if (rc < 0)
+			log_warnx("context=%s: %s", c->id, err);
+	} else
 		rc = kernel_execute(c->k, code, &exec_cb, x, x->msg_id);
 	if (rc < 0) {
 		free(x);
 		return rc;
 	}
-	if (c->k != NULL && c->sh == NULL && timeout_ms > 0)
+	c->used = true;
+	if (c->sh == NULL && timeout_ms > 0)
 		x->tmo = loop_timer_add(R.loop, (uint64_t)timeout_ms,
 		    exec_timeout, x);
 	x->next = c->execs;
@@ -777,6 +830,9 @@ context_run_forget(struct context *c, void *arg)
 		session_run_forget(c->sh, x);
 	else if (c->k != NULL)
 		kernel_execute_forget(c->k, x->msg_id);
+	/* A run once no one hears is of no use to anyone: it stops. */
+	oneshot_free(c->os);
+	c->os = NULL;
 	exec_end(x);
 }
 
@@ -785,6 +841,8 @@ context_interrupt(struct context *c)
 {
 	if (c->sh != NULL)
 		return session_interrupt(c->sh);
+	if (c->once)
+		return c->os != NULL ? oneshot_interrupt(c->os, 0) : -ESRCH;
 	return kernel_interrupt(c->k);
 }
 
@@ -805,31 +863,65 @@ exec_end(struct exec *x)
 	free(x);
 }
 
+/* An event of a run: an interrupt of ours is reported as the timeout. */
+static void
+exec_event(struct exec *x, struct kevent *ev)
+{
+	if (ev->kind == KEV_ERROR && x->timed_out &&
+	    strcmp(ev->ename, "KeyboardInterrupt") == 0) {
+		kevent_clear(ev);
+		return;
+	}
+	x->cb->event(ev, x->arg);
+}
+
 /* The events of one iopub message of a kernel's run. */
 static void
 exec_output(struct kernel *k, const struct kp_msg *m, void *arg)
 {
-	struct exec *x = arg;
 	struct kevent_set set;
 
 	kevent_iopub(m, &set);
-	for (size_t i = 0; i < set.n; i++) {
-		/* An interrupt of ours is reported as the timeout. */
-		if (set.ev[i].kind == KEV_ERROR && x->timed_out &&
-		    strcmp(set.ev[i].ename, "KeyboardInterrupt") == 0) {
-			kevent_clear(&set.ev[i]);
-			continue;
-		}
-		x->cb->event(&set.ev[i], x->arg);
-	}
+	for (size_t i = 0; i < set.n; i++)
+		exec_event(arg, &set.ev[i]);
 }
 
-/* A kernel's run ended: its timeout first, if it had one. */
+/* A kernel's run ended. */
 static void
 exec_done(struct kernel *k, const struct kp_msg *reply, const char *why,
     void *arg)
 {
+	exec_finish(arg, reply != NULL ? reply->content : NULL, why);
+}
+
+/* An event of a run once. */
+static void
+once_event(struct kevent *ev, void *arg)
+{
+	exec_event(arg, ev);
+}
+
+/* A run once ended: its process is gone. */
+static void
+once_done(const char *why, void *arg)
+{
 	struct exec *x = arg;
+	struct context *c = x->c;
+	json_t *none = json_object();
+
+	oneshot_free(c->os);
+	c->os = NULL;
+	exec_finish(x, why == NULL ? none : NULL, why);
+	json_decref(none);
+}
+
+/*
+ * A kernel's run or a run once ended (reply: the execute_reply's
+ * content, or NULL with why): its timeout first, if it had one.
+ */
+static void
+exec_finish(struct exec *x, const json_t *reply, const char *why)
+{
 	const struct context_run_cb *cb = x->cb;
 	void *carg = x->arg;
 	struct kevent e;
@@ -843,10 +935,14 @@ exec_done(struct kernel *k, const struct kp_msg *reply, const char *why,
 	}
 	/* The context may go with its kernel: nothing may reach it now. */
 	exec_end(x);
-	cb->done(reply != NULL ? reply->content : NULL, why, carg);
+	cb->done(reply, why, carg);
 }
 
-/* A kernel's run is out of time: interrupt; exec_done reports it. */
+/*
+ * A kernel's run or a run once is out of time: interrupt (a run once
+ * is killed if that does not end it within the grace); exec_finish
+ * reports it.
+ */
 static void
 exec_timeout(struct loop *l, uint64_t id, void *arg)
 {
@@ -854,7 +950,10 @@ exec_timeout(struct loop *l, uint64_t id, void *arg)
 
 	x->tmo = 0;
 	x->timed_out = true;
-	kernel_interrupt(x->c->k);
+	if (x->c->os != NULL)
+		oneshot_interrupt(x->c->os, R.conf->grace_ms);
+	else if (x->c->k != NULL)
+		kernel_interrupt(x->c->k);
 }
 
 /* Shell output, verbatim, as a kernel's stream text would be. */

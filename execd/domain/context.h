@@ -91,6 +91,18 @@ int	context_create(const char *language, const char *cwd,
 	    bool is_default, const struct limits *req, struct context **out,
 	    char *err, size_t errlen);
 /*
+ * A context for one run (a batch item's, an ephemeral run's), never the
+ * default, under the default limits with req's over them.  Where the
+ * language's fork server can run code once (oneshot.h), it is a run
+ * once: ready at once, its process forked when its run starts and gone
+ * when the run ends, after which the context runs nothing more (-EBUSY)
+ * and waits only to be deleted; it has no kernel (context_kernel is
+ * NULL), and a run of it that is forgotten stops.  Elsewhere it is
+ * context_create's.  Returns as context_create.
+ */
+int	context_create_once(const char *language, const struct limits *req,
+	    struct context **out, char *err, size_t errlen);
+/*
  * What a client is told of a language no kernel serves, naming those
  * installed; the caller frees it.
  */

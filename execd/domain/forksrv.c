@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -57,7 +58,7 @@ static const char server_py[] =
 	"def _serve():\n"
 	"    import os, json, signal, socket, struct\n"
 	"    import array, atexit, ctypes, datetime, pathlib, resource, select\n"
-	"    import time\n"
+	"    import base64, builtins, io, time\n"
 	"    if sys.path and sys.path[0] == \"\":\n"
 	"        del sys.path[0]\n"
 	"    for m in sys.argv[3:]:\n"
@@ -76,6 +77,7 @@ static const char server_py[] =
 	"    from traitlets.config import Config\n"
 	"    from IPython.core import magic_arguments as ma\n"
 	"    from IPython.core.magics import script\n"
+	"    from IPython.core.error import StdinNotImplementedError\n"
 	"    # ScriptMagics builds one parser per script magic (bash, sh, perl,\n"
 	"    # ...) in each new shell, all alike (a nameless, docless function\n"
 	"    # with script_args' options): built once here, shared read-only.\n"
@@ -180,11 +182,12 @@ static const char server_py[] =
 	"        if pid < 0:\n"
 	"            raise OSError(e, os.strerror(e))\n"
 	"        return pid\n"
-	"    # The pages a kernel writes, copied at once: each copy-on-write fault\n"
-	"    # taken alone costs several times its share of one madvise\n"
-	"    # (MADV_POPULATE_WRITE, Linux 5.14) over a run of pages.  Which pages\n"
-	"    # is learnt from the first kernels: each, as it exits, reads which\n"
-	"    # pages of the server's private writable memory it no longer shares\n"
+	"    # The pages a kernel or a run once writes, copied at once: each\n"
+	"    # copy-on-write fault taken alone costs several times its share of one\n"
+	"    # madvise (MADV_POPULATE_WRITE, Linux 5.14) over a run of pages.\n"
+	"    # Which pages is learnt, for each kind (0: kernels, 1: runs once),\n"
+	"    # from the first of that kind: each, as it exits, reads which pages\n"
+	"    # of the server's private writable memory it no longer shares\n"
 	"    # (/proc/self/pagemap) and sends them here.\n"
 	"    PAGE = os.sysconf(\"SC_PAGE_SIZE\")\n"
 	"    POPULATE_WRITE = 23\n"
@@ -200,14 +203,16 @@ static const char server_py[] =
 	"                spans.append((lo, hi))\n"
 	"    learn = bool(spans) and libc.madvise(spans[0][0], PAGE,\n"
 	"                                         POPULATE_WRITE) == 0\n"
-	"    hot = []                # (address, bytes) to populate in each kernel\n"
-	"    seen = set()            # pages reported\n"
-	"    reports = asked = 0\n"
+	"    hot = [[], []]          # per kind: (address, bytes) to populate\n"
+	"    seen = [set(), set()]   # ... the pages reported\n"
+	"    reports = [0, 0]\n"
+	"    asked = [0, 0]\n"
 	"    lr, lw = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
 	"\n"
-	"    def written():\n"
-	"        # runs (address, pages) of the spans' pages this process wrote\n"
-	"        runs = array.array(\"Q\")\n"
+	"    def written(kind):\n"
+	"        # kind, then runs (address, pages) of the spans' pages this\n"
+	"        # process wrote\n"
+	"        runs = array.array(\"Q\", [kind])\n"
 	"        with open(\"/proc/self/pagemap\", \"rb\", buffering=0) as f:\n"
 	"            for lo, hi in spans:\n"
 	"                ent = array.array(\"Q\")\n"
@@ -223,30 +228,32 @@ static const char server_py[] =
 	"                        start = -1\n"
 	"                if start >= 0:\n"
 	"                    runs.extend((lo + start * PAGE, len(ent) - start))\n"
-	"        return runs[:8192 * 2]\n"
+	"        return runs[:8192 * 2 + 1]\n"
 	"\n"
 	"    def learnt(data):\n"
-	"        nonlocal hot, reports\n"
 	"        runs = array.array(\"Q\")\n"
-	"        runs.frombytes(data[:len(data) // 16 * 16])\n"
-	"        for i in range(0, len(runs), 2):\n"
+	"        runs.frombytes(data[:(len(data) - 8) // 16 * 16 + 8])\n"
+	"        kind = runs[0] if runs and runs[0] < 2 else None\n"
+	"        if kind is None or reports[kind] >= 3:\n"
+	"            return\n"
+	"        for i in range(1, len(runs), 2):\n"
 	"            a, n = runs[i], runs[i + 1]\n"
 	"            if any(lo <= a and a + n * PAGE <= hi for lo, hi in spans):\n"
-	"                seen.update(range(a, a + n * PAGE, PAGE))\n"
-	"        reports += 1\n"
+	"                seen[kind].update(range(a, a + n * PAGE, PAGE))\n"
+	"        reports[kind] += 1\n"
 	"        # runs of the pages seen, a one-page gap bridged\n"
 	"        new, prev = [], None\n"
-	"        for p in sorted(seen):\n"
+	"        for p in sorted(seen[kind]):\n"
 	"            if prev is not None and p - prev <= 2 * PAGE and \\\n"
 	"                    any(lo <= prev and p < hi for lo, hi in spans):\n"
 	"                new[-1][1] = p + PAGE - new[-1][0]\n"
 	"            else:\n"
 	"                new.append([p, PAGE])\n"
 	"            prev = p\n"
-	"        hot = [tuple(r) for r in new]\n"
+	"        hot[kind] = [tuple(r) for r in new]\n"
 	"\n"
 	"    srv = socket.socket(fileno=3)\n"
-	"    srv.send(struct.pack(\"i\", 0))\n"
+	"    srv.send(struct.pack(\"i\", 0 if shell is None else 1))\n"
 	"\n"
 	"    def retitle(argv):\n"
 	"        # /proc/PID/cmdline as a launched kernel's: argv over ours\n"
@@ -258,111 +265,229 @@ static const char server_py[] =
 	"        b = b[:end - start - 1].ljust(end - start, b\"\\0\")\n"
 	"        ctypes.memmove(start, b, len(b))\n"
 	"\n"
+	"    def child(out, err, go, teach):\n"
+	"        # a new session, its output into execd's pipes, waiting for its\n"
+	"        # go: registered by execd, in its cgroup\n"
+	"        srv.close()\n"
+	"        lr.close()\n"
+	"        if not teach:\n"
+	"            lw.close()\n"
+	"        os.setsid()\n"
+	"        os.dup2(out, 1)\n"
+	"        os.dup2(err, 2)\n"
+	"        os.close(out)\n"
+	"        if err != out:\n"
+	"            os.close(err)\n"
+	"        null = os.open(\"/dev/null\", os.O_RDONLY)\n"
+	"        os.dup2(null, 0)\n"
+	"        os.close(null)\n"
+	"        if os.read(go, 1) != b\"g\":\n"
+	"            os._exit(0)\n"
+	"        os.close(go)\n"
+	"\n"
+	"    def settle(req, mid):\n"
+	"        # with a middle process: adopted by execd once it is gone\n"
+	"        # (the server answers without waiting for its end)\n"
+	"        while mid and os.getppid() == mid:\n"
+	"            time.sleep(0.0005)\n"
+	"        libc.prctl(1, signal.SIGKILL)\n"
+	"        if os.getppid() != req[\"ppid\"]:\n"
+	"            os._exit(1)\n"
+	"        inf = resource.RLIM_INFINITY\n"
+	"        for res, cur, hard in req[\"rlimits\"]:\n"
+	"            cur = inf if cur < 0 else cur\n"
+	"            hard = inf if hard < 0 else hard\n"
+	"            try:\n"
+	"                resource.setrlimit(res, (cur, hard))\n"
+	"            except (ValueError, OSError):\n"
+	"                have = resource.getrlimit(res)[1]\n"
+	"                if have == inf or cur < have:\n"
+	"                    raise\n"
+	"        if req[\"cwd\"] is not None:\n"
+	"            os.chdir(req[\"cwd\"])\n"
+	"        # python -m puts its cwd first on the path, as here\n"
+	"        sys.path.insert(0, os.getcwd())\n"
+	"\n"
 	"    def kernel(req, out, go, mid, teach):\n"
+	"        child(out, out, go, teach)\n"
+	"        # in its cgroup now, which the copies are charged to\n"
+	"        for a, n in hot[0]:\n"
+	"            libc.madvise(a, n, POPULATE_WRITE)\n"
+	"        settle(req, mid)\n"
+	"        retitle(req[\"argv\"])\n"
+	"        sys.argv = [argv0] + req[\"argv\"][3:]\n"
+	"        args = req[\"argv\"][3:]\n"
+	"        usual = len(args) == 2 and args[0] == \"-f\"\n"
+	"        if shell is not None and usual:\n"
+	"            # The server's shell, and the profile and config it was\n"
+	"            # built on.  Its history is in memory, empty, session 1\n"
+	"            # as in any new kernel (kernels.md): this copy is the\n"
+	"            # kernel's alone, given its start and its cwd (_dh is\n"
+	"            # the same list)\n"
+	"            def done():\n"
+	"                pass\n"
+	"            app.init_profile_dir = app.init_config_files = done\n"
+	"            app.load_config_file = done\n"
+	"            hm = shell.history_manager\n"
+	"            with hm.db:\n"
+	"                hm.db.execute(\"UPDATE sessions SET start=? WHERE \"\n"
+	"                              \"session=?\", (datetime.datetime.now(),\n"
+	"                                            hm.session_number))\n"
+	"            hm.dir_hist[:] = [pathlib.Path.cwd()]\n"
+	"            shell.starting_dir = os.getcwd()\n"
+	"            init_kernel = app.init_kernel\n"
+	"            atexit.unregister(shell.atexit_operations)\n"
+	"            def adopt():\n"
+	"                # where a launched kernel builds its shell: its exit\n"
+	"                # steps ordered as theirs (before the iopub thread\n"
+	"                # stops), the streams it restores at exit its own\n"
+	"                init_kernel()\n"
+	"                shell.kernel = shell.parent = app.kernel\n"
+	"                atexit.register(shell.atexit_operations)\n"
+	"                main = shell._orig_sys_modules_main_mod\n"
+	"                shell.save_sys_module_state()\n"
+	"                shell._orig_sys_modules_main_mod = main\n"
+	"            app.init_kernel = adopt\n"
+	"        elif shell is not None:\n"
+	"            # options of its own may configure the shell: built anew\n"
+	"            drop_shell(shell)\n"
+	"        parse_argv = app.parse_command_line\n"
+	"        def parse(argv=None):\n"
+	"            if usual:\n"
+	"                # a spec's usual argv: its one option set directly,\n"
+	"                # without building traitlets' command-line parser\n"
+	"                app.argv = list(args)\n"
+	"                app.extra_args = []\n"
+	"                app.cli_config = Config(\n"
+	"                    {\"IPKernelApp\": {\"connection_file\": args[1]}})\n"
+	"            else:\n"
+	"                parse_argv(argv)\n"
+	"            # its history its own, in memory (kernels.md): no\n"
+	"            # database to open and commit, no saving thread\n"
+	"            app.cli_config.HistoryManager.hist_file = \":memory:\"\n"
+	"            app.update_config(app.cli_config)\n"
+	"        app.parse_command_line = parse\n"
+	"        app.initialize(args)\n"
+	"        app.start()\n"
+	"        # The control thread may still be ending a shutdown_request:\n"
+	"        # its last flush of stdout waits on the iopub thread, which\n"
+	"        # the app's close() (an exit step) stops before it joins the\n"
+	"        # control thread, and then that flush waits its whole 10 s.\n"
+	"        # Ended here first, while the iopub thread still runs.\n"
+	"        ct = getattr(app, \"control_thread\", None)\n"
+	"        if ct is not None and ct.is_alive():\n"
+	"            ct.stop()\n"
+	"            ct.join(5)\n"
+	"\n"
+	"    def once(req, out, err, ev, src, go, mid, teach):\n"
+	"        # One run of the code in the file src in the server's shell, as a\n"
+	"        # new kernel's first cell, then the process ends.  Its streams,\n"
+	"        # results, displays and error go to ev as they come, in order,\n"
+	"        # each an iopub message's type and content as one JSON line; what\n"
+	"        # is written to fds 1 and 2 (by its children, say) to the pipes\n"
+	"        # out and err.\n"
+	"        os.set_inheritable(ev, False)\n"
+	"        os.set_inheritable(src, False)\n"
+	"        child(out, err, go, teach)\n"
+	"        for a, n in hot[1]:\n"
+	"            libc.madvise(a, n, POPULATE_WRITE)\n"
+	"        settle(req, mid)\n"
+	"        atexit.unregister(shell.atexit_operations)\n"
+	"        cell = []\n"
+	"        while True:\n"
+	"            b = os.pread(src, 1 << 20, sum(map(len, cell)))\n"
+	"            if not b:\n"
+	"                break\n"
+	"            cell.append(b)\n"
+	"        os.close(src)\n"
+	"        cell = b\"\".join(cell).decode(\"utf-8\", \"replace\")\n"
+	"\n"
+	"        def plain(o):\n"
+	"            if isinstance(o, (bytes, bytearray)):\n"
+	"                return base64.b64encode(o).decode()\n"
+	"            return repr(o)\n"
+	"\n"
+	"        def send(msg_type, content):\n"
+	"            b = json.dumps({\"msg_type\": msg_type, \"content\": content},\n"
+	"                           default=plain).encode() + b\"\\n\"\n"
+	"            b = memoryview(b)\n"
+	"            while b:\n"
+	"                b = b[os.write(ev, b):]\n"
+	"\n"
+	"        class Stream(io.TextIOBase):\n"
+	"            # sys.stdout or sys.stderr: a stream message per line\n"
+	"            def __init__(self, name, fd):\n"
+	"                self.name, self.fd, self.parts = name, fd, []\n"
+	"\n"
+	"            def writable(self):\n"
+	"                return True\n"
+	"\n"
+	"            def fileno(self):\n"
+	"                return self.fd\n"
+	"\n"
+	"            @property\n"
+	"            def encoding(self):\n"
+	"                return \"utf-8\"\n"
+	"\n"
+	"            def write(self, s):\n"
+	"                if not isinstance(s, str):\n"
+	"                    raise TypeError(\"write() argument must be str, \"\n"
+	"                                    \"not \" + type(s).__name__)\n"
+	"                self.parts.append(s)\n"
+	"                if \"\\n\" in s:\n"
+	"                    self.flush()\n"
+	"                return len(s)\n"
+	"\n"
+	"            def flush(self):\n"
+	"                if self.parts:\n"
+	"                    text, self.parts = \"\".join(self.parts), []\n"
+	"                    send(\"stream\", {\"name\": self.name, \"text\": text})\n"
+	"        sys.stdout = Stream(\"stdout\", 1)\n"
+	"        sys.stderr = Stream(\"stderr\", 2)\n"
+	"\n"
+	"        def emit(msg_type, content):\n"
+	"            sys.stdout.flush()\n"
+	"            sys.stderr.flush()\n"
+	"            send(msg_type, content)\n"
+	"\n"
+	"        def nothing(*a, **k):\n"
+	"            pass\n"
+	"\n"
+	"        def result(data, md=None):\n"
+	"            emit(\"execute_result\", {\"data\": data, \"metadata\": md or {},\n"
+	"                                    \"execution_count\":\n"
+	"                                    shell.execution_count})\n"
+	"\n"
+	"        def publish(data, metadata=None, *a, transient=None,\n"
+	"                    update=False, **k):\n"
+	"            emit(\"update_display_data\" if update else \"display_data\",\n"
+	"                 {\"data\": data, \"metadata\": metadata or {},\n"
+	"                  \"transient\": transient or {}})\n"
+	"\n"
+	"        def showtb(etype, evalue, stb):\n"
+	"            emit(\"error\", {\"ename\": getattr(etype, \"__name__\", \"Error\"),\n"
+	"                           \"evalue\": str(evalue), \"traceback\": stb})\n"
+	"\n"
+	"        def no_input(prompt=\"\"):\n"
+	"            raise StdinNotImplementedError(\n"
+	"                \"raw_input was called, but this frontend does not support \"\n"
+	"                \"input requests.\")\n"
+	"        dh = shell.displayhook\n"
+	"        dh.start_displayhook = dh.write_output_prompt = nothing\n"
+	"        dh.finish_displayhook = nothing\n"
+	"        dh.write_format_data = result\n"
+	"        shell.display_pub.publish = publish\n"
+	"        shell.display_pub.clear_output = nothing\n"
+	"        shell._showtraceback = showtb\n"
+	"        builtins.input = no_input\n"
+	"        shell.run_cell(cell, store_history=True)\n"
+	"\n"
+	"    def ended(fn, kind, teach):\n"
+	"        # fn run, then the process's exit steps and its end, with the\n"
+	"        # exit status a launched interpreter would have\n"
 	"        code = 1\n"
 	"        try:\n"
-	"            srv.close()\n"
-	"            lr.close()\n"
-	"            if not teach:\n"
-	"                lw.close()\n"
-	"            os.setsid()\n"
-	"            os.dup2(out, 1)\n"
-	"            os.dup2(out, 2)\n"
-	"            os.close(out)\n"
-	"            null = os.open(\"/dev/null\", os.O_RDONLY)\n"
-	"            os.dup2(null, 0)\n"
-	"            os.close(null)\n"
-	"            if os.read(go, 1) != b\"g\":\n"
-	"                os._exit(0)\n"
-	"            os.close(go)\n"
-	"            # in its cgroup now, which the copies are charged to\n"
-	"            for a, n in hot:\n"
-	"                libc.madvise(a, n, POPULATE_WRITE)\n"
-	"            # with a middle process: adopted by execd once it is gone\n"
-	"            # (the server answers without waiting for its end)\n"
-	"            while mid and os.getppid() == mid:\n"
-	"                time.sleep(0.0005)\n"
-	"            libc.prctl(1, signal.SIGKILL)\n"
-	"            if os.getppid() != req[\"ppid\"]:\n"
-	"                os._exit(1)\n"
-	"            inf = resource.RLIM_INFINITY\n"
-	"            for res, cur, hard in req[\"rlimits\"]:\n"
-	"                cur = inf if cur < 0 else cur\n"
-	"                hard = inf if hard < 0 else hard\n"
-	"                try:\n"
-	"                    resource.setrlimit(res, (cur, hard))\n"
-	"                except (ValueError, OSError):\n"
-	"                    have = resource.getrlimit(res)[1]\n"
-	"                    if have == inf or cur < have:\n"
-	"                        raise\n"
-	"            if req[\"cwd\"] is not None:\n"
-	"                os.chdir(req[\"cwd\"])\n"
-	"            # python -m puts its cwd first on the path, as here\n"
-	"            sys.path.insert(0, os.getcwd())\n"
-	"            retitle(req[\"argv\"])\n"
-	"            sys.argv = [argv0] + req[\"argv\"][3:]\n"
-	"            args = req[\"argv\"][3:]\n"
-	"            usual = len(args) == 2 and args[0] == \"-f\"\n"
-	"            if shell is not None and usual:\n"
-	"                # The server's shell, and the profile and config it was\n"
-	"                # built on.  Its history is in memory, empty, session 1\n"
-	"                # as in any new kernel (kernels.md): this copy is the\n"
-	"                # kernel's alone, given its start and its cwd (_dh is\n"
-	"                # the same list)\n"
-	"                def done():\n"
-	"                    pass\n"
-	"                app.init_profile_dir = app.init_config_files = done\n"
-	"                app.load_config_file = done\n"
-	"                hm = shell.history_manager\n"
-	"                with hm.db:\n"
-	"                    hm.db.execute(\"UPDATE sessions SET start=? WHERE \"\n"
-	"                                  \"session=?\", (datetime.datetime.now(),\n"
-	"                                                hm.session_number))\n"
-	"                hm.dir_hist[:] = [pathlib.Path.cwd()]\n"
-	"                shell.starting_dir = os.getcwd()\n"
-	"                init_kernel = app.init_kernel\n"
-	"                atexit.unregister(shell.atexit_operations)\n"
-	"                def adopt():\n"
-	"                    # where a launched kernel builds its shell: its exit\n"
-	"                    # steps ordered as theirs (before the iopub thread\n"
-	"                    # stops), the streams it restores at exit its own\n"
-	"                    init_kernel()\n"
-	"                    shell.kernel = shell.parent = app.kernel\n"
-	"                    atexit.register(shell.atexit_operations)\n"
-	"                    main = shell._orig_sys_modules_main_mod\n"
-	"                    shell.save_sys_module_state()\n"
-	"                    shell._orig_sys_modules_main_mod = main\n"
-	"                app.init_kernel = adopt\n"
-	"            elif shell is not None:\n"
-	"                # options of its own may configure the shell: built anew\n"
-	"                drop_shell(shell)\n"
-	"            parse_argv = app.parse_command_line\n"
-	"            def parse(argv=None):\n"
-	"                if usual:\n"
-	"                    # a spec's usual argv: its one option set directly,\n"
-	"                    # without building traitlets' command-line parser\n"
-	"                    app.argv = list(args)\n"
-	"                    app.extra_args = []\n"
-	"                    app.cli_config = Config(\n"
-	"                        {\"IPKernelApp\": {\"connection_file\": args[1]}})\n"
-	"                else:\n"
-	"                    parse_argv(argv)\n"
-	"                # its history its own, in memory (kernels.md): no\n"
-	"                # database to open and commit, no saving thread\n"
-	"                app.cli_config.HistoryManager.hist_file = \":memory:\"\n"
-	"                app.update_config(app.cli_config)\n"
-	"            app.parse_command_line = parse\n"
-	"            app.initialize(args)\n"
-	"            app.start()\n"
-	"            # The control thread may still be ending a shutdown_request:\n"
-	"            # its last flush of stdout waits on the iopub thread, which\n"
-	"            # the app's close() (an exit step) stops before it joins the\n"
-	"            # control thread, and then that flush waits its whole 10 s.\n"
-	"            # Ended here first, while the iopub thread still runs.\n"
-	"            ct = getattr(app, \"control_thread\", None)\n"
-	"            if ct is not None and ct.is_alive():\n"
-	"                ct.stop()\n"
-	"                ct.join(5)\n"
+	"            fn()\n"
 	"            code = 0\n"
 	"        except SystemExit as e:\n"
 	"            c = e.code\n"
@@ -375,12 +500,17 @@ static const char server_py[] =
 	"            sys.stdout.flush()\n"
 	"            sys.stderr.flush()\n"
 	"            if teach:\n"
-	"                lw.send(written(), socket.MSG_DONTWAIT)\n"
+	"                lw.send(written(kind), socket.MSG_DONTWAIT)\n"
 	"        finally:\n"
 	"            os._exit(code)\n"
 	"\n"
+	"    def forked(req, fds, mid, teach):\n"
+	"        if len(fds) == 5:\n"
+	"            ended(lambda: once(req, *fds, mid, teach), 1, teach)\n"
+	"        ended(lambda: kernel(req, fds[0], fds[1], mid, teach), 0, teach)\n"
+	"\n"
 	"    while True:\n"
-	"        if learn and reports >= 3:\n"
+	"        if learn and min(reports) >= 3:\n"
 	"            learn = False       # learnt: later reports go unread\n"
 	"            lr.close()\n"
 	"        if learn and select.select([srv, lr], [], [])[0] == [lr]:\n"
@@ -389,15 +519,18 @@ static const char server_py[] =
 	"            except Exception as e:\n"
 	"                print(\"execd-forkserver: learning:\", e, file=sys.stderr)\n"
 	"            continue\n"
-	"        msg, fds, _, _ = socket.recv_fds(srv, 1 << 16, 2)\n"
+	"        msg, fds, _, _ = socket.recv_fds(srv, 1 << 16, 5)\n"
 	"        if not msg:\n"
 	"            os._exit(0)\n"
-	"        pid, mid = -22, 0\n"
-	"        teach = learn and reports < 3 and asked < 16\n"
+	"        pid, mid, teach = -22, 0, False\n"
 	"        try:\n"
 	"            req = json.loads(msg)\n"
-	"            if len(fds) != 2:\n"
-	"                raise ValueError(\"two fds wanted\")\n"
+	"            kind = int(bool(req.get(\"once\")))\n"
+	"            if len(fds) != 2 + 3 * kind:\n"
+	"                raise ValueError(\"two fds wanted, or five to run once\")\n"
+	"            if kind and shell is None:\n"
+	"                raise ValueError(\"no shell to run code once in\")\n"
+	"            teach = learn and reports[kind] < 3 and asked[kind] < 16\n"
 	"            if nr is not None:\n"
 	"                try:\n"
 	"                    pid = clone()\n"
@@ -406,7 +539,7 @@ static const char server_py[] =
 	"                          \"(forking twice from now on)\", file=sys.stderr)\n"
 	"                    nr = None\n"
 	"                if pid == 0:\n"
-	"                    kernel(req, fds[0], fds[1], 0, teach)\n"
+	"                    forked(req, fds, 0, teach)\n"
 	"            if nr is None:\n"
 	"                r, w = os.pipe()\n"
 	"                mid = os.fork()\n"
@@ -417,7 +550,7 @@ static const char server_py[] =
 	"                        g = os.fork()\n"
 	"                        if g == 0:\n"
 	"                            os.close(w)\n"
-	"                            kernel(req, fds[0], fds[1], me, teach)\n"
+	"                            forked(req, fds, me, teach)\n"
 	"                        os.write(w, struct.pack(\"i\", g))\n"
 	"                    finally:\n"
 	"                        os._exit(0)\n"
@@ -426,7 +559,7 @@ static const char server_py[] =
 	"                os.close(r)\n"
 	"                if len(got) == 4:\n"
 	"                    pid = struct.unpack(\"i\", got)[0]\n"
-	"            asked += teach and pid > 0\n"
+	"            asked[kind] += teach and pid > 0\n"
 	"        except OSError as e:\n"
 	"            pid = -e.errno\n"
 	"        except Exception as e:\n"
@@ -459,6 +592,7 @@ struct server {
 	pid_t		 pid;		/* 0: none */
 	int		 fd;		/* ours of the pair; -1: none */
 	bool		 ready;		/* its imports are done */
+	bool		 once;		/* ... and it can run code once */
 	struct loop	*loop;		/* fd watched there while it runs */
 	unsigned	 gen;		/* spawn_generation() at its start */
 	unsigned	 fails;		/* died before ready, in a row */
@@ -531,7 +665,7 @@ server_drop(struct server *s, bool kill_it, int rc)
 		close(s->fd);
 	s->pid = 0;
 	s->fd = -1;
-	s->ready = false;
+	s->ready = s->once = false;
 	s->reqs = NULL;
 	/* After s is reset: a callback may start a server again. */
 	snprintf(msg, sizeof(msg), "fork server for %s: %s", s->key,
@@ -683,11 +817,12 @@ server_ready(struct server *s)
 	if (s->ready)
 		return true;
 	n = recv(s->fd, &v, sizeof(v), MSG_DONTWAIT);
-	if (n == (ssize_t)sizeof(v) && v == 0) {
+	if (n == (ssize_t)sizeof(v) && (v == 0 || v == 1)) {
 		s->ready = true;
+		s->once = v == 1;
 		s->fails = 0;
-		log_info("fork server pid=%ld for %s: imports done, serving",
-		    (long)s->pid, s->key);
+		log_info("fork server pid=%ld for %s: imports done, serving%s",
+		    (long)s->pid, s->key, s->once ? "" : " (kernels only)");
 	} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
 	    n > 0) {
 		server_drop(s, true, -EPIPE);
@@ -698,7 +833,8 @@ server_ready(struct server *s)
 
 /*
  * The request's JSON: the kernel's argv (shown as its command line; what
- * follows "-m module" goes to IPKernelApp), cwd, rlimits, our pid.
+ * follows "-m module" goes to IPKernelApp), cwd, rlimits, our pid; and
+ * whether it is a run once.
  */
 static char *
 request(const struct forksrv_job *job, bool in_cgroup)
@@ -722,35 +858,37 @@ request(const struct forksrv_job *job, bool in_cgroup)
 	    json_string(job->cwd) : json_null());
 	json_object_set_new(r, "rlimits", rl);
 	json_object_set_new(r, "ppid", json_integer(getpid()));
+	if (job->code != NULL)
+		json_object_set_new(r, "once", json_true());
 	txt = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
 	return txt;
 }
 
 /*
- * Send txt with fds a and b to s, without waiting: a server whose
+ * Send txt with nfd fds (2 or 5) to s, without waiting: a server whose
  * buffer is full has stopped reading, and this kernel is launched.
  */
 static int
-send_req(struct server *s, char *txt, int a, int b)
+send_req(struct server *s, char *txt, const int *fds, size_t nfd)
 {
 	struct iovec iov = { txt, strlen(txt) };
 	union {
 		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(2 * sizeof(int))];
+		char		buf[CMSG_SPACE(5 * sizeof(int))];
 	} u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	    .msg_control = u.buf,
+	    .msg_controllen = CMSG_SPACE(nfd * sizeof(int)) };
 	struct cmsghdr *c;
-	int fds[2] = { a, b };
 	ssize_t n;
 
 	memset(&u, 0, sizeof(u));
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
 	if (iov.iov_len >= REQ_MAX)
 		return -E2BIG;
 	do
@@ -837,6 +975,35 @@ on_answers(struct server *s)
 	}
 }
 
+/* A memory file holding code: its fd, or -errno with why in err. */
+static int
+code_file(const char *code, char *err, size_t errlen)
+{
+	size_t len = strlen(code), off = 0;
+	ssize_t n;
+	int fd, rc;
+
+	if ((fd = memfd_create("execd-code", MFD_CLOEXEC)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "memfd_create: %s", strerror(-rc));
+		return rc;
+	}
+	while (off < len) {
+		if ((n = write(fd, code + off, len - off)) < 0 &&
+		    errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "the code's file: %s",
+			    strerror(-rc));
+			close(fd);
+			return rc;
+		}
+		off += (size_t)n;
+	}
+	return fd;
+}
+
 /* Fork job's kernel; see forksrv.h. */
 int
 forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
@@ -845,7 +1012,8 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 	struct cgroup *cg = NULL;
 	struct server *s;
 	struct forksrv_req *r, **tail;
-	int go[2] = { -1, -1 }, rc;
+	int go[2] = { -1, -1 }, fds[5], src = -1, rc;
+	size_t nfd = 2;
 	char *txt = NULL;
 
 	if (!adopts_orphans() || (s = server_for(job)) == NULL ||
@@ -866,6 +1034,8 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 	}
 	if (!server_ready(s))
 		return -EAGAIN;
+	if (job->code != NULL && !s->once)
+		return -ENOTSUP;
 	if (job->limits != NULL && cgroup_wanted(job->limits) &&
 	    (rc = cgroup_new_empty(job->limits, &cg, err, errlen)) < 0)
 		return rc;
@@ -875,7 +1045,20 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 		goto fail;
 	}
 	txt = request(job, cg != NULL);
-	if ((rc = send_req(s, txt, job->out_fd, go[0])) < 0) {
+	fds[0] = job->out_fd;
+	if (job->code != NULL) {
+		/* The code, of any size, in a file of its own. */
+		if ((src = code_file(job->code, err, errlen)) < 0) {
+			rc = src;
+			goto fail;
+		}
+		fds[1] = job->err_fd;
+		fds[2] = job->ev_fd;
+		fds[3] = src;
+		nfd = 5;
+	}
+	fds[nfd - 1] = go[0];
+	if ((rc = send_req(s, txt, fds, nfd)) < 0) {
 		snprintf(err, errlen, "fork server for %s: %s", s->key,
 		    strerror(-rc));
 		if (rc != -E2BIG)
@@ -884,6 +1067,8 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 	}
 	free(txt);
 	close(go[0]);
+	if (src >= 0)
+		close(src);
 	r = xcalloc(1, sizeof(*r));
 	r->go = go[1];
 	r->cg = cg;
@@ -903,9 +1088,23 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 fail:
 	if (cg != NULL)
 		cgroup_free(cg);
+	if (src >= 0)
+		close(src);
 	spawn_pipe_close(go);
 	free(txt);
 	return rc;
+}
+
+/* Whether job's code can be run once now; see forksrv.h. */
+bool
+forksrv_can_run(const struct forksrv_job *job)
+{
+	struct server *s;
+
+	if (!adopts_orphans() || (s = server_for(job)) == NULL)
+		return false;
+	return s->pid > 0 && s->gen == spawn_generation() &&
+	    server_ready(s) && s->once;
 }
 
 /* Its answer is not wanted any more; see forksrv.h. */

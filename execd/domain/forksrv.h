@@ -17,8 +17,14 @@
  * go, not one fault at a time; which pages is learnt from the first
  * kernels' exits), set its rlimits, chdir and start IPKernelApp on the
  * connection file execd wrote, making its sockets, threads and ZeroMQ
- * context after the fork.  execd never waits for a server: its answers
- * are read on the loop.  Loop thread only.
+ * context after the fork.
+ *
+ * A server also runs code once (oneshot.h): the process it forks for
+ * that reads the code from a memory file execd wrote it to, runs it in a
+ * copy of the IPython shell the server built at its start, as a new
+ * kernel's first cell, and exits; no kernel, no ZeroMQ.  Its registration, cgroup, go, rlimits and cwd are a kernel's.
+ * execd never waits for a server: its answers are read on the loop.
+ * Loop thread only.
  */
 #ifndef EXECD_FORKSRV_H
 #define EXECD_FORKSRV_H
@@ -42,7 +48,7 @@ struct loop;
  */
 typedef void	forksrv_done_cb(pid_t pid, int rc, const char *msg, void *arg);
 
-/* One kernel to fork. */
+/* One kernel, or one run once, to fork. */
 struct forksrv_job {
 	struct loop	*loop;		/* where the server is watched */
 	const struct kp_kernelspec *spec;
@@ -50,7 +56,10 @@ struct forksrv_job {
 	char *const	*envp;		/* the kernel's environment */
 	const char	*cwd;		/* NULL: execd's */
 	const struct limits *limits;	/* NULL: none */
-	int		 out_fd;	/* its stdout and stderr */
+	int		 out_fd;	/* its stdout (and stderr: a kernel) */
+	const char	*code;		/* NULL: a kernel; else run this once */
+	int		 err_fd;	/* run once: its stderr */
+	int		 ev_fd;		/* ... and its events (oneshot.h) */
 	bool		 keep_ids;	/* as spawn_opts.keep_ids */
 	child_exit_cb	*cb;		/* its exit, as for child_add */
 	void		*arg;
@@ -69,17 +78,23 @@ bool	forksrv_fits(const struct kp_kernelspec *spec, char *const *argv);
  * job->done hears the outcome later, from the loop (never from within
  * this call).  With a pid, the kernel leads its own session and process
  * group, is registered with child_add (job->cb hears its exit) and
- * tracked by cgroup.h under job->limits.  job->out_fd may be closed
+ * tracked by cgroup.h under job->limits.  job's fds may be closed
  * once this returns (the server has its copy).  -EAGAIN when the spec's
  * server is not ready yet (it is started then: launch this one
  * normally); -ENOTSUP when there can be no server (execd adopts no
  * orphans, or a server of the spec failed to start three times in a
  * row); another -errno, with a message in err, when the request could
  * not be sent (the server is then stopped, and started again at the
- * next call).
+ * next call); -ENOTSUP too for code when the server cannot run it
+ * (its shell was not built: the spec's config names other classes).
  */
 int	forksrv_start(const struct forksrv_job *job, struct forksrv_req **req,
 	    char *err, size_t errlen);
+/*
+ * Whether job's code can be forked now: its server is up, ready, of the
+ * current policy, and has a shell to run it in.
+ */
+bool	forksrv_can_run(const struct forksrv_job *job);
 /*
  * The outcome of req is no longer wanted (its kernel was shut down
  * before it was forked): job->done is not called, and a kernel forked

@@ -198,7 +198,6 @@ static int	 send_info_request(struct kernel *);
 static void	 describe_exit(int, char *, size_t);
 static bool	 oom_killed(struct kernel *, int);
 static void	 stderr_tail(struct kernel *, char *, size_t);
-static char	**kernel_env(const struct kp_kernelspec *);
 
 static const enum kp_chan_id polled[] = {
 	KP_SHELL, KP_IOPUB, KP_STDIN, KP_CONTROL
@@ -539,7 +538,7 @@ on_unforked_stop(struct loop *l, uint64_t id, void *arg)
 }
 
 /* execd's environment, the spec's env over it, and our kernel settings. */
-static char **
+char **
 kernel_env(const struct kp_kernelspec *spec)
 {
 	extern char **environ;

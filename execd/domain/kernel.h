@@ -146,6 +146,13 @@ struct kernel_sub_cb {
 };
 
 /*
+ * The environment of spec's kernels: execd's, the spec's env over it,
+ * and execd's kernel settings; NULL-terminated, each string and the
+ * array the caller's to free.
+ */
+char	**kernel_env(const struct kp_kernelspec *spec);
+
+/*
  * Launch a kernel from spec (which must outlive it) in cwd (NULL: execd's),
  * under limits (NULL: none; copied, for its restarts too).
  * 0 with *out set; ev later reports READY or DEAD.  -errno with a message

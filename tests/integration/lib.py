@@ -339,6 +339,22 @@ def user_with_groups():
     raise AssertionError("no user with a supplementary group here")
 
 
+def install_spec(top, name, spec):
+    """Kernelspec spec (kernel.json's object) as top/kernels/name, found
+    by an execd with JUPYTER_PATH=top."""
+    d = os.path.join(top, "kernels", name)
+    os.makedirs(d)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump(spec, f)
+
+
+# The argv of a kernelspec "pyall", an ipykernel with an option of its own.
+PYALL = {"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
+                  "{connection_file}",
+                  "--InteractiveShell.ast_node_interactivity=all"],
+         "display_name": "All", "language": "pyall"}
+
+
 # --- REPL kernels (execd-repl-kernel and the tree's kernelspecs) ----------
 
 def repl_kernel_bin():

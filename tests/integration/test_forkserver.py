@@ -22,8 +22,8 @@ import tempfile
 import threading
 import time
 
-from lib import (Execd, children_of, interrupted_run, kinds, new_context,
-                 run_code, texts, wait_for)
+from lib import (PYALL, Execd, children_of, install_spec, interrupted_run,
+                 kinds, new_context, run_code, texts, wait_for)
 
 BOUND = 60      # seconds in which a server must be up, even under ASan
 
@@ -650,15 +650,7 @@ def test_a_spec_with_options_gets_a_shell_of_its_own():
     # Options beyond -f FILE may configure the shell: a kernel of such a
     # spec builds its shell itself rather than taking the server's.
     with tempfile.TemporaryDirectory() as tmp:
-        kd = os.path.join(tmp, "kernels", "pyall")
-        os.makedirs(kd)
-        with open(os.path.join(kd, "kernel.json"), "w") as f:
-            json.dump({"argv": ["/usr/bin/python3", "-m",
-                                "ipykernel_launcher", "-f",
-                                "{connection_file}",
-                                "--InteractiveShell.ast_node_interactivity"
-                                "=all"],
-                       "display_name": "All", "language": "pyall"}, f)
+        install_spec(tmp, "pyall", PYALL)
         with Execd(env={"JUPYTER_PATH": tmp}) as d:
             c, pid = forked_context(d, language="pyall")
             st, evs = run_code(d, "print(get_ipython()"

@@ -9,8 +9,15 @@ import time
 from lib import (Execd, events, expect_error, kinds, run_code, texts,
                  wait_for)
 
-WHO = ("import os, ipykernel.connect as k\n"
-       "print(os.getpid(), k.get_connection_file())\n")
+# The run's pid and its kernel's connection file ("-" for a run once,
+# which has none: test_runonce.py).
+WHO = ("import os\n"
+       "try:\n"
+       "    import ipykernel.connect as k\n"
+       "    f = k.get_connection_file()\n"
+       "except Exception:\n"
+       "    f = '-'\n"
+       "print(os.getpid(), f)\n")
 
 
 def gone(pid, path):
@@ -189,10 +196,9 @@ def test_batch_bad_requests():
 
 def test_client_leaving_a_batch_stops_it():
     marker = os.path.join(tempfile.mkdtemp(prefix="execd-rl-"), "m")
-    code = ("import os, time, ipykernel.connect as k\n"
-            "open(%r, 'a').write('%%d %%s\\n' %% (os.getpid(), "
-            "k.get_connection_file()))\n"
-            "time.sleep(300)\n") % marker
+    code = (WHO.replace("print(os.getpid(), f)",
+                        "open(%r, 'a').write('%%d %%s\\n' %% (os.getpid(), "
+                        "f))") + "import time; time.sleep(300)\n") % marker
     with Execd() as d:
         s = socket.create_connection(("127.0.0.1", d.port), timeout=60)
         body = json.dumps({"items": [{"code": code, "language": "python"}]

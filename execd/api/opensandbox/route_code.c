@@ -135,8 +135,9 @@ route_code_run(struct http_req *req)
 		    lang);
 		return;
 	} else if (ephemeral || (c = context_default(lang)) == NULL) {
-		rc = context_create(lang, NULL, !ephemeral, NULL, &c, err,
-		    sizeof(err));
+		rc = ephemeral ? context_create_once(lang, NULL, &c, err,
+		    sizeof(err)) : context_create(lang, NULL, true, NULL, &c,
+		    err, sizeof(err));
 		if (rc == -ENOENT) {
 			http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
 			return;

@@ -254,9 +254,9 @@ route_context_connection(struct http_req *req)
 	if (c == NULL)
 		return;
 	if (context_kernel(c) == NULL) {
-		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s is a "
-		    "shell session, not a kernel: there is nothing to attach "
-		    "to", context_id(c));
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s has "
+		    "no kernel (a shell session, or a run once): there is "
+		    "nothing to attach to", context_id(c));
 		return;
 	}
 	if (!context_ready(c)) {
