@@ -84,9 +84,11 @@ socket for Jupyter Server's WebSocket.
       the context deleted; and (fork on) N episodes of the same snippet
       as `python3 -c` through POST /command, and 200 episodes as one
       POST /code/batch, 8 at a time (execd started with
-      --batch-concurrency 8).  Prints "fork_eps nofork_eps command_eps
-      fork_ready_us nofork_ready_us batch_eps" (episodes per second,
-      medians in microseconds).
+      --batch-concurrency 8), and N one-request episodes over 8
+      connections (POST /code with an ephemeral context).  Prints
+      "fork_eps nofork_eps command_eps fork_ready_us nofork_ready_us
+      batch_eps ephemeral_eps" (episodes per second, medians in
+      microseconds).
 
 Times are CLOCK_MONOTONIC.  Every wait is bounded; every process started
 here is stopped by its pid, also on SIGTERM; every context and kernel
@@ -1033,8 +1035,9 @@ FORK_READY = r"fork server pid=\d+ for \S+: imports done, serving"
 
 
 def episode(conn, what):
-    """One episode: "context" (new context, the snippet, delete it) or
-    "command" (the snippet as python3 -c through POST /command)."""
+    """One episode: "context" (new context, the snippet, delete it),
+    "ephemeral" (the snippet in one POST /code of an ephemeral context)
+    or "command" (the snippet as python3 -c through POST /command)."""
     def post(path, body):
         conn.request("POST", path, body=json.dumps(body).encode(),
                      headers={"Content-Type": "application/json"})
@@ -1046,6 +1049,9 @@ def episode(conn, what):
     if what == "command":
         data = post("/command", {"command": "/usr/bin/python3 -c '%s'"
                                  % EPISODE_CODE.replace("\n", ";")})
+    elif what == "ephemeral":
+        data = post("/code", {"code": EPISODE_CODE, "context": {
+            "language": "python", "ephemeral": True}})
     else:
         cid = json.loads(post("/code/context",
                               {"language": "python"}))["id"]
@@ -1126,8 +1132,9 @@ def cmd_episodes(binary, n, tmp):
     """Episodes/s with 8 clients, with the fork server and without, and
     the same snippet as python3 -c through POST /command; and the median
     of one fresh context ready (no pool), with and without; and (fork on)
-    BATCH_ITEMS episodes as one POST /code/batch.  Prints "fork_eps
-    nofork_eps command_eps fork_ready_us nofork_ready_us batch_eps"."""
+    BATCH_ITEMS episodes as one POST /code/batch, and N one-request
+    episodes (ephemeral runs).  Prints "fork_eps nofork_eps command_eps
+    fork_ready_us nofork_ready_us batch_eps ephemeral_eps"."""
     out = {}
     for fork in ("on", "off"):
         ex = start_execd(binary, tmp, "execd-episodes-" + fork,
@@ -1145,11 +1152,12 @@ def cmd_episodes(binary, n, tmp):
             if fork == "on":
                 out["command"] = episodes_per_s(ex, "command", n)
                 out["batch"] = batch_per_s(ex, BATCH_ITEMS)
+                out["ephemeral"] = episodes_per_s(ex, "ephemeral", n)
         finally:
             ex.close()
-    print("%.1f %.1f %.1f %d %d %.1f" % (out["on"][0], out["off"][0],
-                                         out["command"], out["on"][1],
-                                         out["off"][1], out["batch"]))
+    print("%.1f %.1f %.1f %d %d %.1f %.1f" % (
+        out["on"][0], out["off"][0], out["command"], out["on"][1],
+        out["off"][1], out["batch"], out["ephemeral"]))
 
 
 if __name__ == "__main__":
