@@ -128,7 +128,7 @@ take_line(struct oneshot *o, const char *p, size_t len)
 static void
 take_events(struct oneshot *o, const char *p, size_t n)
 {
-	struct kevent_set set;
+	char note[160];
 	const char *nl;
 	size_t k;
 
@@ -140,12 +140,12 @@ take_events(struct oneshot *o, const char *p, size_t n)
 			o->skipping += o->line.len + k;
 			buf_reset(&o->line);
 			if (nl != NULL) {
-				snprintf(set.note, sizeof(set.note), "\n[execd: "
-				    "a message of %zu bytes was over the frame "
+				snprintf(note, sizeof(note), "\n[execd: a "
+				    "message of %zu bytes was over the frame "
 				    "limit and was dropped]\n", o->skipping);
 				o->cb->event(&(struct kevent){
-				    .kind = KEV_STDERR, .text = set.note,
-				    .len = strlen(set.note), .note = true },
+				    .kind = KEV_STDERR, .text = note,
+				    .len = strlen(note), .note = true },
 				    o->arg);
 				o->skipping = 0;
 			}
