@@ -144,6 +144,7 @@ struct kernel {
 	bool				 forked;	/* by a fork server */
 	struct forksrv_req		*freq;	/* its fork asked for */
 	bool				 no_fork;	/* launch it this time */
+	bool				 untimed;	/* adopted, not begun */
 	unsigned			 restarts;
 	json_t				*info;
 	bool				 info_reply;
@@ -170,6 +171,30 @@ struct kernel {
 };
 
 static int	 launch(struct kernel *, char *, size_t);
+static int	 new_conn(struct kernel *, char *, size_t);
+
+/* A kernel object, no process yet. */
+static struct kernel *
+new_kernel(struct loop *loop, const struct kernel_conf *conf,
+    const struct limits *lim, const struct kp_kernelspec *spec,
+    const char *cwd, kernel_event_cb *ev, void *arg)
+{
+	struct kernel *k = xcalloc(1, sizeof(*k));
+
+	k->loop = loop;
+	k->xstate = KERNEL_S_STARTING;
+	k->last_activity = loop_wall_ms();
+	k->conf = conf;
+	k->spec = spec;
+	k->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	if (lim != NULL)
+		k->limits = *lim;
+	k->ev = ev;
+	k->arg = arg;
+	k->errfd = -1;
+	return k;
+}
+
 static int	 connect_kernel(struct kernel *, char *, size_t);
 static void	 on_forked(pid_t, int, const char *, void *);
 static void	 reaped(pid_t, int, void *);
@@ -264,20 +289,9 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
     const char *cwd, kernel_event_cb *ev, void *arg, struct kernel **out,
     char *err, size_t errlen)
 {
-	struct kernel *k = xcalloc(1, sizeof(*k));
+	struct kernel *k = new_kernel(loop, conf, lim, spec, cwd, ev, arg);
 	int rc;
 
-	k->loop = loop;
-	k->xstate = KERNEL_S_STARTING;
-	k->last_activity = loop_wall_ms();
-	k->conf = conf;
-	k->spec = spec;
-	k->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
-	if (lim != NULL)
-		k->limits = *lim;
-	k->ev = ev;
-	k->arg = arg;
-	k->errfd = -1;
 	id_uuid(k->id);
 	if ((rc = launch(k, err, errlen)) < 0) {
 		free_kernel(k);
@@ -287,26 +301,65 @@ kernel_start(struct loop *loop, const struct kernel_conf *conf,
 	return 0;
 }
 
+/* A kernel of a process that is there already; see kernel.h. */
+int
+kernel_adopt(struct loop *loop, const struct kernel_conf *conf,
+    const struct limits *lim, const struct kp_kernelspec *spec,
+    const char *cwd, const char *id, kernel_become_fn *become, void *barg,
+    kernel_event_cb *ev, void *arg, struct kernel **out, char *err,
+    size_t errlen)
+{
+	struct kernel *k = new_kernel(loop, conf, lim, spec, cwd, ev, arg);
+	int p[2] = { -1, -1 }, rc;
+	pid_t pid;
+
+	snprintf(k->id, sizeof(k->id), "%s", id);
+	k->untimed = true;
+	if ((rc = new_conn(k, err, errlen)) < 0)
+		goto fail;
+	/* Our end only is non-blocking: the kernel's writes must block. */
+	if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-rc));
+		goto fail;
+	}
+	if ((pid = become(k->connfile, p[1], barg)) < 0) {
+		rc = (int)pid;
+		snprintf(err, errlen, "the process cannot become a kernel: %s",
+		    strerror(-rc));
+		goto fail;
+	}
+	close(p[1]);
+	kp_msg_new_id(k->session);
+	k->pid = pid;
+	k->forked = true;
+	k->errfd = p[0];
+	child_add(k->pid, k->pid, reaped, k);
+	loop_add_fd(k->loop, k->errfd, LOOP_READ, on_stderr, k);
+	*out = k;
+	/* On failure it was killed: the reaper reports it. */
+	if (connect_kernel(k, err, errlen) < 0)
+		log_warnx("kernel=%s: %s", k->id, err);
+	return 0;
+fail:
+	if (k->connfile != NULL)
+		unlink(k->connfile);
+	spawn_pipe_close(p);
+	free_kernel(k);
+	return rc;
+}
+
 /*
- * One process: connection file, spawn, channels, watches, timers.  On
- * failure everything made here is undone.
+ * A new connection for k: a fresh 32-byte key (written as hex), ports or
+ * ipc paths, and the file that holds them.  On failure nothing is left.
  */
 static int
-launch(struct kernel *k, char *err, size_t errlen)
+new_conn(struct kernel *k, char *err, size_t errlen)
 {
-	/*
-	 * A kernel runs as the default user when there is one, else as
-	 * execd; either way its connection file (0600) and sockets are its
-	 * own and no one else's.
-	 */
-	struct spawn_opts so = { .stdin_fd = -1, .limits = &k->limits,
-	    .keep_ids = !k->conf->as_user };
-	char **argv = NULL, **env = NULL;
 	unsigned char raw[32];
-	int p[2] = { -1, -1 }, rc;
+	int rc;
 	static const char hex[] = "0123456789abcdef";
 
-	/* 1. Connection info: a fresh 32-byte key, written as hex. */
 	memset(&k->conn, 0, sizeof(k->conn));
 	if (RAND_bytes(raw, sizeof(raw)) != 1) {
 		snprintf(err, errlen, "no random bytes for the kernel key");
@@ -361,6 +414,35 @@ launch(struct kernel *k, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", k->connfile, strerror(-rc));
 		goto fail;
 	}
+	return 0;
+fail:
+	unlink(k->connfile);
+	if (k->sockdir != NULL)
+		rmdir(k->sockdir);
+	return rc;
+}
+
+/*
+ * One process: connection file, spawn, channels, watches, timers.  On
+ * failure everything made here is undone.
+ */
+static int
+launch(struct kernel *k, char *err, size_t errlen)
+{
+	/*
+	 * A kernel runs as the default user when there is one, else as
+	 * execd; either way its connection file (0600) and sockets are its
+	 * own and no one else's.
+	 */
+	struct spawn_opts so = { .stdin_fd = -1, .limits = &k->limits,
+	    .keep_ids = !k->conf->as_user };
+	char **argv = NULL, **env = NULL;
+	int p[2] = { -1, -1 }, rc;
+
+	/* 1. Connection info. */
+	k->untimed = false;	/* a process of its own: timed from now */
+	if ((rc = new_conn(k, err, errlen)) < 0)
+		return rc;
 
 	/* 2. The process, with stdout and stderr into one pipe we read. */
 	kp_msg_new_id(k->session);
@@ -437,6 +519,18 @@ out:
 	return rc;
 }
 
+/* The adopted process begins to become a kernel: its start is timed. */
+void
+kernel_adopt_begun(struct kernel *k)
+{
+	if (!k->untimed)
+		return;
+	k->untimed = false;
+	if (k->state == K_STARTING && k->t_ready == 0 && k->ch != NULL)
+		k->t_ready = loop_timer_add(k->loop,
+		    k->conf->ready_timeout_ms / 3, on_ready_timeout, k);
+}
+
 /* Step 3 of launch, once the process is there: channels, timers. */
 static int
 connect_kernel(struct kernel *k, char *err, size_t errlen)
@@ -465,9 +559,10 @@ connect_kernel(struct kernel *k, char *err, size_t errlen)
 	 * (tslab's zeromq.js does, with "Socket is blocked by a bind").
 	 */
 	k->t_nudge = loop_timer_add(k->loop, ASK_AGAIN_MS, on_nudge, k);
-	k->t_ready = loop_timer_add(k->loop, k->silent_once ?
-	    k->conf->ready_timeout_ms : k->conf->ready_timeout_ms / 3,
-	    on_ready_timeout, k);
+	if (!k->untimed)
+		k->t_ready = loop_timer_add(k->loop, k->silent_once ?
+		    k->conf->ready_timeout_ms : k->conf->ready_timeout_ms / 3,
+		    on_ready_timeout, k);
 	log_info("kernel=%s pid=%ld spec=%s %s", k->id, (long)k->pid,
 	    k->spec->name, k->forked ? "forked" : "started");
 	return 0;

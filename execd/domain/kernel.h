@@ -57,6 +57,8 @@ struct kernel_conf {
 	gid_t		 gid;
 	/* ipykernels are forked from a fork server (forksrv.h). */
 	bool		 fork;
+	/* ... and code may run in a fork without a kernel (oneshot.h). */
+	bool		 no_kernel;
 };
 
 enum kernel_event {
@@ -163,6 +165,30 @@ int	kernel_start(struct loop *, const struct kernel_conf *,
 	    const struct kp_kernelspec *spec, const char *cwd,
 	    kernel_event_cb *ev, void *arg, struct kernel **out, char *err,
 	    size_t errlen);
+
+/*
+ * What a process that is there already does to become a kernel (see
+ * kernel_adopt): start one on connfile, with out_fd (to be dup'd, not
+ * kept) as its stdout and stderr.  Its pid, registered with no one, or
+ * -errno.
+ */
+typedef pid_t kernel_become_fn(const char *connfile, int out_fd, void *arg);
+
+/*
+ * A kernel of spec made of a process that is there already (a run once
+ * that stays, oneshot.h), under the id given: a new connection file is
+ * written and become() asked to start the kernel on it; from then on it
+ * is as a forked kernel_start()'s (its restarts are forks of spec's
+ * server), but that its start is not timed (the ready timeout) until
+ * kernel_adopt_begun(): the process may finish runs before it begins.
+ * Returns as kernel_start.
+ */
+int	kernel_adopt(struct loop *, const struct kernel_conf *,
+	    const struct limits *, const struct kp_kernelspec *spec,
+	    const char *cwd, const char *id, kernel_become_fn *become,
+	    void *barg, kernel_event_cb *ev, void *arg, struct kernel **out,
+	    char *err, size_t errlen);
+void	kernel_adopt_begun(struct kernel *);
 
 /*
  * Send an execute_request (allow_stdin false, store_history true).  The
