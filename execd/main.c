@@ -564,7 +564,8 @@ setup_contexts(const struct conf *c)
 	    .grace_ms = c->grace_ms, .max_restarts = 3,
 	    .max_frame = 64 << 20, .cgroup = &metrics_src_system,
 	    .as_user = c->user.set, .uid = c->user.uid, .gid = c->user.gid,
-	    .fork = !c->kernel_fork_off };
+	    .fork = !c->kernel_fork_off,
+	    .no_kernel = !c->kernel_fork_off && !c->kernel_fork_kernels };
 	context_init(app.loop, &kconf);
 	context_set_shell_dir(cmd_dir);
 	context_set_limits(context_limits, NULL);

@@ -185,10 +185,13 @@ static const struct opt opts[] = {
 	    "how kernels listen: Unix sockets beside the connection file, or "
 	    "TCP on 127.0.0.1; auto uses ipc for ipykernel and tcp for other "
 	    "kernels, many of which cannot speak ipc" },
-	{ "kernel-fork", O_KERNEL_FORK, "EXECD_KERNEL_FORK", "on|off", "on",
-	    "start ipykernel contexts by forking a Python process that has "
-	    "imported ipykernel already (one fork server per kernelspec); off: "
-	    "every kernel is launched from its kernelspec's argv" },
+	{ "kernel-fork", O_KERNEL_FORK, "EXECD_KERNEL_FORK", "on|kernels|off",
+	    "on", "start ipykernel contexts by forking a Python process that "
+	    "has imported ipykernel already (one fork server per kernelspec): "
+	    "as light contexts, batch items and ephemeral runs as runs once, "
+	    "without a kernel until one is wanted; kernels: a forked kernel "
+	    "for every context; off: every kernel is launched from its "
+	    "kernelspec's argv" },
 	{ "kernel-ready-timeout", O_KERNEL_READY,
 	    "EXECD_KERNEL_READY_TIMEOUT", "SECONDS", "60",
 	    "a kernel that has not answered kernel_info after a third of "
@@ -681,9 +684,11 @@ set(struct conf *c, enum opt_id id, const char *v, char *err, size_t errlen)
 		c->lifecycle_status = v[0] != '\0' ? xstrdup(v) : NULL;
 		return 0;
 	case O_KERNEL_FORK:
-		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+		if (strcmp(v, "on") != 0 && strcmp(v, "kernels") != 0 &&
+		    strcmp(v, "off") != 0)
 			goto bad;
 		c->kernel_fork_off = strcmp(v, "off") == 0;
+		c->kernel_fork_kernels = strcmp(v, "kernels") == 0;
 		return 0;
 	case O_CGROUPS:
 		if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)

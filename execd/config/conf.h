@@ -125,6 +125,7 @@ struct conf {
 #define CONF_GIVEN_CAPS		0x4
 	enum kernel_transport kernel_transport;
 	bool		 kernel_fork_off;	/* --kernel-fork off */
+	bool		 kernel_fork_kernels;	/* ... kernels */
 	unsigned	 kernel_ready_s;
 	size_t		 max_output;
 	size_t		 pty_replay;	/* terminal output kept */

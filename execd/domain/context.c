@@ -4,7 +4,8 @@
  * This file maps ids and languages to kernels and tells waiters when a
  * context becomes ready or fails, and runs code in a context whichever
  * serves it: a kernel; for a bash context without a bash kernel, a
- * shell session; for a context of one run, a run once (oneshot.h).
+ * shell session; for a context of one run, a run once (oneshot.h); for
+ * a light context, a run once that stays until a kernel is wanted of it.
  * Either way a run reports kevents and one end, and is stopped by its
  * timeout the way its kind is.  It knows nothing of HTTP
  * or of how a run's events are queued and cut (run.c does).  The
@@ -43,6 +44,8 @@ struct exec {
 	long long			 timeout_ms;
 	uint64_t			 tmo;
 	bool				 timed_out;
+	bool				 light;		/* sent to c->os */
+	bool				 forgotten;	/* ... unheard */
 	struct exec			*next;
 };
 
@@ -51,7 +54,9 @@ struct context {
 	struct session		*sh;	/* a bash context without a kernel */
 	bool			 once;	/* a context of one run, run once */
 	bool			 used;	/* ... which has begun */
-	struct oneshot		*os;	/* ... its process, while it runs */
+	bool			 light;	/* a run once that stays (os) */
+	bool			 up;	/* ... and waits for code */
+	struct oneshot		*os;	/* a run once's process */
 	struct limits		 lim;	/* ... under these */
 	char			 id[ID_UUID_LEN + 1];
 	char			*language;
@@ -122,9 +127,19 @@ static void	exec_event(struct exec *, struct kevent *);
 static void	exec_finish(struct exec *, const json_t *, const char *);
 static void	once_event(struct kevent *, void *);
 static void	once_done(const char *, void *);
+static void	light_event(struct kevent *, void *);
+static void	light_idle(void *);
+static void	light_reply(const json_t *, void *);
+static void	light_done(const char *, void *);
+static void	free_context(struct context *);
+static struct exec *light_head(struct context *);
+static void	end_light_runs(struct context *, const char *);
 
 static const struct kernel_exec_cb exec_cb = { exec_output, exec_done };
-static const struct oneshot_cb once_cb = { once_event, once_done };
+static const struct oneshot_cb once_cb = { .event = once_event,
+    .done = once_done };
+static const struct oneshot_cb light_cb = { light_event, light_idle,
+    light_reply, light_done };
 
 /* Start the registry; kernelspecs are discovered once, here. */
 void
@@ -456,6 +471,62 @@ context_create_once(const char *language, const struct limits *req,
 	return 0;
 }
 
+/* A light context's process: a run once that stays. */
+static int
+light_start(struct context *c, char *err, size_t errlen)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "context=%s", c->id);
+	return oneshot_start(R.loop, R.conf, &c->lim, c->spec, c->cwd, NULL,
+	    name, &light_cb, c, &c->os, err, errlen);
+}
+
+/* A light context, or context_create's; see context.h. */
+int
+context_create_light(const char *language, const char *cwd,
+    bool is_default, const struct limits *req, struct context **out,
+    char *err, size_t errlen)
+{
+	const struct kp_kernelspec *spec = context_spec(language);
+	struct context *c;
+
+	if (spec == NULL || !oneshot_can(R.conf, spec) ||
+	    (cwd == NULL && (req == NULL || req->set == 0) &&
+	    take_pooled(spec) != NULL))
+		return context_create(language, cwd, is_default, req, out,
+		    err, errlen);
+	c = xcalloc(1, sizeof(*c));
+	c->light = true;
+	c->spec = spec;
+	c->language = xstrdup(language);
+	c->cwd = cwd != NULL ? xstrdup(cwd) : NULL;
+	c->is_default = is_default;
+	c->last_use = loop_now_ms();
+	job_limits(spec->language, req, &c->lim);
+	id_uuid(c->id);
+	if (light_start(c, err, errlen) < 0) {
+		log_warnx("context=%s: %s; a kernel instead", c->id, err);
+		free_context(c);
+		return context_create(language, cwd, is_default, req, out,
+		    err, errlen);
+	}
+	c->next = R.list;
+	R.list = c;
+	log_info("context=%s language=%s created (light)", c->id, language);
+	*out = c;
+	return 0;
+}
+
+/* Free what c holds, and c. */
+static void
+free_context(struct context *c)
+{
+	free(c->language);
+	free(c->cwd);
+	free(c);
+}
+
 /* Start kernels until every pool has what it wants (ready or starting). */
 static void
 refill(void)
@@ -525,7 +596,8 @@ on_cull(struct loop *l, uint64_t id, void *arg)
 	uint64_t now = loop_now_ms(), limit = (uint64_t)R.idle_s * 1000;
 
 	R.t_cull = 0;
-	for (struct context *c = R.list; c != NULL; c = c->next) {
+	for (struct context *c = R.list, *next; c != NULL; c = next) {
+		next = c->next;		/* c may be freed */
 		if (c->deleted || c->pooled || c->runs > 0 ||
 		    now - c->last_use < limit)
 			continue;
@@ -620,19 +692,20 @@ context_delete(struct context *c)
 	c->deleted = true;
 	log_info("context=%s deleted", c->id);
 	wake(c, "the context was deleted");
-	if (c->sh != NULL || c->once) {
+	/* A run once's runs end now, unheard of it from here on. */
+	oneshot_free(c->os);
+	c->os = NULL;
+	if (c->once && c->execs != NULL)
+		exec_finish(c->execs, NULL, "the context was deleted");
+	end_light_runs(c, "the context was deleted");
+	if (c->k == NULL) {
 		/*
 		 * A shell or a run once goes at once: no kernel to wait for.
 		 * A shell reports the end of its runs as it is freed.
 		 */
-		if (c->once && c->execs != NULL)
-			exec_finish(c->execs, NULL, "the context was deleted");
 		session_free(c->sh);
-		oneshot_free(c->os);
 		unlink_context(c);
-		free(c->language);
-		free(c->cwd);
-		free(c);
+		free_context(c);
 		return;
 	}
 	kernel_shutdown(c->k);
@@ -730,9 +803,9 @@ on_kernel(struct kernel *k, enum kernel_event ev, const char *why,
 		c->deleted = true;
 		wake(c, why);
 		unlink_context(c);
-		free(c->language);
-		free(c->cwd);
-		free(c);
+		oneshot_free(c->os);
+		end_light_runs(c, why);
+		free_context(c);
 		break;
 	}
 }
@@ -759,7 +832,7 @@ bool
 context_ready(const struct context *c)
 {
 	return !c->deleted && (c->sh != NULL || c->once ||
-	    kernel_ready(c->k));
+	    (c->light ? c->up : kernel_ready(c->k)));
 }
 
 const struct kp_kernelspec *
@@ -774,16 +847,45 @@ context_kernel(const struct context *c)
 	return c->k;
 }
 
+/* The light context's process, told to become a kernel. */
+static pid_t
+become(const char *connfile, int out_fd, void *arg)
+{
+	struct context *c = arg;
+
+	return oneshot_become(c->os, connfile, out_fd);
+}
+
+/* c's kernel, made now of a light context's process; see context.h. */
+struct kernel *
+context_kernel_want(struct context *c)
+{
+	char err[512];
+
+	if (c->k != NULL || !c->light || !c->up || c->deleted)
+		return c->k;
+	if (kernel_adopt(R.loop, R.conf, &c->lim, c->spec, c->cwd, c->id,
+	    become, c, on_kernel, c, &c->k, err, sizeof(err)) < 0) {
+		log_warnx("context=%s: no kernel made of it: %s", c->id, err);
+		c->k = NULL;
+		return NULL;
+	}
+	c->light = false;
+	log_info("context=%s becomes a kernel", c->id);
+	return c->k;
+}
+
 /* Run code in c: on its kernel, or in its shell. */
 int
 context_run(struct context *c, const char *code, long long timeout_ms,
     const struct context_run_cb *cb, void *arg)
 {
 	struct exec *x;
-	char err[256];
+	char err[256], name[64];
 	int rc;
 
-	if (c->deleted || (c->sh == NULL && c->k == NULL && !c->once))
+	if (c->deleted || (c->sh == NULL && c->k == NULL && !c->once &&
+	    c->os == NULL))
 		return -ESRCH;
 	if (c->once && c->used)
 		return -EBUSY;		/* its one run has begun */
@@ -795,9 +897,13 @@ context_run(struct context *c, const char *code, long long timeout_ms,
 	if (c->sh != NULL)
 		rc = session_run(c->sh, code, NULL, (unsigned)timeout_ms,
 		    shell_output, shell_done, x);
-	else if (c->once) {
+	else if (c->light) {
+		x->light = true;
+		rc = oneshot_run(c->os, code);
+	} else if (c->once) {
+		snprintf(name, sizeof(name), "context=%s", c->id);
 		rc = oneshot_start(R.loop, R.conf, &c->lim, c->spec, c->cwd,
-		    code, &once_cb, x, &c->os, err, sizeof(err));
+		    code, name, &once_cb, x, &c->os, err, sizeof(err));
 		if (rc < 0)
 			log_warnx("context=%s: %s", c->id, err);
 	} else
@@ -826,13 +932,20 @@ context_run_forget(struct context *c, void *arg)
 		;
 	if (x == NULL)
 		return;
+	if (x->light) {
+		/* It runs to its end: the next one's events follow it. */
+		x->forgotten = true;
+		return;
+	}
 	if (c->sh != NULL)
 		session_run_forget(c->sh, x);
 	else if (c->k != NULL)
 		kernel_execute_forget(c->k, x->msg_id);
-	/* A run once no one hears is of no use to anyone: it stops. */
-	oneshot_free(c->os);
-	c->os = NULL;
+	if (c->once) {
+		/* A run once no one hears is of no use to anyone: it stops. */
+		oneshot_free(c->os);
+		c->os = NULL;
+	}
 	exec_end(x);
 }
 
@@ -841,9 +954,9 @@ context_interrupt(struct context *c)
 {
 	if (c->sh != NULL)
 		return session_interrupt(c->sh);
-	if (c->once)
-		return c->os != NULL ? oneshot_interrupt(c->os, 0) : -ESRCH;
-	return kernel_interrupt(c->k);
+	if (c->k != NULL)
+		return kernel_interrupt(c->k);
+	return c->os != NULL ? oneshot_interrupt(c->os, 0) : -ESRCH;
 }
 
 /* The run is over for its caller: unlink and free it. */
@@ -915,6 +1028,115 @@ once_done(const char *why, void *arg)
 	json_decref(none);
 }
 
+/* The light run that runs now: the first sent of those not ended. */
+static struct exec *
+light_head(struct context *c)
+{
+	struct exec *h = NULL;
+
+	for (struct exec *x = c->execs; x != NULL; x = x->next)
+		if (x->light)
+			h = x;		/* newest first: the last is oldest */
+	return h;
+}
+
+/* Every light run not ended ends, with why. */
+static void
+end_light_runs(struct context *c, const char *why)
+{
+	struct exec *x;
+
+	while ((x = light_head(c)) != NULL) {
+		if (x->forgotten)
+			exec_end(x);
+		else
+			exec_finish(x, NULL, why);
+	}
+}
+
+/* An event of a light context's process: its run's. */
+static void
+light_event(struct kevent *ev, void *arg)
+{
+	struct exec *x = light_head(arg);
+
+	if (x != NULL && !x->forgotten)
+		exec_event(x, ev);
+	else
+		kevent_clear(ev);
+}
+
+/* The light context's process waits for code: ready the first time. */
+static void
+light_idle(void *arg)
+{
+	struct context *c = arg;
+
+	if (c->up || c->k != NULL)
+		return;
+	c->up = true;
+	log_info("context=%s ready (light)", c->id);
+	wake(c, NULL);
+}
+
+/* A light run ended; the next, if out of time, is interrupted. */
+static void
+light_reply(const json_t *reply, void *arg)
+{
+	struct context *c = arg;
+	struct exec *x = light_head(c);
+
+	if (x == NULL)
+		return;
+	if (x->forgotten)
+		exec_end(x);
+	else
+		exec_finish(x, reply, NULL);
+	if ((x = light_head(c)) != NULL && x->timed_out && c->os != NULL)
+		oneshot_interrupt(c->os, R.conf->grace_ms);
+}
+
+/*
+ * The light context's process is gone: its runs end; it is started
+ * again (a kernel's restart), or a kernel takes over when it never came
+ * up.  After it became a kernel, that is all it had to say.
+ */
+static void
+light_done(const char *why, void *arg)
+{
+	struct context *c = arg;
+	const char *what = why != NULL ? why : "the process ended";
+	char err[512] = "";
+
+	oneshot_free(c->os);
+	c->os = NULL;
+	end_light_runs(c, what);
+	if (c->k != NULL) {
+		/* It has begun to be the kernel (or is gone: the reaper's). */
+		kernel_adopt_begun(c->k);
+		return;
+	}
+	if (c->deleted)
+		return;
+	if (c->up) {
+		log_warnx("context=%s: %s; starting it anew", c->id, what);
+		c->up = false;
+		if (light_start(c, err, sizeof(err)) == 0)
+			return;
+		what = err;
+	}
+	log_warnx("context=%s: %s; a kernel instead", c->id, what);
+	c->light = false;
+	if (kernel_start(R.loop, R.conf, &c->lim, c->spec, c->cwd,
+	    on_kernel, c, &c->k, err, sizeof(err)) < 0) {
+		log_warnx("context=%s is dead: %s", c->id, err);
+		c->deleted = true;
+		wake(c, err);
+		unlink_context(c);
+		free_context(c);
+	}
+}
+
 /*
  * A kernel's run or a run once ended (reply: the execute_reply's
  * content, or NULL with why): its timeout first, if it had one.
@@ -950,10 +1172,13 @@ exec_timeout(struct loop *l, uint64_t id, void *arg)
 
 	x->tmo = 0;
 	x->timed_out = true;
-	if (x->c->os != NULL)
-		oneshot_interrupt(x->c->os, R.conf->grace_ms);
-	else if (x->c->k != NULL)
+	/* A light run waiting its turn is interrupted when it comes. */
+	if (x->c->once || x == light_head(x->c)) {
+		if (x->c->os != NULL)
+			oneshot_interrupt(x->c->os, R.conf->grace_ms);
+	} else if (!x->light && x->c->k != NULL) {
 		kernel_interrupt(x->c->k);
+	}
 }
 
 /* Shell output, verbatim, as a kernel's stream text would be. */

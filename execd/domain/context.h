@@ -91,6 +91,21 @@ int	context_create(const char *language, const char *cwd,
 	    bool is_default, const struct limits *req, struct context **out,
 	    char *err, size_t errlen);
 /*
+ * A context as context_create's, light where its language's fork server
+ * can run code once (oneshot.h) and no warm kernel is waiting for it: a
+ * process forked from the server that runs each code sent to it, in
+ * order, in a shell of its own, as a kernel's cells, without a kernel
+ * (no ZeroMQ, threads or connection file).  It is ready once that
+ * process waits for code.  When a client wants a kernel of it
+ * (context_kernel_want), the process starts one in that shell, its
+ * state kept, and the context is a kernel's from then on.  A light
+ * process that dies is started anew (a kernel's restart); one that
+ * cannot be made gives way to a kernel.  Returns as context_create.
+ */
+int	context_create_light(const char *language, const char *cwd,
+	    bool is_default, const struct limits *req, struct context **out,
+	    char *err, size_t errlen);
+/*
  * A context for one run (a batch item's, an ephemeral run's), never the
  * default, under the default limits with req's over them.  Where the
  * language's fork server can run code once (oneshot.h), it is a run
@@ -172,8 +187,15 @@ const char	*context_id(const struct context *);
 const char	*context_language(const struct context *);
 const char	*context_cwd(const struct context *);	/* NULL: none */
 bool		 context_ready(const struct context *);
-/* The kernel that serves c, or NULL for a bash context's shell. */
+/* The kernel that serves c; NULL for a shell, a run once, a light one. */
 struct kernel	*context_kernel(const struct context *);
+/*
+ * c's kernel, made now of a light context's process when it is one
+ * (ready: no kernel of one not yet up).  The kernel is starting then:
+ * runs already sent end first, its state is the light context's.  NULL
+ * when c has no kernel and none can be made.
+ */
+struct kernel	*context_kernel_want(struct context *);
 /* The kernelspec c's kernel runs (its name is Jupyter's kernel name). */
 const struct kp_kernelspec *context_kernelspec(const struct context *);
 

@@ -58,7 +58,7 @@ static const char server_py[] =
 	"def _serve():\n"
 	"    import os, json, signal, socket, struct\n"
 	"    import array, atexit, ctypes, datetime, pathlib, resource, select\n"
-	"    import base64, builtins, io, time\n"
+	"    import base64, builtins, io, threading, time\n"
 	"    if sys.path and sys.path[0] == \"\":\n"
 	"        del sys.path[0]\n"
 	"    for m in sys.argv[3:]:\n"
@@ -314,9 +314,13 @@ static const char server_py[] =
 	"        for a, n in hot[0]:\n"
 	"            libc.madvise(a, n, POPULATE_WRITE)\n"
 	"        settle(req, mid)\n"
-	"        retitle(req[\"argv\"])\n"
-	"        sys.argv = [argv0] + req[\"argv\"][3:]\n"
-	"        args = req[\"argv\"][3:]\n"
+	"        become(req[\"argv\"])\n"
+	"\n"
+	"    def become(argv):\n"
+	"        # IPKernelApp on argv's connection file, to the kernel's end\n"
+	"        retitle(argv)\n"
+	"        sys.argv = [argv0] + argv[3:]\n"
+	"        args = argv[3:]\n"
 	"        usual = len(args) == 2 and args[0] == \"-f\"\n"
 	"        if shell is not None and usual:\n"
 	"            # The server's shell, and the profile and config it was\n"
@@ -380,12 +384,15 @@ static const char server_py[] =
 	"            ct.join(5)\n"
 	"\n"
 	"    def once(req, out, err, ev, src, go, mid, teach):\n"
-	"        # One run of the code in the file src in the server's shell, as a\n"
-	"        # new kernel's first cell, then the process ends.  Its streams,\n"
-	"        # results, displays and error go to ev as they come, in order,\n"
-	"        # each an iopub message's type and content as one JSON line; what\n"
-	"        # is written to fds 1 and 2 (by its children, say) to the pipes\n"
-	"        # out and err.\n"
+	"        # Code run in the server's shell, as a new kernel's cells: once,\n"
+	"        # the code in the file src, then the process ends; or, asked to\n"
+	"        # stay, each code file src (a socket) sends, until it closes or\n"
+	"        # sends a connection file to become a kernel on.  Streams,\n"
+	"        # results, displays and errors go to ev as they come, in order,\n"
+	"        # each an iopub message's type and content as one JSON line,\n"
+	"        # then a staying one's execute_reply and status idle per run;\n"
+	"        # what is written to fds 1 and 2 (by its children, say) to the\n"
+	"        # pipes out and err.\n"
 	"        os.set_inheritable(ev, False)\n"
 	"        os.set_inheritable(src, False)\n"
 	"        child(out, err, go, teach)\n"
@@ -393,26 +400,42 @@ static const char server_py[] =
 	"            libc.madvise(a, n, POPULATE_WRITE)\n"
 	"        settle(req, mid)\n"
 	"        atexit.unregister(shell.atexit_operations)\n"
-	"        cell = []\n"
-	"        while True:\n"
-	"            b = os.pread(src, 1 << 20, sum(map(len, cell)))\n"
-	"            if not b:\n"
-	"                break\n"
-	"            cell.append(b)\n"
-	"        os.close(src)\n"
-	"        cell = b\"\".join(cell).decode(\"utf-8\", \"replace\")\n"
+	"        # SIGINT interrupts a run only, and never a line half written\n"
+	"        st = {\"run\": False, \"send\": False, \"held\": False}\n"
+	"\n"
+	"        def on_int(sig, frame):\n"
+	"            if not st[\"run\"]:\n"
+	"                return\n"
+	"            if st[\"send\"]:\n"
+	"                st[\"held\"] = True\n"
+	"                return\n"
+	"            raise KeyboardInterrupt\n"
+	"        signal.signal(signal.SIGINT, on_int)\n"
 	"\n"
 	"        def plain(o):\n"
 	"            if isinstance(o, (bytes, bytearray)):\n"
 	"                return base64.b64encode(o).decode()\n"
 	"            return repr(o)\n"
 	"\n"
+	"        lock, main = threading.Lock(), threading.get_ident()\n"
+	"\n"
 	"        def send(msg_type, content):\n"
+	"            # one whole line, whichever thread prints; an interrupt of\n"
+	"            # the main thread waits for the end of its line\n"
 	"            b = json.dumps({\"msg_type\": msg_type, \"content\": content},\n"
 	"                           default=plain).encode() + b\"\\n\"\n"
 	"            b = memoryview(b)\n"
-	"            while b:\n"
-	"                b = b[os.write(ev, b):]\n"
+	"            mine = threading.get_ident() == main\n"
+	"            with lock:\n"
+	"                st[\"send\"] = mine\n"
+	"                try:\n"
+	"                    while b:\n"
+	"                        b = b[os.write(ev, b):]\n"
+	"                finally:\n"
+	"                    st[\"send\"] = False\n"
+	"            if mine and st[\"held\"] and st[\"run\"]:\n"
+	"                st[\"held\"] = False\n"
+	"                raise KeyboardInterrupt\n"
 	"\n"
 	"        class Stream(io.TextIOBase):\n"
 	"            # sys.stdout or sys.stderr: a stream message per line\n"
@@ -442,8 +465,6 @@ static const char server_py[] =
 	"                if self.parts:\n"
 	"                    text, self.parts = \"\".join(self.parts), []\n"
 	"                    send(\"stream\", {\"name\": self.name, \"text\": text})\n"
-	"        sys.stdout = Stream(\"stdout\", 1)\n"
-	"        sys.stderr = Stream(\"stderr\", 2)\n"
 	"\n"
 	"        def emit(msg_type, content):\n"
 	"            sys.stdout.flush()\n"
@@ -472,19 +493,107 @@ static const char server_py[] =
 	"            raise StdinNotImplementedError(\n"
 	"                \"raw_input was called, but this frontend does not support \"\n"
 	"                \"input requests.\")\n"
-	"        dh = shell.displayhook\n"
-	"        dh.start_displayhook = dh.write_output_prompt = nothing\n"
-	"        dh.finish_displayhook = nothing\n"
-	"        dh.write_format_data = result\n"
-	"        shell.display_pub.publish = publish\n"
-	"        shell.display_pub.clear_output = nothing\n"
-	"        shell._showtraceback = showtb\n"
+	"        dh, dp = shell.displayhook, shell.display_pub\n"
+	"        hooks = ((dh, \"start_displayhook\", nothing),\n"
+	"                 (dh, \"write_output_prompt\", nothing),\n"
+	"                 (dh, \"finish_displayhook\", nothing),\n"
+	"                 (dh, \"write_format_data\", result),\n"
+	"                 (dp, \"publish\", publish), (dp, \"clear_output\", nothing),\n"
+	"                 (shell, \"_showtraceback\", showtb))\n"
+	"        for o, name, fn in hooks:\n"
+	"            setattr(o, name, fn)\n"
+	"        std, builtin_input = (sys.stdout, sys.stderr), builtins.input\n"
+	"        sys.stdout = Stream(\"stdout\", 1)\n"
+	"        sys.stderr = Stream(\"stderr\", 2)\n"
 	"        builtins.input = no_input\n"
-	"        shell.run_cell(cell, store_history=True)\n"
+	"\n"
+	"        def read(fd):\n"
+	"            cell = []\n"
+	"            while True:\n"
+	"                b = os.pread(fd, 1 << 20, sum(map(len, cell)))\n"
+	"                if not b:\n"
+	"                    break\n"
+	"                cell.append(b)\n"
+	"            os.close(fd)\n"
+	"            return b\"\".join(cell).decode(\"utf-8\", \"replace\")\n"
+	"\n"
+	"        def run(cell):\n"
+	"            st[\"run\"] = True\n"
+	"            try:\n"
+	"                r = shell.run_cell(cell, store_history=True)\n"
+	"            finally:\n"
+	"                st[\"run\"] = st[\"held\"] = False\n"
+	"            sys.stdout.flush()\n"
+	"            sys.stderr.flush()\n"
+	"            return r\n"
+	"\n"
+	"        if not req.get(\"stay\"):\n"
+	"            run(read(src))\n"
+	"            return\n"
+	"\n"
+	"        def promote(path, fd):\n"
+	"            # a kernel from now on: the hooks gone, its output to the\n"
+	"            # pipe fd, no pages reported at its end (not a run once's)\n"
+	"            for o, name, fn in hooks:\n"
+	"                vars(o).pop(name, None)\n"
+	"            sys.stdout, sys.stderr = std\n"
+	"            builtins.input = builtin_input\n"
+	"            signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+	"            os.dup2(fd, 1)\n"
+	"            os.dup2(fd, 2)\n"
+	"            os.close(fd)\n"
+	"            os.close(ev)\n"
+	"            ctl.close()\n"
+	"            teaching[\"on\"] = False\n"
+	"            become(req[\"argv\"][:4] + [path])\n"
+	"\n"
+	"        ctl = socket.socket(fileno=src)\n"
+	"        send(\"status\", {\"execution_state\": \"idle\"})\n"
+	"        while True:\n"
+	"            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 1)\n"
+	"            if not msg:\n"
+	"                return\n"
+	"            if msg[:1] == b\"k\" and len(fds) == 1:\n"
+	"                promote(os.fsdecode(msg[1:]), fds[0])\n"
+	"                return\n"
+	"            reply = {\"status\": \"error\", \"ename\": \"ValueError\",\n"
+	"                     \"evalue\": \"not a run\", \"traceback\": []}\n"
+	"            try:\n"
+	"                if msg[:1] == b\"r\" and len(fds) == 1:\n"
+	"                    r = run(read(fds.pop()))\n"
+	"                    reply = {\"status\": \"ok\"}\n"
+	"                    e = r.error_before_exec or r.error_in_exec\n"
+	"                    if e is not None:\n"
+	"                        reply = {\"status\": \"error\",\n"
+	"                                 \"ename\": type(e).__name__,\n"
+	"                                 \"evalue\": str(e), \"traceback\": []}\n"
+	"            except KeyboardInterrupt:\n"
+	"                # after its cell's end, before it was told: an error\n"
+	"                # all the same\n"
+	"                showtb(KeyboardInterrupt, \"\", [])\n"
+	"                reply = {\"status\": \"error\", \"ename\": \"KeyboardInterrupt\",\n"
+	"                         \"evalue\": \"\", \"traceback\": []}\n"
+	"            for fd in fds:\n"
+	"                os.close(fd)\n"
+	"            reply[\"execution_count\"] = shell.execution_count - 1\n"
+	"            send(\"execute_reply\", reply)\n"
+	"            send(\"status\", {\"execution_state\": \"idle\"})\n"
+	"            if teaching[\"on\"]:\n"
+	"                # its pages after a run, as a run once's at its end (a\n"
+	"                # staying one is seldom let end)\n"
+	"                teaching[\"on\"] = False\n"
+	"                try:\n"
+	"                    lw.send(written(1), socket.MSG_DONTWAIT)\n"
+	"                except OSError:\n"
+	"                    pass\n"
+	"\n"
+	"    teaching = {\"on\": False}\n"
 	"\n"
 	"    def ended(fn, kind, teach):\n"
 	"        # fn run, then the process's exit steps and its end, with the\n"
-	"        # exit status a launched interpreter would have\n"
+	"        # exit status a launched interpreter would have; its pages\n"
+	"        # reported when it teaches (and is still of its kind)\n"
+	"        teaching[\"on\"] = teach\n"
 	"        code = 1\n"
 	"        try:\n"
 	"            fn()\n"
@@ -499,7 +608,7 @@ static const char server_py[] =
 	"            atexit._run_exitfuncs()\n"
 	"            sys.stdout.flush()\n"
 	"            sys.stderr.flush()\n"
-	"            if teach:\n"
+	"            if teaching[\"on\"]:\n"
 	"                lw.send(written(kind), socket.MSG_DONTWAIT)\n"
 	"        finally:\n"
 	"            os._exit(code)\n"
@@ -858,8 +967,10 @@ request(const struct forksrv_job *job, bool in_cgroup)
 	    json_string(job->cwd) : json_null());
 	json_object_set_new(r, "rlimits", rl);
 	json_object_set_new(r, "ppid", json_integer(getpid()));
-	if (job->code != NULL)
+	if (job->code != NULL || job->stay)
 		json_object_set_new(r, "once", json_true());
+	if (job->stay)
+		json_object_set_new(r, "stay", json_true());
 	txt = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
 	return txt;
@@ -976,8 +1087,8 @@ on_answers(struct server *s)
 }
 
 /* A memory file holding code: its fd, or -errno with why in err. */
-static int
-code_file(const char *code, char *err, size_t errlen)
+int
+forksrv_code_file(const char *code, char *err, size_t errlen)
 {
 	size_t len = strlen(code), off = 0;
 	ssize_t n;
@@ -1034,7 +1145,7 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 	}
 	if (!server_ready(s))
 		return -EAGAIN;
-	if (job->code != NULL && !s->once)
+	if ((job->code != NULL || job->stay) && !s->once)
 		return -ENOTSUP;
 	if (job->limits != NULL && cgroup_wanted(job->limits) &&
 	    (rc = cgroup_new_empty(job->limits, &cg, err, errlen)) < 0)
@@ -1046,15 +1157,16 @@ forksrv_start(const struct forksrv_job *job, struct forksrv_req **out,
 	}
 	txt = request(job, cg != NULL);
 	fds[0] = job->out_fd;
-	if (job->code != NULL) {
+	if (job->code != NULL || job->stay) {
 		/* The code, of any size, in a file of its own. */
-		if ((src = code_file(job->code, err, errlen)) < 0) {
+		if (job->code != NULL &&
+		    (src = forksrv_code_file(job->code, err, errlen)) < 0) {
 			rc = src;
 			goto fail;
 		}
 		fds[1] = job->err_fd;
 		fds[2] = job->ev_fd;
-		fds[3] = src;
+		fds[3] = job->stay ? job->ctl_fd : src;
 		nfd = 5;
 	}
 	fds[nfd - 1] = go[0];

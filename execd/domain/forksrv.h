@@ -22,7 +22,12 @@
  * A server also runs code once (oneshot.h): the process it forks for
  * that reads the code from a memory file execd wrote it to, runs it in a
  * copy of the IPython shell the server built at its start, as a new
- * kernel's first cell, and exits; no kernel, no ZeroMQ.  Its registration, cgroup, go, rlimits and cwd are a kernel's.
+ * kernel's first cell, and exits; no kernel, no ZeroMQ.  Its
+ * registration, cgroup, go, rlimits and cwd are a kernel's.  One asked
+ * to stay runs each code file execd sends it on a socket, in the same
+ * shell, until the socket closes, or until execd sends it a connection
+ * file: then it starts IPKernelApp on it, in that shell, and is a
+ * kernel from then on.
  * execd never waits for a server: its answers are read on the loop.
  * Loop thread only.
  */
@@ -58,6 +63,8 @@ struct forksrv_job {
 	const struct limits *limits;	/* NULL: none */
 	int		 out_fd;	/* its stdout (and stderr: a kernel) */
 	const char	*code;		/* NULL: a kernel; else run this once */
+	bool		 stay;		/* or run code as ctl_fd sends it */
+	int		 ctl_fd;	/* ... a SOCK_SEQPACKET end */
 	int		 err_fd;	/* run once: its stderr */
 	int		 ev_fd;		/* ... and its events (oneshot.h) */
 	bool		 keep_ids;	/* as spawn_opts.keep_ids */
@@ -95,6 +102,11 @@ int	forksrv_start(const struct forksrv_job *job, struct forksrv_req **req,
  * current policy, and has a shell to run it in.
  */
 bool	forksrv_can_run(const struct forksrv_job *job);
+/*
+ * A memory file (close-on-exec) holding code, read from its start: its
+ * fd, or -errno with why in err.
+ */
+int	forksrv_code_file(const char *code, char *err, size_t errlen);
 /*
  * The outcome of req is no longer wanted (its kernel was shut down
  * before it was forked): job->done is not called, and a kernel forked

@@ -339,6 +339,17 @@ def user_with_groups():
     raise AssertionError("no user with a supplementary group here")
 
 
+def fork_serving(d, language="python", spec="python3", bound=60):
+    """Start the fork server of a language's kernelspec (by making a
+    context) and wait until it serves."""
+    c = new_context(d, language=language)
+    d.request("DELETE", "/code/contexts/" + c["id"])
+    assert wait_for(lambda: re.search(r"fork server pid=\d+ for %s: "
+                                      r"imports done, serving$" % spec,
+                                      d.read_log(), re.M),
+                    timeout=bound), d.read_log()[-3000:]
+
+
 def install_spec(top, name, spec):
     """Kernelspec spec (kernel.json's object) as top/kernels/name, found
     by an execd with JUPYTER_PATH=top."""

@@ -10,7 +10,9 @@ rich output, its limits; a kernelspec that says it cannot be forked, and
 Which kernels were forked is read from execd's log ("kernel=ID pid=N
 spec=S forked"): nothing else tells them apart, which is the point.  The
 first context is launched while the server starts; forked_context()
-makes contexts until one is forked.
+makes contexts until one is forked.  execd runs here with --kernel-fork
+kernels, so that every context is a kernel (test_light.py has the
+default's light contexts).
 """
 import calendar
 import json
@@ -26,6 +28,8 @@ from lib import (PYALL, Execd, children_of, install_spec, interrupted_run,
                  kinds, new_context, run_code, texts, wait_for)
 
 BOUND = 60      # seconds in which a server must be up, even under ASan
+# Every context a kernel: light contexts are test_light's.
+KERNELS = ("--kernel-fork", "kernels")
 
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
        "2mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
@@ -82,7 +86,7 @@ def alive(pid):
 
 
 def test_forked_contexts_are_fresh_and_their_own():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         a, pa = forked_context(d)
         b, pb = forked_context(d)
         servers = server_pids(d)
@@ -158,7 +162,7 @@ def test_a_forked_kernel_is_execd_child_with_its_own_thread_id():
             "    threading.Event().wait(0.01)\n"
             "print(got, threading.get_native_id() == os.getpid(),\n"
             "      subprocess.run(['true']).returncode, os.getppid())\n")
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         st, evs = run_code(d, code, id=c["id"])
         assert st == 200, evs
@@ -172,7 +176,7 @@ def test_forked_kernels_deleted_after_a_run_end_promptly():
     # 10 s to exit.  Episodes from four clients at once hit that race in
     # about one kernel in ten.  The grace period is long so that execd's
     # SIGTERM does not hide a slow exit.
-    with Execd("--grace-period", "60000") as d:
+    with Execd(*KERNELS, "--grace-period", "60000") as d:
         forked_context(d)
         errs = []
 
@@ -214,7 +218,7 @@ def test_forked_kernels_deleted_after_a_run_end_promptly():
 
 
 def test_interrupt_restart_and_death_report():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         run_code(d, "kept = 7", id=c["id"])
         evs = interrupted_run(d, c["id"], "import time; time.sleep(300)")
@@ -245,7 +249,7 @@ def test_interrupt_restart_and_death_report():
 
 
 def test_rich_output_and_jupyter_attach():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         st, evs = run_code(
             d, "from IPython.display import display, Image\n"
@@ -273,7 +277,8 @@ def test_rich_output_and_jupyter_attach():
 
 
 def test_limits_apply_to_forked_contexts():
-    with Execd("--limit", "context.open_files=200,context.file_size=1MiB",
+    with Execd(*KERNELS, "--limit",
+               "context.open_files=200,context.file_size=1MiB",
                "--limit", "context.cpu_seconds=500") as d:
         c, pid = forked_context(d)
         st, evs = run_code(
@@ -294,7 +299,7 @@ def test_limits_apply_to_forked_contexts():
 
 
 def test_memory_limit_of_a_forked_context_is_its_cgroup():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         if "cgroup v" not in d.read_log():
             raise AssertionError("no cgroup found on this machine")
         c, pid = forked_context(d, limits={"memory": "256MiB"})
@@ -317,7 +322,7 @@ def test_not_forkable_spec_and_option_off_launch_normally():
                                 "{connection_file}"],
                        "display_name": "No fork", "language": "pynofork",
                        "metadata": {"execd": {"fork": False}}}, f)
-        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+        with Execd(*KERNELS, env={"JUPYTER_PATH": tmp}) as d:
             forked_context(d)       # the server is up for python
             c = new_context(d, "pynofork")
             pid = kernel_pid(d, c["id"])
@@ -338,7 +343,7 @@ def test_not_forkable_spec_and_option_off_launch_normally():
 
 
 def test_server_that_dies_is_started_again():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         old = server_pids(d)
         os.kill(old[0], signal.SIGKILL)
@@ -356,7 +361,7 @@ def test_server_that_dies_is_started_again():
 def test_forked_kernel_runs_as_the_default_user():
     from lib import user_with_groups
     pw, g = user_with_groups()
-    with Execd("--user", pw.pw_name) as d:
+    with Execd(*KERNELS, "--user", pw.pw_name) as d:
         c, pid = forked_context(d)
         st, evs = run_code(d, "import os; print(os.getuid(), os.getgid(), "
                            "g.gr_gid in os.getgroups(), os.environ['HOME'])"
@@ -375,7 +380,7 @@ def test_forked_kernel_runs_as_the_default_user():
 
 
 def test_a_fork_that_fails_falls_back_to_a_launch():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         forked_context(d)
         old = server_pids(d)[0]
         os.kill(old, signal.SIGSTOP)    # silent: the fork times out
@@ -406,7 +411,7 @@ def test_a_forked_kernel_that_exits_at_once_is_reported():
                                 "--IPKernelApp.code_to_run="
                                 "import os; os._exit(3)"],
                        "display_name": "Exits", "language": "pyexit"}, f)
-        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+        with Execd(*KERNELS, env={"JUPYTER_PATH": tmp}) as d:
             deadline = time.monotonic() + BOUND
             while "kernel=" not in d.read_log() or not re.search(
                     r"pid=(\d+) spec=pyexit forked", d.read_log()):
@@ -430,7 +435,7 @@ def test_a_forked_namespace_is_a_launched_ones():
     # What the server built before the fork (its imports, the script
     # magics' parsers) leaves nothing in a context's namespace: the same
     # names as in a launched kernel, at the same point (one cell run).
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         st, evs = run_code(d, NS_PROBE, id=c["id"])
         forked = texts(evs, "stdout")
@@ -445,7 +450,7 @@ def test_a_forked_namespace_is_a_launched_ones():
 
 
 def test_magics_in_a_forked_context():
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         c, pid = forked_context(d)
         st, evs = run_code(d, "%timeit -n1 -r1 sum(range(10))", id=c["id"])
         assert "per loop" in texts(evs, "stdout"), evs
@@ -474,7 +479,7 @@ def test_magics_in_a_forked_context():
 def test_a_forked_context_keeps_its_own_history():
     # kernels.md: a forked kernel's history is in memory, its own cells
     # only; a launched kernel's is IPython's database, shared.
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         a, _ = forked_context(d)
         b, _ = forked_context(d)
         run_code(d, "marker_a = 1", id=a["id"])
@@ -523,7 +528,7 @@ def test_what_the_server_built_is_not_shared_state():
     # starts from a copy: what one context does to that shell (a
     # variable, an import, a magic, a config value, a %cd) is its own,
     # and the next context starts as a launched kernel does.
-    with Execd() as d:
+    with Execd(*KERNELS) as d:
         a, _ = forked_context(d)
         st, evs = run_code(d, SHARED_PROBE, id=a["id"])
         fresh = texts(evs, "stdout")
@@ -623,7 +628,7 @@ def test_a_server_slow_to_answer_does_not_stall_execd():
     # waiting for it is launched once the server is given up on.
     with tempfile.TemporaryDirectory() as tmp:
         noted = silent_spec(tmp)
-        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+        with Execd(*KERNELS, env={"JUPYTER_PATH": tmp}) as d:
             got = {}
             t = hold_a_request(d, noted, got)
             try:
@@ -651,7 +656,7 @@ def test_a_spec_with_options_gets_a_shell_of_its_own():
     # spec builds its shell itself rather than taking the server's.
     with tempfile.TemporaryDirectory() as tmp:
         install_spec(tmp, "pyall", PYALL)
-        with Execd(env={"JUPYTER_PATH": tmp}) as d:
+        with Execd(*KERNELS, env={"JUPYTER_PATH": tmp}) as d:
             c, pid = forked_context(d, language="pyall")
             st, evs = run_code(d, "print(get_ipython()"
                                ".ast_node_interactivity, len(In))",
@@ -669,7 +674,7 @@ def test_execd_stops_while_a_fork_is_awaited():
     # fork was still awaited when execd stopped.
     with tempfile.TemporaryDirectory() as tmp:
         noted = silent_spec(tmp)
-        d = Execd(env={"JUPYTER_PATH": tmp}).start()
+        d = Execd(*KERNELS, env={"JUPYTER_PATH": tmp}).start()
         got = {}
         t = hold_a_request(d, noted, got)
         servers = server_pids(d)

@@ -13,7 +13,7 @@ import re
 import tempfile
 import time
 
-from lib import (PYALL, Execd, expect_error, install_spec, new_context,
+from lib import (PYALL, Execd, expect_error, fork_serving, install_spec,
                  run_code, texts, wait_for)
 
 BOUND = 60      # seconds in which a server must be up, even under ASan
@@ -21,17 +21,6 @@ BOUND = 60      # seconds in which a server must be up, even under ASan
 KERNEL = re.compile(r"kernel=\S+ pid=\d+ spec=\S+ (?:forked|started)")
 ME = ("import os\n"
       "print(os.getpid(), os.getppid(), get_ipython().kernel is None)\n")
-
-
-def serving(d, language="python", spec="python3"):
-    """Start the fork server of a language's kernelspec (by making a
-    context) and wait until it serves."""
-    c = new_context(d, language=language)
-    d.request("DELETE", "/code/contexts/" + c["id"])
-    assert wait_for(lambda: re.search(r"fork server pid=\d+ for %s: "
-                                      r"imports done, serving$" % spec,
-                                      d.read_log(), re.M),
-                    timeout=BOUND), d.read_log()[-3000:]
 
 
 def batch(d, items, timeout=120, **kw):
@@ -68,7 +57,7 @@ def test_batch_items_run_once_as_a_kernel_would_run_them():
         "def f(:",
     ]
     with Execd() as d:
-        serving(d)
+        fork_serving(d)
         kernels = len(KERNEL.findall(d.read_log()))
         got = batch(d, [{"code": c, "language": "python"} for c in items])
         pid, ppid, once = got[0]["stdout"].split()
@@ -104,7 +93,7 @@ def test_batch_items_run_once_as_a_kernel_would_run_them():
 
 def test_a_run_once_is_fresh_and_under_its_limits():
     with Execd("--limit", "context.open_files=200") as d:
-        serving(d)
+        fork_serving(d)
         code = ("import resource as r\n"
                 "print(r.getrlimit(r.RLIMIT_NOFILE), 'v' in dir())\n"
                 "v = 1\n" + ME)
@@ -130,7 +119,7 @@ def test_a_run_once_is_fresh_and_under_its_limits():
 
 def test_an_ephemeral_run_once_streams_times_out_and_is_interrupted():
     with Execd() as d:
-        serving(d)
+        fork_serving(d)
         st, evs = run_code(d, ME + "print(1)\n6*7", language="python",
                            ephemeral=True)
         assert st == 200, evs
@@ -193,11 +182,11 @@ def test_a_spec_with_options_runs_its_items_in_kernels():
     with tempfile.TemporaryDirectory() as tmp:
         install_spec(tmp, "pyall", PYALL)
         with Execd(env={"JUPYTER_PATH": tmp}) as d:
-            serving(d, language="pyall", spec="pyall")
+            fork_serving(d, language="pyall", spec="pyall")
             got = batch(d, [{"code": "1\n2\n" + ME, "language": "pyall"}])
             assert got[0]["results"] == [{"text": "1"}, {"text": "2"}], got
             assert got[0]["stdout"].split()[2] == "False", got
             # python3's items, from their own server, run once
-            serving(d)
+            fork_serving(d)
             got = batch(d, [{"code": ME, "language": "python"}])
             assert got[0]["stdout"].split()[2] == "True", got

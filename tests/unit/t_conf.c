@@ -30,6 +30,7 @@ static const char *const env_vars[] = {
 	"EXECD_MAX_BODY_SIZE", "EXECD_CONNECTION_TIMEOUT",
 	"EXECD_MAX_CONNECTIONS", "EXECD_MAX_CONNECTIONS_PER_IP",
 	"EXECD_STREAM_BUFFER", "EXECD_GRACE_PERIOD", "EXECD_ACCESS_TOKEN_FILE",
+	"EXECD_KERNEL_FORK",
 };
 
 /* Every option conf_usage() must list, with its variable (or NULL). */
@@ -731,6 +732,32 @@ test_token_file(void)
 	T_OK(strstr(err, "No such file") != NULL);
 }
 
+/* --kernel-fork: on (the default), kernels, off; nothing else. */
+static void
+test_kernel_fork(void)
+{
+	struct conf c;
+
+	clear_env();
+	T_EQ_INT(parse(&c, NULL), 0);
+	T_EQ_INT(c.kernel_fork_off, 0);
+	T_EQ_INT(c.kernel_fork_kernels, 0);
+	conf_reset(&c);
+	T_EQ_INT(parse(&c, "--kernel-fork", "kernels", NULL), 0);
+	T_EQ_INT(c.kernel_fork_off, 0);
+	T_EQ_INT(c.kernel_fork_kernels, 1);
+	conf_reset(&c);
+	setenv("EXECD_KERNEL_FORK", "off", 1);
+	T_EQ_INT(parse(&c, NULL), 0);
+	T_EQ_INT(c.kernel_fork_off, 1);
+	T_EQ_INT(c.kernel_fork_kernels, 0);
+	conf_reset(&c);
+	clear_env();
+	T_EQ_INT(parse(&c, "--kernel-fork", "light", NULL), -EINVAL);
+	T_OK(strstr(err, "kernel-fork") != NULL);
+	conf_reset(&c);
+}
+
 static const struct t_case cases[] = {
 	{ "defaults", test_defaults },
 	{ "spellings", test_spellings },
@@ -752,6 +779,7 @@ static const struct t_case cases[] = {
 	{ "token wiped from argv and environment",
 	    test_token_wiped_from_argv_and_environment },
 	{ "token file", test_token_file },
+	{ "kernel fork", test_kernel_fork },
 };
 
 int

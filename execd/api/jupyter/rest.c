@@ -82,7 +82,7 @@ static void
 tally_one(struct context *c, void *arg)
 {
 	struct tally *t = arg;
-	struct kernel *k = context_kernel(c);
+	struct kernel *k = context_kernel_want(c);
 
 	if (k == NULL)
 		return;
@@ -107,13 +107,16 @@ jupyter_status(struct http_req *req)
 	    "last_activity", last, "started", started));
 }
 
-/* The context of a kernel id, when a kernel serves it. */
+/*
+ * The context of a kernel id, when a kernel serves it: one is made of a
+ * light context named (or listed) in the Jupyter API.
+ */
 struct context *
 jupyter_kernel_find(const char *id)
 {
 	struct context *c = context_find(id);
 
-	return c != NULL && context_kernel(c) != NULL ? c : NULL;
+	return c != NULL && context_kernel_want(c) != NULL ? c : NULL;
 }
 
 /* The kernel model; see jupyter.h. */
@@ -146,7 +149,7 @@ path_kernel(struct http_req *req)
 static void
 list_one(struct context *c, void *arg)
 {
-	if (context_kernel(c) != NULL)
+	if (context_kernel_want(c) != NULL)
 		json_array_append_new(arg, jupyter_kernel_model(c));
 }
 

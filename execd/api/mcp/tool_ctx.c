@@ -228,7 +228,8 @@ ctx_go(struct mcp_call *call, const char *dir, void *arg)
 	struct ctx_wait *w;
 	int rc;
 
-	rc = context_create(lang, dir, false, NULL, &c, err, sizeof(err));
+	rc = context_create_light(lang, dir, false, NULL, &c, err,
+	    sizeof(err));
 	free(lang);
 	if (rc < 0) {
 		mcp_call_fail(call, "%s", err);

@@ -289,7 +289,7 @@ mcp_run_code(struct mcp_call *call, const json_t *args)
 		    "run_command", lang);
 		return;
 	} else if ((c = context_default(lang)) == NULL &&
-	    (rc = context_create(lang, NULL, true, NULL, &c, err,
+	    (rc = context_create_light(lang, NULL, true, NULL, &c, err,
 	    sizeof(err))) < 0) {
 		mcp_call_fail(call, "%s", err);
 		return;

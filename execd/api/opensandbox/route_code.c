@@ -136,8 +136,8 @@ route_code_run(struct http_req *req)
 		return;
 	} else if (ephemeral || (c = context_default(lang)) == NULL) {
 		rc = ephemeral ? context_create_once(lang, NULL, &c, err,
-		    sizeof(err)) : context_create(lang, NULL, true, NULL, &c,
-		    err, sizeof(err));
+		    sizeof(err)) : context_create_light(lang, NULL, true,
+		    NULL, &c, err, sizeof(err));
 		if (rc == -ENOENT) {
 			http_reply_error(req, 400, HTTP_E_BODY, "%s", err);
 			return;

@@ -138,7 +138,7 @@ create_start(struct http_req *req, struct ccreate *cc)
 	struct context *c;
 	int rc;
 
-	rc = context_create(lang, cc->path[0] ? cc->path : NULL, false,
+	rc = context_create_light(lang, cc->path[0] ? cc->path : NULL, false,
 	    &cc->lim, &c, err, sizeof(err));
 	free(cc);
 	if (rc == -ENOENT) {
@@ -235,14 +235,27 @@ route_context_delete(struct http_req *req)
 	}
 }
 
+static void	 connection_ready(struct context *, const char *, void *);
+
 /*
  * GET /code/contexts/{id}/connection: the kernel's connection info, with
- * the file's path, so a Jupyter client can attach to the same kernel.
+ * the file's path, so a Jupyter client can attach to the same kernel;
+ * answered once it is ready (a light context becomes a kernel for it).
  */
 void
 route_context_connection(struct http_req *req)
 {
 	struct context *c = path_context(req);
+
+	if (c != NULL)
+		connection_ready(c, NULL, req);
+}
+
+/* The connection info of c's kernel, once c is ready. */
+static void
+connection_ready(struct context *c, const char *why, void *arg)
+{
+	struct http_req *req = arg;
 	const char *path;
 	char err[256];
 	struct kp_conn conn;
@@ -251,17 +264,20 @@ route_context_connection(struct http_req *req)
 	char buf[4096];
 	size_t n;
 
-	if (c == NULL)
+	if (why != NULL) {
+		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s is "
+		    "not ready: %s", context_id(c), why);
 		return;
-	if (context_kernel(c) == NULL) {
+	}
+	if (context_ready(c) && context_kernel_want(c) == NULL) {
 		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s has "
 		    "no kernel (a shell session, or a run once): there is "
 		    "nothing to attach to", context_id(c));
 		return;
 	}
 	if (!context_ready(c)) {
-		http_reply_error(req, 409, HTTP_E_RUNTIME, "context %s is "
-		    "not ready", context_id(c));
+		http_req_defer(req, create_cancel, c);
+		context_wait(c, connection_ready, req);
 		return;
 	}
 	path = kernel_connection_file(context_kernel(c));
