@@ -951,7 +951,8 @@ def create_delete(ex):
     st, data = ex.request("DELETE", "/code/contexts/" + cid)
     if st not in (200, 204):
         die("execd: DELETE /code/contexts/%s: %d %r" % (cid, st, data[:400]))
-    wait_log(ex, r"reaped: kernel=%s\b" % cid, 1, 10, "reaping of " + cid)
+    wait_log(ex, r"reaped: (?:kernel|context)=%s\b" % cid, 1, 10,
+             "reaping of " + cid)
     return t
 
 

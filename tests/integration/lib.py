@@ -339,6 +339,34 @@ def user_with_groups():
     raise AssertionError("no user with a supplementary group here")
 
 
+def alive(pid):
+    """Whether pid runs (a zombie does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def attached_print(connection_file, name, timeout=60, **kw):
+    """What a Jupyter client (jupyter_client, in a process of its own,
+    run with subprocess's kw) attached to the kernel of connection_file
+    prints of print(name)."""
+    script = (
+        "from jupyter_client import BlockingKernelClient\n"
+        "c = BlockingKernelClient(connection_file=%r)\n"
+        "c.load_connection_file(); c.start_channels()\n"
+        "c.wait_for_ready(timeout=30)\n"
+        "out = []\n"
+        "c.execute_interactive('print(%s)', timeout=30,"
+        " output_hook=lambda m: out.append("
+        "m['content'].get('text', '')))\n"
+        "print(''.join(out).strip())\n" % (connection_file, name))
+    r = subprocess.run(["/usr/bin/python3", "-c", script],
+                       capture_output=True, text=True, timeout=timeout, **kw)
+    return r.stdout.strip(), r
+
+
 def fork_serving(d, language="python", spec="python3", bound=60):
     """Start the fork server of a language's kernelspec (by making a
     context) and wait until it serves."""

@@ -3,12 +3,12 @@ import json
 import os
 import socket
 import signal
-import subprocess
 import threading
 import time
 
-from lib import (Execd, events, expect_error, interrupted_run, kinds,
-                 UUID_RE, new_context, run_code, texts, user_with_groups, wait_for)
+from lib import (Execd, attached_print, events, expect_error,
+                 interrupted_run, kinds, UUID_RE, new_context, run_code, texts,
+                 user_with_groups, wait_for)
 
 
 def test_context_lifecycle_and_listing():
@@ -280,23 +280,12 @@ def attach_as(d, pw):
     assert fst.st_mode & 0o777 == 0o600
     assert fst.st_uid == (pw.pw_uid if pw else os.getuid()), (fst, pw)
     assert conn["transport"] == "ipc", conn     # ipykernel: ipc
-    script = (
-        "from jupyter_client import BlockingKernelClient\n"
-        "c = BlockingKernelClient(connection_file=%r)\n"
-        "c.load_connection_file(); c.start_channels()\n"
-        "c.wait_for_ready(timeout=30)\n"
-        "out = []\n"
-        "c.execute_interactive('print(shared)', timeout=30,"
-        " output_hook=lambda m: out.append("
-        "m['content'].get('text', '')))\n"
-        "print(''.join(out).strip())\n" % conn["connection_file"])
     who = {}
     if pw:
         who = dict(user=pw.pw_uid, group=pw.pw_gid, extra_groups=[],
                    env=dict(os.environ, HOME=pw.pw_dir), cwd="/")
-    r = subprocess.run(["/usr/bin/python3", "-c", script],
-                       capture_output=True, text=True, timeout=60, **who)
-    assert r.stdout.strip() == "from-execd", r
+    out, r = attached_print(conn["connection_file"], "shared", **who)
+    assert out == "from-execd", r
 
 
 def test_shutdown_ends_runs_and_stops_kernels():

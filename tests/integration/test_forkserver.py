@@ -24,8 +24,9 @@ import tempfile
 import threading
 import time
 
-from lib import (PYALL, Execd, children_of, install_spec, interrupted_run,
-                 kinds, new_context, run_code, texts, wait_for)
+from lib import (PYALL, Execd, alive, attached_print, children_of,
+                 install_spec, interrupted_run, kinds, new_context, run_code,
+                 texts, wait_for)
 
 BOUND = 60      # seconds in which a server must be up, even under ASan
 # Every context a kernel: light contexts are test_light's.
@@ -75,14 +76,6 @@ def server_pids(d):
         except OSError:
             pass
     return out
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_forked_contexts_are_fresh_and_their_own():
@@ -261,19 +254,9 @@ def test_rich_output_and_jupyter_attach():
         run_code(d, "shared = 'from-execd'", id=c["id"])
         st, conn = d.get_json("/code/contexts/%s/connection" % c["id"])
         assert st == 200 and conn["transport"] == "ipc", conn
-        script = (
-            "from jupyter_client import BlockingKernelClient\n"
-            "c = BlockingKernelClient(connection_file=%r)\n"
-            "c.load_connection_file(); c.start_channels()\n"
-            "c.wait_for_ready(timeout=30)\n"
-            "out = []\n"
-            "c.execute_interactive('print(shared)', timeout=30,"
-            " output_hook=lambda m: out.append("
-            "m['content'].get('text', '')))\n"
-            "print(''.join(out).strip())\n" % conn["connection_file"])
-        r = subprocess.run(["/usr/bin/python3", "-c", script],
-                           capture_output=True, text=True, timeout=BOUND)
-        assert r.stdout.strip() == "from-execd", r
+        out, r = attached_print(conn["connection_file"], "shared",
+                                timeout=BOUND)
+        assert out == "from-execd", r
 
 
 def test_limits_apply_to_forked_contexts():

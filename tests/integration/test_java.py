@@ -20,7 +20,7 @@ import time
 
 from jupyter_client import BlockingKernelClient
 
-from lib import (Execd, ReplContext, error_of, install_repl_kernel,
+from lib import (Execd, ReplContext, alive, error_of, install_repl_kernel,
                  interrupted_run, new_context, of_type, run_code, texts)
 
 RUN_BOUND = 120      # seconds in which a run must end, even under ASan
@@ -55,15 +55,6 @@ def jshell_pids(kernel_pid):
         if ppid == kernel_pid and argv and argv[0].endswith(b"jshell"):
             out.append(int(p))
     return out
-
-
-def alive(pid):
-    """Whether pid runs (a zombie does not)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def kernel_pid(d, cid):

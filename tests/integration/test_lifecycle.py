@@ -9,15 +9,7 @@ import socket
 import tempfile
 import time
 
-from lib import Execd, children_of, wait_for
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+from lib import Execd, alive, children_of, wait_for
 
 
 def ping_ok(d):

@@ -17,12 +17,11 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import threading
 import time
 
-from lib import (Execd, children_of, fork_serving, interrupted_run,
-                 new_context, run_code, texts, wait_for)
+from lib import (Execd, alive, attached_print, children_of, fork_serving,
+                 interrupted_run, new_context, run_code, texts, wait_for)
 
 BOUND = 60      # seconds in which a server must be up, even under ASan
 
@@ -42,14 +41,6 @@ def light_context(d, **kw):
     assert int(ppid) == d.proc.pid and int(sid) == int(pid), evs
     assert none == "True", evs
     return c, int(pid)
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_light_contexts_are_fresh_their_own_and_in_order():
@@ -143,19 +134,9 @@ def test_a_light_context_becomes_a_kernel_when_one_is_wanted():
             cmd = f.read().rstrip(b"\0").split(b"\0")
         assert cmd[1:4] == [b"-m", b"ipykernel_launcher", b"-f"], cmd
         assert cmd[4] == conn["connection_file"].encode(), cmd
-        script = (
-            "from jupyter_client import BlockingKernelClient\n"
-            "c = BlockingKernelClient(connection_file=%r)\n"
-            "c.load_connection_file(); c.start_channels()\n"
-            "c.wait_for_ready(timeout=30)\n"
-            "out = []\n"
-            "c.execute_interactive('print(shared)', timeout=30,"
-            " output_hook=lambda m: out.append("
-            "m['content'].get('text', '')))\n"
-            "print(''.join(out).strip())\n" % conn["connection_file"])
-        r = subprocess.run(["/usr/bin/python3", "-c", script],
-                           capture_output=True, text=True, timeout=BOUND)
-        assert r.stdout.strip() == "from-light", r
+        out, r = attached_print(conn["connection_file"], "shared",
+                                timeout=BOUND)
+        assert out == "from-light", r
         # Named by the Jupyter API while it runs: its run ends as it
         # would have, then it is a kernel.
         c2, pid2 = light_context(d)

@@ -6,7 +6,7 @@ import tempfile
 import threading
 import time
 
-from lib import (Execd, events, expect_error, kinds, run_code, texts,
+from lib import (Execd, alive, events, expect_error, kinds, run_code, texts,
                  wait_for)
 
 # The run's pid and its kernel's connection file ("-" for a run once,
@@ -23,14 +23,6 @@ WHO = ("import os\n"
 def gone(pid, path):
     """The kernel's process and its connection file no longer exist."""
     return not os.path.exists("/proc/%d" % pid) and not os.path.exists(path)
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def test_ephemeral_run_streams_then_its_context_is_gone():

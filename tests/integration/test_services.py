@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from lib import EXECD, Execd
+from lib import EXECD, Execd, alive
 
 
 def policy(tmp, text):
@@ -35,19 +35,6 @@ def wait_for(fn, what, timeout=30):
             return v
         assert time.monotonic() < deadline, "timed out waiting for " + what
         time.sleep(0.1)
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie not yet reaped by whoever adopted it is gone too.
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_services_start_in_order_restart_and_stop_with_execd():
