@@ -344,6 +344,8 @@ kernel_adopt(struct loop *loop, const struct kernel_conf *conf,
 fail:
 	if (k->connfile != NULL)
 		unlink(k->connfile);
+	if (k->sockdir != NULL)
+		rmdir(k->sockdir);
 	spawn_pipe_close(p);
 	free_kernel(k);
 	return rc;

@@ -154,9 +154,12 @@ take_line(struct oneshot *o, const char *p, size_t len)
 	c = json_object_get(held, "content");
 	state = json_string_value(json_object_get(c, "execution_state"));
 	if (o->stay && !o->freed && type != NULL) {
-		if (strcmp(type, "execute_reply") == 0)
+		if (strcmp(type, "execute_reply") == 0) {
+			/* The run ended: no kill for its interrupt. */
+			loop_timer_cancel(o->loop, o->t_kill);
+			o->t_kill = 0;
 			o->cb->reply(c, o->arg);
-		else if (strcmp(type, "status") == 0 && state != NULL &&
+		} else if (strcmp(type, "status") == 0 && state != NULL &&
 		    strcmp(state, "idle") == 0)
 			o->cb->idle(o->arg);
 	}

@@ -103,7 +103,7 @@ pid_t	oneshot_become(struct oneshot *, const char *connfile, int out_fd);
 /*
  * SIGINT to the run (at its start, if it has not started yet); when
  * kill_ms > 0, SIGKILL to its process group that long after if it has
- * not ended by then.  0, or -ESRCH when it has ended.
+ * not ended by then (a staying one's run ends with its reply).  0, or -ESRCH when it has ended.
  */
 int	oneshot_interrupt(struct oneshot *, unsigned kill_ms);
 /*

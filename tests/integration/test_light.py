@@ -163,7 +163,7 @@ def test_a_light_context_becomes_a_kernel_when_one_is_wanted():
 
 
 def test_interrupt_timeout_and_death_of_a_light_context():
-    with Execd() as d:
+    with Execd("--grace-period", "1000") as d:
         fork_serving(d)
         c, pid = light_context(d)
         run_code(d, "kept = 7", id=c["id"])
@@ -176,8 +176,11 @@ def test_interrupt_timeout_and_death_of_a_light_context():
             "timeout": 500, "context": {"id": c["id"]}}, timeout=60)
         assert st == 200 and b"TimeoutError" in body, body
         assert b'"text":"a\\n"' in body, body
-        st, evs = run_code(d, "print(kept)", id=c["id"])
-        assert texts(evs, "stdout") == "7\n", evs
+        # Its interrupt ended it: no kill follows after the grace.
+        time.sleep(1.5)
+        st, evs = run_code(d, "import os\nprint(kept, os.getpid())",
+                           id=c["id"])
+        assert texts(evs, "stdout") == "7 %d\n" % pid, evs
         # Killed mid-run: the run ends with the signal, the context goes
         # on in a new process, with fresh state.
         out = {}
